@@ -1,0 +1,52 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Layers, bottom to top (imports only point down; see docs/architecture.md):
+//   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
+//   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
+//   domain           AppStore
+let package = Package(
+    name: "ReceiptFleet",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RedisClient", targets: ["RedisClient"]),
+        .library(name: "HTTPClient", targets: ["HTTPClient"]),
+        .library(name: "PostgresClient", targets: ["PostgresClient"]),
+        .library(name: "AppStore", targets: ["AppStore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+    ],
+    targets: [
+        // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+
+        // Thin clients: no product words.
+        .target(name: "Lanes"),
+        .target(name: "RedisClient", dependencies: ["CHiredis"]),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "CCurlShim"]),
+        .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes"]),
+
+        // Domain.
+        .target(name: "AppStore", dependencies: [
+            "HTTPClient",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
+        // Tests: real servers, addresses from the environment (scripts/services prints them).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
+        .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
+        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(name: "AppStoreTests", dependencies: [
+            "AppStore", "TestSupport",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

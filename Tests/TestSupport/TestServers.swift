@@ -1,0 +1,32 @@
+import Foundation
+
+/// Where the tests find their servers. `scripts/services up` starts them and prints these
+/// addresses; the defaults below match it, so `swift test` works without exporting anything.
+public enum TestServers {
+    public static var redisURL: String {
+        env("RECEIPTFLEET_REDIS_URL") ?? "redis://:receiptfleet-dev@127.0.0.1:56379/0"
+    }
+
+    /// The Redis server's unix socket, for tests of socket connections.
+    public static var redisSocket: String? { env("RECEIPTFLEET_REDIS_SOCKET") }
+
+    public static var postgresURL: String {
+        env("RECEIPTFLEET_POSTGRES_URL")
+            ?? "postgresql://receiptfleet:receiptfleet-dev@127.0.0.1:55432/receiptfleet"
+    }
+
+    private static func env(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+}
+
+/// A name no other test (or earlier run) uses: for Redis keys, schemas, tables.
+public func uniqueName(_ prefix: String) -> String {
+    "\(prefix)_\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
+}
+
+/// The number of file descriptors this process has open, to check that handles are not leaked.
+public func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
