@@ -65,10 +65,11 @@ struct EncodedCommand {
     ) -> T {
         bytes.withUnsafeBufferPointer { buffer in
             let base = UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self)
+            var argv: [UnsafePointer<CChar>?] = []
             var offset = 0
-            var argv: [UnsafePointer<CChar>?] = lengths.map { length in
-                defer { offset += length }
-                return base + offset
+            for length in lengths {
+                argv.append(base + offset)
+                offset += length
             }
             return argv.withUnsafeMutableBufferPointer { argv in
                 lengths.withUnsafeBufferPointer { lengths in

@@ -125,7 +125,7 @@ public final class RedisConnection {
         if configuration.password != nil, case .error(let message) = replies[0] {
             throw .authenticationFailed(endpoint: endpoint, message: message)
         }
-        if case .error(let message) = replies[replies.count - 1] {
+        if case .error(let message) = replies.last {
             if message.hasPrefix("NOAUTH") { throw .authenticationFailed(endpoint: endpoint, message: message) }
             throw .connectFailed(endpoint: endpoint, reason: "SELECT \(configuration.database) failed: \(message)")
         }
