@@ -14,7 +14,8 @@ import Darwin
 ///
 /// When the connection breaks (I/O error, the server closed it, or `commandTimeout` expired), the
 /// command that met the break throws `RedisError.connectionLost` or `.timeout` and is *not* retried,
-/// since it may already have run and commands are not idempotent. The next command reconnects.
+/// since it may already have run and commands are not idempotent. The next command reconnects
+/// first (authenticating and selecting the database again), or throws the connect error.
 public final class RedisConnection {
     public let configuration: RedisConfiguration
     /// Nil after a break, until the next command reconnects.
