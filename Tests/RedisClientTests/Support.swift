@@ -1,0 +1,38 @@
+import Foundation
+import RedisClient
+import TestSupport
+
+/// The test server, as TestServers.redisURL describes it, adjusted by `adjust`.
+func testConfiguration(_ adjust: (inout RedisConfiguration) -> Void = { _ in }) throws -> RedisConfiguration {
+    var configuration = try RedisConfiguration(url: TestServers.redisURL)
+    adjust(&configuration)
+    return configuration
+}
+
+/// The test server's unix socket: TestServers.redisSocket, else the default path of
+/// `scripts/services` if that exists; nil when neither is there.
+let unixSocketPath: String? = TestServers.redisSocket ?? {
+    let defaultPath = "/work/main/.run/redis/redis.sock"
+    return FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil
+}()
+
+/// Runs `body` on a thread of its own and returns its result. The client blocks its caller, and
+/// blocking calls must stay off Swift's cooperative pool; so tests do their Redis work in here and
+/// check the results outside.
+func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
+    }
+}
+
+/// Runs `body` on a thread of its own with a new connection to `configuration` (the test server
+/// by default).
+func withConnection<T: Sendable>(
+    _ configuration: RedisConfiguration? = nil, _ body: @escaping @Sendable (RedisConnection) throws -> T
+) async throws -> T {
+    let configuration = try configuration ?? testConfiguration()
+    return try await onOwnThread { try body(RedisConnection(configuration)) }
+}
+
+/// The bytes of `text`, for comparing with `.bulk` replies.
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
