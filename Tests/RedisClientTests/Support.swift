@@ -9,12 +9,8 @@ func testConfiguration(_ adjust: (inout RedisConfiguration) -> Void = { _ in }) 
     return configuration
 }
 
-/// The test server's unix socket: TestServers.redisSocket, else the default path of
-/// `scripts/services` if that exists; nil when neither is there.
-let unixSocketPath: String? = TestServers.redisSocket ?? {
-    let defaultPath = "/work/main/.run/redis/redis.sock"
-    return FileManager.default.fileExists(atPath: defaultPath) ? defaultPath : nil
-}()
+/// The test server's unix socket (scripts/services starts Redis with one).
+let unixSocketPath: String = TestServers.redisSocket
 
 /// Runs `body` on a thread of its own and returns its result. The client blocks its caller, and
 /// blocking calls must stay off Swift's cooperative pool; so tests do their Redis work in here and

@@ -8,7 +8,13 @@ public enum TestServers {
     }
 
     /// The Redis server's unix socket, for tests of socket connections.
-    public static var redisSocket: String? { env("RECEIPTFLEET_REDIS_SOCKET") }
+    public static var redisSocket: String {
+        env("RECEIPTFLEET_REDIS_SOCKET") ?? repositoryRoot + "/.run/redis/redis.sock"
+    }
+
+    /// The checkout this file belongs to (where `scripts/services` keeps its run folder).
+    public static let repositoryRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
     public static var postgresURL: String {
         env("RECEIPTFLEET_POSTGRES_URL")
