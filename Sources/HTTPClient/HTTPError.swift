@@ -52,6 +52,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             "Retry; the server may have processed the request, so repeat only requests that are safe to repeat."
         case .dns:
             "Check the host name and the machine's DNS resolver, then retry."
+        case .tls where curlCode == Int(CURLE_SSL_CACERT_BADFILE.rawValue):
+            "Check that the configured CA file exists and holds PEM certificates; retrying will not help."
         case .tls:
             "Check that the URL's scheme matches the server (https needs a TLS server), the server's "
                 + "certificate, and the configured CA file; retrying will not help."
