@@ -91,8 +91,7 @@ public final class HTTPClient {
             rf_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, collector.curlContext),
         ], url: url)
 
-        guard let body else {
-            try check([rf_curl_setopt_long(handle, CURLOPT_HTTPGET, 1)], url: url)
+        guard let body else {  // a GET: curl_easy_reset made it the method again
             try check([curl_easy_perform(handle)], url: url)
             return response()
         }
