@@ -36,6 +36,9 @@ public final class HTTPClient {
 
     /// POSTs a JSON body and returns the server's answer, whatever its status.
     /// Sends `Content-Type: application/json` unless `headers` sets a content type.
+    ///
+    /// `headers` go out as given, so they must not contain line breaks. A field with an empty
+    /// value stops curl from sending its own header of that name (such as `Accept`).
     public func post(
         url: String, json body: [UInt8], headers: HTTPHeaders = [:]
     ) throws(HTTPError) -> HTTPResponse {
@@ -44,13 +47,13 @@ public final class HTTPClient {
         return try perform(url: url, headers: headers, body: body)
     }
 
-    /// GETs `url` and returns the server's answer, whatever its status.
+    /// GETs `url` and returns the server's answer, whatever its status. `headers` go out as
+    /// they do for `post`.
     public func get(url: String, headers: HTTPHeaders = [:]) throws(HTTPError) -> HTTPResponse {
         try perform(url: url, headers: headers, body: nil)
     }
 
-    /// Runs one request: a POST of `body`, or a GET when it is nil. Header names and values are
-    /// sent as given; a field with an empty value removes a header curl would add.
+    /// Runs one request: a POST of `body`, or a GET when it is nil.
     private func perform(url: String, headers: HTTPHeaders, body: [UInt8]?) throws(HTTPError) -> HTTPResponse {
         // Back to curl's defaults, so nothing of the previous request (method, body, headers)
         // carries over. Open connections, the DNS cache and TLS sessions stay.

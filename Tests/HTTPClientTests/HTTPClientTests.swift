@@ -4,11 +4,11 @@ import Testing
 import TestSupport
 
 @Suite struct HTTPClientTests {
-    @Test func postSendsTheExactJSONBodyAndReturnsTheAnswer() async throws {
+    @Test(arguments: [Array(#"{"receipt-data":"abc","exclude-old-transactions":true}"#.utf8), []])
+    func postSendsTheExactJSONBodyAndReturnsTheAnswer(body: [UInt8]) async throws {
         let server = try TestHTTPServer()
         defer { server.stop() }
         let url = "http://127.0.0.1:\(server.port)/verify?attempt=1"
-        let body = Array(#"{"receipt-data":"abc","exclude-old-transactions":true}"#.utf8)
 
         let response = try await onOwnThread {
             try HTTPClient().post(url: url, json: body, headers: ["X-Trace": "t-1"])
