@@ -24,3 +24,7 @@ CURLcode rf_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
 CURLcode rf_curl_getinfo_double(CURL *handle, CURLINFO info, double *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+
+CURLcode rf_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value) {
+    return curl_easy_getinfo(handle, info, value);
+}

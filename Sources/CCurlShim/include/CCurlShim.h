@@ -12,5 +12,6 @@ CURLcode rf_curl_setopt_write_callback(CURL *handle, CURLoption option,
                                        size_t (*callback)(char *, size_t, size_t, void *));
 CURLcode rf_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode rf_curl_getinfo_double(CURL *handle, CURLINFO info, double *value);
+CURLcode rf_curl_getinfo_string(CURL *handle, CURLINFO info, const char **value);
 
 #endif

@@ -1,0 +1,111 @@
+import CCurl
+
+/// A request that got no complete answer. It names the host but never the URL's path or query,
+/// the headers or the body: callers put secrets there.
+public struct HTTPError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The connect timeout or the total timeout passed.
+        case timeout
+        /// Nothing accepted the connection: no server on the port, or the host was unreachable.
+        case connectionRefused
+        /// The server closed or reset the connection before it answered completely.
+        case connectionReset
+        /// The host name could not be resolved.
+        case dns
+        /// The TLS handshake or the certificate check failed, or the CA file could not be used.
+        case tls
+        /// Anything else, such as a malformed URL or an unsupported scheme.
+        case other
+    }
+
+    public let kind: Kind
+    /// libcurl's error code (`CURLcode`), for looking up the exact cause.
+    public let curlCode: Int
+    /// libcurl's own explanation, such as "Failed to connect to 10.0.0.1 port 443 after 3 ms:
+    /// Couldn't connect to server". It names hosts and files, never URLs, headers or bodies.
+    public let message: String
+    /// The host the request was for, or nil when the URL could not be parsed.
+    public let host: String?
+
+    /// Whether the same request may succeed if tried again later. Timeouts, refused and reset
+    /// connections and DNS failures pass; TLS problems and malformed requests need a fix first.
+    /// A reset request may already have been processed: retry only requests safe to repeat.
+    public var isRetryable: Bool {
+        switch kind {
+        case .timeout, .connectionRefused, .connectionReset, .dns: true
+        case .tls, .other: false
+        }
+    }
+
+    public var description: String {
+        "HTTP request\(host.map { " to \($0)" } ?? "") failed (\(kind), curl error \(curlCode)): "
+            + "\(message). \(advice)"
+    }
+
+    private var advice: String {
+        switch kind {
+        case .timeout:
+            "Retry later; if the server is known to be slow, raise the client's timeouts."
+        case .connectionRefused:
+            "Check that the server is running and the host and port are right, then retry."
+        case .connectionReset:
+            "Retry; the server may have processed the request, so repeat only requests that are safe to repeat."
+        case .dns:
+            "Check the host name and the machine's DNS resolver, then retry."
+        case .tls where curlCode == Int(CURLE_SSL_CACERT_BADFILE.rawValue):
+            "Check that the configured CA file exists and holds PEM certificates; retrying will not help."
+        case .tls:
+            "Check that the URL's scheme matches the server (https needs a TLS server), the server's "
+                + "certificate, and the configured CA file; retrying will not help."
+        case .other:
+            "Check the URL and the request; retrying will not help."
+        }
+    }
+}
+
+extension HTTPError {
+    /// An error for a failed curl call on a request to `url`, explained by `detail` (curl's
+    /// error buffer) or, when that is empty, by curl's generic text for the code.
+    init(_ code: CURLcode, detail: String, url: String) {
+        kind = Kind(code)
+        curlCode = Int(code.rawValue)
+        message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        host = Self.host(of: url)
+    }
+
+    /// The host part of `url`, parsed by curl itself so it matches what curl connected to.
+    private static func host(of url: String) -> String? {
+        guard let parsed = curl_url() else { return nil }
+        defer { curl_url_cleanup(parsed) }
+        var host: UnsafeMutablePointer<CChar>?
+        guard curl_url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK,
+              curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK,
+              let host
+        else { return nil }
+        defer { curl_free(host) }
+        return String(cString: host)
+    }
+}
+
+extension HTTPError.Kind {
+    init(_ code: CURLcode) {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            self = .timeout
+        case CURLE_COULDNT_CONNECT:
+            self = .connectionRefused
+        case CURLE_GOT_NOTHING, CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE:
+            self = .connectionReset
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
+            self = .dns
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+             CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CRL_BADFILE,
+             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,
+             CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT, CURLE_USE_SSL_FAILED:
+            self = .tls
+        default:
+            self = .other
+        }
+    }
+}

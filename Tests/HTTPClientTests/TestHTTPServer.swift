@@ -1,0 +1,204 @@
+import Foundation
+import Synchronization
+
+/// A tiny HTTP/1.1 server on 127.0.0.1, just enough to test the client against real sockets.
+/// One thread accepts connections; each connection gets its own thread, which serves its
+/// requests in order (keep-alive) and behaves as the test asks. It understands requests with a
+/// Content-Length body only, which is what the client sends.
+final class TestHTTPServer: Sendable {
+    enum Behavior: Sendable {
+        /// Answers 200 with the request's body and Content-Type, and its method in X-Echo-Method.
+        case echo
+        /// Waits, then echoes.
+        case delay(Duration)
+        /// Reads the request, then closes the connection without answering.
+        case hangUp
+        /// Reads the request, then resets the connection (TCP RST) without answering.
+        case reset
+    }
+
+    struct Request: Sendable {
+        let method: String
+        let target: String
+        /// Header fields by lowercased name.
+        let headers: [String: String]
+        let body: [UInt8]
+    }
+
+    let port: Int
+    private let behavior: Behavior
+    private let listener: Int32
+    private let stopping = Atomic<Bool>(false)
+    private let accepted = Atomic<Int>(0)
+    private let open = Atomic<Int>(0)
+    private let received = Mutex<[Request]>([])
+    private let threads = DispatchGroup()
+
+    /// Connections accepted so far.
+    var acceptedConnections: Int { accepted.load(ordering: .relaxed) }
+    /// Connections not yet closed (by either side).
+    var openConnections: Int { open.load(ordering: .relaxed) }
+    /// Every request received, in order.
+    var requests: [Request] { received.withLock { $0 } }
+    var sawExpectContinue: Bool { requests.contains { $0.headers["expect"] == "100-continue" } }
+
+    init(_ behavior: Behavior = .echo) throws {
+        (listener, port) = try bindLoopback()
+        self.behavior = behavior
+        guard listen(listener, 128) == 0 else {
+            close(listener)
+            throw SocketError(call: "listen")
+        }
+        threads.enter()
+        Thread { [self] in
+            acceptConnections()
+            threads.leave()
+        }.start()
+    }
+
+    /// Stops accepting, ends every connection and waits for all the server's threads.
+    func stop() {
+        stopping.store(true, ordering: .relaxed)
+        threads.wait()
+        close(listener)
+    }
+
+    private func acceptConnections() {
+        while waitUntilReadable(listener) {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { continue }
+            accepted.add(1, ordering: .relaxed)
+            open.add(1, ordering: .relaxed)
+            threads.enter()
+            Thread { [self] in
+                serve(connection)
+                close(connection)
+                open.subtract(1, ordering: .relaxed)
+                threads.leave()
+            }.start()
+        }
+    }
+
+    private func serve(_ connection: Int32) {
+        var buffer: [UInt8] = []
+        while let request = readRequest(connection, &buffer) {
+            received.withLock { $0.append(request) }
+            switch behavior {
+            case .echo:
+                echo(request, on: connection)
+            case .delay(let duration):
+                guard pause(for: duration) else { return }
+                echo(request, on: connection)
+            case .hangUp:
+                return
+            case .reset:
+                // Lingering for zero seconds makes close() send RST instead of FIN.
+                var reset = linger(l_onoff: 1, l_linger: 0)
+                setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+                return
+            }
+        }
+    }
+
+    private func echo(_ request: Request, on connection: Int32) {
+        let head = "HTTP/1.1 200 OK\r\n"
+            + "Content-Type: \(request.headers["content-type"] ?? "application/octet-stream")\r\n"
+            + "Content-Length: \(request.body.count)\r\n"
+            + "X-Echo-Method: \(request.method)\r\n\r\n"
+        sendAll(Array(head.utf8) + request.body, on: connection)
+    }
+
+    /// The next request on the connection, or nil when it closed, the server stops, or the bytes
+    /// are not HTTP (a TLS handshake, say: that gets a 400 first, as a real server would send).
+    private func readRequest(_ connection: Int32, _ buffer: inout [UInt8]) -> Request? {
+        let separator = Array("\r\n\r\n".utf8)
+        while buffer.firstRange(of: separator) == nil {
+            guard receive(connection, into: &buffer) else { return nil }
+            if let first = buffer.first, !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(first) {
+                sendAll(Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8), on: connection)
+                return nil
+            }
+        }
+        let headEnd = buffer.firstRange(of: separator)!.upperBound
+        let lines = String(decoding: buffer[..<headEnd], as: UTF8.self).split(separator: "\r\n")
+        let requestLine = lines[0].split(separator: " ")
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...]
+                .trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        while buffer.count < headEnd + length {
+            guard receive(connection, into: &buffer) else { return nil }
+        }
+        let body = Array(buffer[headEnd..<headEnd + length])
+        buffer.removeFirst(headEnd + length)
+        return Request(method: String(requestLine[0]), target: String(requestLine[1]), headers: headers, body: body)
+    }
+
+    /// Appends what arrives next; false when the peer closed or the server stops.
+    private func receive(_ connection: Int32, into buffer: inout [UInt8]) -> Bool {
+        guard waitUntilReadable(connection) else { return false }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = recv(connection, &chunk, chunk.count, 0)
+        guard count > 0 else { return false }
+        buffer += chunk[..<count]
+        return true
+    }
+
+    /// Polls in short slices so that `stop()` is noticed; false once the server stops.
+    private func waitUntilReadable(_ socket: Int32) -> Bool {
+        var request = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        while !stopping.load(ordering: .relaxed) {
+            if poll(&request, 1, 20) > 0 { return true }
+        }
+        return false
+    }
+
+    /// Sleeps in short slices so that `stop()` is noticed; false if the server stops meanwhile.
+    private func pause(for duration: Duration) -> Bool {
+        let deadline = ContinuousClock.now + duration
+        while ContinuousClock.now < deadline {
+            if stopping.load(ordering: .relaxed) { return false }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return true
+    }
+
+    private func sendAll(_ bytes: [UInt8], on connection: Int32) {
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: a client that went away must not kill the test process with SIGPIPE.
+            let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return }
+            sent += count
+        }
+    }
+}
+
+struct SocketError: Error {
+    let call: String
+    let code = errno
+}
+
+/// A TCP socket bound to an ephemeral port on 127.0.0.1. Until it listens, connections to the
+/// port are refused, and holding it keeps anyone else from taking the port.
+func bindLoopback() throws -> (socket: Int32, port: Int) {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw SocketError(call: "socket") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+        }
+    }
+    guard bound else {
+        close(socket)
+        throw SocketError(call: "bind")
+    }
+    return (socket, Int(UInt16(bigEndian: address.sin_port)))
+}
