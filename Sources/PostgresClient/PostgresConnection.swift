@@ -102,9 +102,10 @@ public final class PostgresConnection {
         return PostgresError(kind: .server, message: message, sqlState: sqlState, detail: field(UInt8(ascii: "D")))
     }
 
-    /// libpq's last error message, with the password scrubbed should it ever appear.
+    /// libpq's last error message on one line, with the password scrubbed should it ever appear.
     static func message(of handle: OpaquePointer, hiding configuration: PostgresConfiguration) -> String {
-        var message = String(cString: PQerrorMessage(handle)).trimmingCharacters(in: .whitespacesAndNewlines)
+        var message = String(cString: PQerrorMessage(handle)).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         if let password = configuration.password, !password.isEmpty {
             message = message.replacingOccurrences(of: password, with: "***")
         }

@@ -21,6 +21,7 @@ public final class PostgresPool: Sendable {
     /// Runs `body` with a connection on that connection's thread and returns its result; waits while
     /// all connections are busy. A body that leaves a transaction open (a bare BEGIN) gets it rolled
     /// back, so the next user starts clean, and an error if it had not thrown one itself.
+    @discardableResult
     public func withConnection<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
