@@ -12,7 +12,7 @@ import Foundation
 public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
-    /// How long to wait for a session to open. libpq counts whole seconds (at least 2).
+    /// How long to wait for a session to open. libpq counts whole seconds, and waits at least 2.
     public var connectTimeout: Duration
     /// Shown in `pg_stat_activity` and the server's logs.
     public var applicationName: String
@@ -37,7 +37,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
         // session pins those settings; they follow the caller's own `options`, so they win.
         let session = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3"
         let options = given.first { $0.keyword == "options" }.map { "\($0.value) \(session)" } ?? session
-        let seconds = connectTimeout.components.seconds + (connectTimeout.components.attoseconds > 0 ? 1 : 0)
+        // Rounded up, and never 0, which libpq reads as "wait forever".
+        let seconds = max(1, connectTimeout.components.seconds + (connectTimeout.components.attoseconds > 0 ? 1 : 0))
         return given.filter { $0.keyword != "options" }.map { ($0.keyword, $0.value) } + [
             ("connect_timeout", String(seconds)),
             ("application_name", applicationName),

@@ -71,7 +71,9 @@ public final class PostgresConnection {
             return PostgresResult(result!)
         case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
             PQclear(result)  // libpq leaves the COPY state by itself before the next statement
-            throw PostgresError(kind: .misuse, message: "COPY is not supported; insert rows with INSERT … SELECT unnest($1)")
+            throw PostgresError(
+                kind: .misuse,
+                message: "COPY is not supported; insert many rows with INSERT … SELECT … FROM jsonb_to_recordset($1)")
         default:
             defer { PQclear(result) }
             throw failure(from: result)
@@ -90,16 +92,17 @@ public final class PostgresConnection {
 
     /// The error a failed statement reports: `connectionLost` if the session is gone, else the server's.
     func failure(from result: OpaquePointer?) -> PostgresError {
-        func field(_ code: UInt8) -> String? {
-            PQresultErrorField(result, Int32(code)).map { String(cString: $0) }
+        // libpq's PG_DIAG_* codes are character macros, which Swift does not import: these are their values.
+        func field(_ code: Unicode.Scalar) -> String? {
+            PQresultErrorField(result, Int32(code.value)).map { String(cString: $0) }
         }
-        let sqlState = field(UInt8(ascii: "C"))  // PG_DIAG_SQLSTATE
-        let message = field(UInt8(ascii: "M"))  // PG_DIAG_MESSAGE_PRIMARY
+        let sqlState = field("C")  // PG_DIAG_SQLSTATE
+        let message = field("M")  // PG_DIAG_MESSAGE_PRIMARY
             ?? Self.message(of: handle, hiding: configuration)  // libpq's own errors have no fields
         if PQstatus(handle) == CONNECTION_BAD {
             return PostgresError(kind: .connectionLost, message: message, sqlState: sqlState)
         }
-        return PostgresError(kind: .server, message: message, sqlState: sqlState, detail: field(UInt8(ascii: "D")))
+        return PostgresError(kind: .server, message: message, sqlState: sqlState, detail: field("D"))  // ..._DETAIL
     }
 
     /// libpq's last error message on one line, with the password scrubbed should it ever appear.
@@ -141,7 +144,8 @@ struct PostgresResult: ~Copyable {
             PostgresRow(columns: columns, values: columnRange.map { column in
                 guard PQgetisnull(result, row, column) == 0 else { return nil }
                 let bytes = UnsafeRawPointer(PQgetvalue(result, row, column)!).assumingMemoryBound(to: UInt8.self)
-                return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(PQgetlength(result, row, column))), as: UTF8.self)
+                let length = Int(PQgetlength(result, row, column))
+                return String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
             })
         }
     }

@@ -2,7 +2,7 @@
 ///
 /// `description` never contains a password, and leaves out the server's `detail`, which often quotes
 /// row values (`Key (receipt)=(…) already exists.`): read `detail` only where those values are safe.
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
+public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// The connection string or URL could not be read.
         case invalidConfiguration
@@ -27,7 +27,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// The server's optional detail; may quote row values, so it is kept out of `description`.
     public let detail: String?
 
-    public init(kind: Kind, message: String, sqlState: String? = nil, detail: String? = nil) {
+    init(kind: Kind, message: String, sqlState: String? = nil, detail: String? = nil) {
         self.kind = kind
         self.message = message
         self.sqlState = sqlState
@@ -56,4 +56,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case .misuse: return "PostgreSQL client misuse: \(message)"
         }
     }
+
+    /// The same as `description`, so `print(reflecting:)` does not show the detail either.
+    public var debugDescription: String { description }
 }

@@ -18,9 +18,8 @@ public struct PostgresRow: Sendable {
     public subscript(name: String) -> PostgresCell {
         get throws {
             guard let index = columns.names.firstIndex(of: name) else {
-                throw PostgresError(
-                    kind: .decoding,
-                    message: "no column named \"\(name)\"; the result has \(columns.names.map { "\"\($0)\"" }.joined(separator: ", "))")
+                let names = columns.names.map { "\"\($0)\"" }.joined(separator: ", ")
+                throw PostgresError(kind: .decoding, message: "no column named \"\(name)\"; the result has \(names)")
             }
             return try self[index]
         }
@@ -31,7 +30,8 @@ public struct PostgresRow: Sendable {
         get throws {
             guard columns.names.indices.contains(index) else {
                 throw PostgresError(
-                    kind: .decoding, message: "no column at index \(index); the result has \(columns.names.count) columns")
+                    kind: .decoding,
+                    message: "no column at index \(index); the result has \(columns.names.count) columns")
             }
             return PostgresCell(column: columns.names[index], type: columns.types[index], value: values[index])
         }

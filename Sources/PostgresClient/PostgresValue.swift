@@ -14,7 +14,7 @@ public enum PostgresValue: Sendable, Equatable {
     case bool(Bool)
     /// `double precision`, including infinities and NaN.
     case double(Double)
-    /// `timestamptz`, to the microsecond.
+    /// `timestamptz`, to the microsecond, for the years 1 to 9999.
     case timestamptz(Date)
     /// `jsonb`, as UTF-8 JSON text (what `JSONEncoder` produces).
     case jsonb(Data)

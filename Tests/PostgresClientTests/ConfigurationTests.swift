@@ -59,7 +59,8 @@ import Testing
         let (serverHasSSL, outcome) = try await onOwnThread {
             let serverHasSSL = try connect().query("SHOW ssl")[0]["ssl"].text() == "on"
             let outcome = Result {
-                try PostgresConnection(configuration: required).query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")[0]["ssl"].bool()
+                try PostgresConnection(configuration: required)
+                    .query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")[0]["ssl"].bool()
             }
             return (serverHasSSL, outcome)
         }

@@ -60,7 +60,9 @@ import Testing
 /// Ends a server session from another one, and waits (up to 5 s) until it is gone.
 func terminate(_ pid: Int32) throws {
     let terminated = try connect().query("SELECT pg_terminate_backend($1::int, 5000) AS ok", [.int64(Int64(pid))])
-    guard try terminated[0]["ok"].bool() == true else {
-        throw PostgresError(kind: .misuse, message: "could not terminate backend \(pid)")
-    }
+    guard try terminated[0]["ok"].bool() == true else { throw StillRunning(pid: pid) }
+}
+
+struct StillRunning: Error {
+    var pid: Int32
 }

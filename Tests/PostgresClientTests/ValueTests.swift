@@ -95,7 +95,8 @@ import Testing
 
     @Test func literalsBuildParameters() async throws {
         let row = try await onOwnThread {
-            try connect().query("SELECT $1 AS s, $2 AS i, $3 AS b, $4 AS d, $5::text AS n", ["x", 42, true, 1.5, nil])[0]
+            try connect().query(
+                "SELECT $1 AS s, $2 AS i, $3 AS b, $4 AS d, $5::text AS n", ["x", 42, true, 1.5, nil])[0]
         }
         #expect(try row["s"].text() == "x")
         #expect(try row["i"].int64() == 42)
