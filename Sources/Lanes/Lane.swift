@@ -17,7 +17,7 @@ public final class Lane<Resource>: Sendable {
     public init(name: String, makeResource: @escaping @Sendable () throws -> Resource) {
         self.makeResource = makeResource
         let thread = Thread { [mailbox] in
-            Thread.current.name = name  // named from inside: Foundation on Linux names only the current thread
+            nameCurrentThread(name)
             var resource: Resource?
             while let work = mailbox.next() { work(&resource) }
             resource = nil  // releases the resource on its own thread
@@ -25,9 +25,6 @@ public final class Lane<Resource>: Sendable {
         }
         thread.start()
     }
-
-    /// Work items queued or running.
-    public var load: Int { mailbox.count }
 
     /// Runs `body` on the lane's thread with its resource and returns the result.
     public func run<T: Sendable>(
@@ -67,14 +64,11 @@ private final class Mailbox<Resource>: Sendable {
     private struct State {
         var work: [Work] = []
         var closed = false
-        var running = 0
     }
 
     private let state = Mutex(State())
     private let wakeUp = DispatchSemaphore(value: 0)
     let finished = DispatchSemaphore(value: 0)
-
-    var count: Int { state.withLock { $0.work.count + $0.running } }
 
     /// Queues `work` unless the mailbox is closed.
     func post(_ work: @escaping Work) -> Bool {
@@ -89,12 +83,9 @@ private final class Mailbox<Resource>: Sendable {
 
     /// Blocks until there is work; nil once the mailbox is closed and drained.
     func next() -> Work? {
-        state.withLock { $0.running = 0 }
         wakeUp.wait()
         return state.withLock { state in
-            guard !state.work.isEmpty else { return nil }
-            state.running = 1
-            return state.work.removeFirst()
+            state.work.isEmpty ? nil : state.work.removeFirst()
         }
     }
 
@@ -107,4 +98,11 @@ private final class Mailbox<Resource>: Sendable {
         if first { wakeUp.signal() }  // one wake-up more than there is work ends the loop
         return first
     }
+}
+
+/// Names the calling thread for the kernel (`top -H`, `/proc`, debuggers), cut to its 15-byte
+/// limit. Foundation's `Thread.name` does not reliably reach the kernel on Linux, and
+/// `pthread_setname_np` is not visible to Swift there, so this writes the name where Linux keeps it.
+private func nameCurrentThread(_ name: String) {
+    try? String(name.utf8.prefix(15))?.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
 }

@@ -17,21 +17,28 @@ extension RedisConnection {
     public func run(
         _ script: RedisScript, keys: [any RedisArgument] = [], arguments: [any RedisArgument] = []
     ) throws(RedisError) -> RedisValue {
-        do throws(RedisError) {
-            return try command(evalshaCommand(running: script, keys: keys, arguments: arguments))
-        } catch .server(let message) where message.hasPrefix("NOSCRIPT") {
-            scriptHashes[script.source] = nil
-            return try command(evalshaCommand(running: script, keys: keys, arguments: arguments))
-        }
+        let reply = try run(script, pipelining: [RedisScriptCall(keys: keys, arguments: arguments)])[0]
+        if case .error(let message) = reply { throw .server(message) }
+        return reply
     }
 
-    /// The EVALSHA command that runs `script`, to put in a `pipeline`; loads the script first if
-    /// this connection has not loaded it yet. Unlike `run`, a pipeline does not recover from a
-    /// lost script: should the server lose it in between, that entry is an `.error("NOSCRIPT …")`.
-    public func evalshaCommand(
-        running script: RedisScript, keys: [any RedisArgument] = [], arguments: [any RedisArgument] = []
-    ) throws(RedisError) -> [any RedisArgument] {
-        ["EVALSHA", try sha(of: script), keys.count] + keys + arguments
+    /// Runs `script` once per call, all in one pipeline, and returns one reply per call, in order;
+    /// error replies are `.error` values in their place. Calls the server answered with NOSCRIPT
+    /// (it lost the script: nothing of theirs ran) are run again, once, after loading it.
+    public func run(
+        _ script: RedisScript, pipelining calls: [RedisScriptCall]
+    ) throws(RedisError) -> [RedisValue] {
+        var replies = try pipeline(calls.map { call throws(RedisError) in try evalsha(script, call) })
+        let lost = replies.indices.filter { replies[$0].isNoScript }
+        guard !lost.isEmpty else { return replies }
+        scriptHashes[script.source] = nil
+        let retried = try pipeline(lost.map { index throws(RedisError) in try evalsha(script, calls[index]) })
+        for (index, reply) in zip(lost, retried) { replies[index] = reply }
+        return replies
+    }
+
+    private func evalsha(_ script: RedisScript, _ call: RedisScriptCall) throws(RedisError) -> [any RedisArgument] {
+        ["EVALSHA", try sha(of: script), call.keys.count] + call.keys + call.arguments
     }
 
     private func sha(of script: RedisScript) throws(RedisError) -> String {
@@ -40,5 +47,22 @@ extension RedisConnection {
         guard let sha = reply.string else { throw .server("SCRIPT LOAD replied \(reply) instead of a SHA-1") }
         scriptHashes[script.source] = sha
         return sha
+    }
+}
+
+/// The KEYS and ARGV of one run of a script.
+public struct RedisScriptCall {
+    public var keys: [any RedisArgument]
+    public var arguments: [any RedisArgument]
+
+    public init(keys: [any RedisArgument] = [], arguments: [any RedisArgument] = []) {
+        self.keys = keys
+        self.arguments = arguments
+    }
+}
+
+extension RedisValue {
+    fileprivate var isNoScript: Bool {
+        if case .error(let message) = self { message.hasPrefix("NOSCRIPT") } else { false }
     }
 }

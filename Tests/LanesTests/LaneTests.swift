@@ -70,12 +70,12 @@ final class ThreadBoundCounter {
         let pool = LanePool(name: "test-pool", size: 3) { ThreadBoundCounter() }
         defer { pool.shutdown() }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<30 {
+            for _ in 0..<12 {
                 group.addTask {
                     try await pool.run { _ in
                         let now = concurrency.running.add(1, ordering: .relaxed).newValue
                         concurrency.peak.max(now, ordering: .relaxed)
-                        usleep(5_000)
+                        usleep(50_000)
                         concurrency.running.subtract(1, ordering: .relaxed)
                     }
                 }

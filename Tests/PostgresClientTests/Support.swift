@@ -3,13 +3,6 @@ import PostgresClient
 import TestSupport
 import Testing
 
-/// Runs blocking client code on a thread of its own, as production code must: never on the
-/// cooperative pool, which a slow server call would otherwise stall for every other test.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// The test server's configuration, named so its sessions can be told apart in pg_stat_activity.
 func testConfiguration(applicationName: String = "postgres-client-tests") throws -> PostgresConfiguration {

@@ -123,20 +123,13 @@ struct ConnectionTests {
         let good = try testConfiguration()
         let wrongPassword = try testConfiguration { $0.password = "wrong" }
         let refused = try testConfiguration { $0.endpoint = .tcp(host: "127.0.0.1", port: 1) }
-        let before = openFileDescriptorCount()
-        try await onOwnThread {
-            for _ in 0..<1_000 { try RedisConnection(good).command("PING") }
-            for _ in 0..<100 { _ = try? RedisConnection(wrongPassword) }
-            for _ in 0..<100 { _ = try? RedisConnection(refused) }
+        let leaked = try await descriptorsLeaked {
+            try await onOwnThread {
+                for _ in 0..<1_000 { try RedisConnection(good).command("PING") }
+                for _ in 0..<100 { _ = try? RedisConnection(wrongPassword) }
+                for _ in 0..<100 { _ = try? RedisConnection(refused) }
+            }
         }
-        // Other tests run in parallel and open connections of their own: wait for those to close.
-        // A leak here would be hundreds of descriptors that never come back.
-        var after = openFileDescriptorCount()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while after > before, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            after = openFileDescriptorCount()
-        }
-        #expect(after <= before, "\(after - before) descriptors more than before")
+        #expect(leaked <= allowedDescriptorNoise, "\(leaked) descriptors more than before")
     }
 }

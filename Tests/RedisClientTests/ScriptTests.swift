@@ -44,19 +44,20 @@ struct ScriptTests {
         #expect(nested == .array([.integer(1), .error("ERR nested failure")]))
     }
 
-    @Test("EVALSHA can run inside a pipeline")
-    func evalshaInPipeline() async throws {
+    @Test("many runs of a script go in one pipeline, and survive SCRIPT FLUSH in between")
+    func pipelinedRuns() async throws {
         let key = uniqueName("rc_script_pipeline")
-        let replies = try await withConnection { connection in
+        let (before, after) = try await withConnection { connection in
             defer { _ = try? connection.command("DEL", key) }
-            return try connection.pipeline([
-                connection.evalshaCommand(running: Self.setAndEcho, keys: [key, "b"], arguments: ["v", 1]),
-                ["GET", key],
-            ])
+            let calls = (1...3).map { RedisScriptCall(keys: [key, "b"], arguments: ["v\($0)", $0]) }
+            let before = try connection.run(Self.setAndEcho, pipelining: calls)
+            try connection.command("SCRIPT", "FLUSH")
+            return (before, try connection.run(Self.setAndEcho, pipelining: calls))
         }
-        #expect(replies == [
-            .array([.bulk(bytes(key)), .bulk(bytes("b")), .bulk(bytes("v")), .integer(2)]),
-            .bulk(bytes("v")),
-        ])
+        let expected: [RedisValue] = (1...3).map {
+            .array([.bulk(bytes(key)), .bulk(bytes("b")), .bulk(bytes("v\($0)")), .integer(Int64($0) * 2)])
+        }
+        #expect(before == expected)
+        #expect(after == expected)
     }
 }

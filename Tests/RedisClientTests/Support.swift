@@ -12,14 +12,6 @@ func testConfiguration(_ adjust: (inout RedisConfiguration) -> Void = { _ in }) 
 /// The test server's unix socket (scripts/services starts Redis with one).
 let unixSocketPath: String = TestServers.redisSocket
 
-/// Runs `body` on a thread of its own and returns its result. The client blocks its caller, and
-/// blocking calls must stay off Swift's cooperative pool; so tests do their Redis work in here and
-/// check the results outside.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
 
 /// Runs `body` on a thread of its own with a new connection to `configuration` (the test server
 /// by default).

@@ -31,8 +31,3 @@ public enum TestServers {
 public func uniqueName(_ prefix: String) -> String {
     "\(prefix)_\(UInt64.random(in: 0...UInt64.max) % 1_000_000_000_000)"
 }
-
-/// The number of file descriptors this process has open, to check that handles are not leaked.
-public func openFileDescriptorCount() -> Int {
-    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
-}

@@ -1,0 +1,26 @@
+import Foundation
+
+/// The number of file descriptors this process has open.
+public func openFileDescriptorCount() -> Int {
+    (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// How many more file descriptors are open after `body` than before it, once the count settles.
+///
+/// Suites run in parallel in one process and open descriptors of their own, so the count is
+/// watched for up to 10 s and the lowest value taken. Callers allow a small margin for that noise:
+/// a real leak in a loop of a thousand connections leaves hundreds behind.
+public func descriptorsLeaked(by body: () async throws -> Void) async throws -> Int {
+    let before = openFileDescriptorCount()
+    try await body()
+    var lowest = openFileDescriptorCount()
+    let deadline = ContinuousClock.now + .seconds(10)
+    while lowest > before, ContinuousClock.now < deadline {
+        try await Task.sleep(for: .milliseconds(100))
+        lowest = min(lowest, openFileDescriptorCount())
+    }
+    return lowest - before
+}
+
+/// Descriptors that other suites, running meanwhile, may still hold when a leak test ends.
+public let allowedDescriptorNoise = 16
