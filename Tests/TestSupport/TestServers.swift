@@ -4,7 +4,7 @@ import Foundation
 /// addresses; the defaults below match it, so `swift test` works without exporting anything.
 public enum TestServers {
     public static var redisURL: String {
-        env("RECEIPTFLEET_REDIS_URL") ?? "redis://:receiptfleet-dev@127.0.0.1:56379/0"
+        env("RECEIPTFLEET_REDIS_URL") ?? "redis://:receiptfleet-dev@127.0.0.1:16379/0"
     }
 
     /// The Redis server's unix socket, for tests of socket connections.
@@ -18,7 +18,7 @@ public enum TestServers {
 
     public static var postgresURL: String {
         env("RECEIPTFLEET_POSTGRES_URL")
-            ?? "postgresql://receiptfleet:receiptfleet-dev@127.0.0.1:55432/receiptfleet"
+            ?? "postgresql://receiptfleet:receiptfleet-dev@127.0.0.1:15432/receiptfleet"
     }
 
     private static func env(_ name: String) -> String? {

@@ -1,0 +1,145 @@
+/// The ledger's schema, as numbered migrations. Each runs once, in its own transaction, and is
+/// recorded in `schema_migrations`; a database that has a migration this list lacks was migrated by
+/// a newer binary, and `Migrator` refuses to touch it.
+///
+/// Never edit a migration that has shipped: add a new one.
+enum Migrations {
+    static let all: [Migration] = [
+        Migration(version: 1, name: "ledger", sql: """
+            -- One row per subscription (one original_transaction_id of one app). The columns are the
+            -- latest analysed state, for queries and the scheduler; `state` holds the same state
+            -- exactly as the analysis sees it. `version` makes concurrent writers compare-and-set.
+            CREATE TABLE subscriptions (
+                id                       bigserial PRIMARY KEY,
+                app                      text NOT NULL DEFAULT 'default',
+                original_transaction_id  text NOT NULL,
+                account_id               text,
+                environment              text NOT NULL DEFAULT 'Production'
+                                         CHECK (environment IN ('Production', 'Sandbox')),
+                status                   text NOT NULL DEFAULT 'unverified'
+                                         CHECK (status IN ('unverified', 'active', 'in_grace', 'in_billing_retry',
+                                                           'expired', 'refunded', 'invalid')),
+                product_id               text,
+                expires_at               timestamptz,
+                auto_renew               boolean,
+                auto_renew_product_id    text,
+                expiration_intent        integer,
+                grace_period_expires_at  timestamptz,
+                is_trial                 boolean NOT NULL DEFAULT false,
+                is_intro_offer           boolean NOT NULL DEFAULT false,
+                ownership                text,
+                chain_started_at         timestamptz,
+                state                    jsonb,
+                last_verified_at         timestamptz,
+                last_outcome             text,
+                next_check_at            timestamptz NOT NULL DEFAULT now(),
+                version                  bigint NOT NULL DEFAULT 0,
+                created_at               timestamptz NOT NULL DEFAULT now(),
+                updated_at               timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (app, original_transaction_id)
+            );
+            -- The scheduler's due query walks this index in keyset order. Refunded and invalid
+            -- subscriptions are checked only when a notification arrives, so they are left out.
+            CREATE INDEX subscriptions_due ON subscriptions (next_check_at, id)
+                WHERE status NOT IN ('refunded', 'invalid');
+            CREATE INDEX subscriptions_account ON subscriptions (app, account_id) WHERE account_id IS NOT NULL;
+
+            -- Receipts are credentials to a customer's purchase history: they live apart, so that
+            -- roles which read subscriptions (analytics, support) need not be able to read them.
+            CREATE TABLE receipts (
+                subscription_id  bigint PRIMARY KEY REFERENCES subscriptions (id) ON DELETE CASCADE,
+                receipt          text NOT NULL,
+                updated_at       timestamptz NOT NULL DEFAULT now()
+            );
+
+            -- Every transaction Apple has shown for a subscription, once.
+            CREATE TABLE transactions (
+                transaction_id           text PRIMARY KEY,
+                subscription_id          bigint NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+                original_transaction_id  text NOT NULL,
+                product_id               text,
+                purchased_at             timestamptz,
+                expires_at               timestamptz,
+                cancelled_at             timestamptz,
+                cancellation_reason      integer,
+                is_trial                 boolean,
+                is_intro_offer           boolean,
+                is_upgraded              boolean,
+                web_order_line_item_id   text,
+                ownership                text,
+                offer_code_ref_name      text,
+                created_at               timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX transactions_subscription ON transactions (subscription_id, purchased_at);
+
+            -- One row per verifyReceipt attempt. Never the receipt, never the shared secret.
+            CREATE TABLE verifications (
+                id               bigserial PRIMARY KEY,
+                subscription_id  bigint NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+                run_id           text,
+                attempted_at     timestamptz NOT NULL DEFAULT now(),
+                environment      text,
+                apple_status     integer,
+                http_status      integer,
+                outcome          text NOT NULL,
+                latency_ms       integer,
+                error            text
+            );
+            CREATE INDEX verifications_subscription ON verifications (subscription_id, attempted_at);
+
+            -- The transactional outbox. Written in the same transaction as the state it announces;
+            -- the relay publishes rows in `seq` order and stamps published_at.
+            CREATE TABLE events (
+                id                       uuid PRIMARY KEY,
+                seq                      bigserial UNIQUE,
+                subscription_id          bigint NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+                original_transaction_id  text NOT NULL,
+                type                     text NOT NULL,
+                payload                  jsonb NOT NULL,
+                occurred_at              timestamptz NOT NULL,
+                created_at               timestamptz NOT NULL DEFAULT now(),
+                published_at             timestamptz
+            );
+            CREATE INDEX events_unpublished ON events (seq) WHERE published_at IS NULL;
+            CREATE INDEX events_subscription ON events (subscription_id, seq);
+
+            -- Downstream HTTP receivers. `secret` signs deliveries (Standard Webhooks).
+            CREATE TABLE webhook_endpoints (
+                id               bigserial PRIMARY KEY,
+                url              text NOT NULL,
+                secret           text NOT NULL,
+                event_types      text[] NOT NULL DEFAULT '{}',
+                enabled          boolean NOT NULL DEFAULT true,
+                disabled_reason  text,
+                created_at       timestamptz NOT NULL DEFAULT now()
+            );
+
+            -- One row per (endpoint, event); attempts counts tries so far.
+            CREATE TABLE webhook_deliveries (
+                id               bigserial PRIMARY KEY,
+                endpoint_id      bigint NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+                event_id         uuid NOT NULL REFERENCES events (id) ON DELETE CASCADE,
+                state            text NOT NULL DEFAULT 'pending'
+                                 CHECK (state IN ('pending', 'delivered', 'failed')),
+                attempts         integer NOT NULL DEFAULT 0,
+                next_attempt_at  timestamptz NOT NULL DEFAULT now(),
+                last_status      integer,
+                last_error       text,
+                delivered_at     timestamptz,
+                created_at       timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (endpoint_id, event_id)
+            );
+            CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE state = 'pending';
+
+            -- One row per webhook attempt, for support and the dashboards.
+            CREATE TABLE webhook_attempts (
+                id               bigserial PRIMARY KEY,
+                delivery_id      bigint NOT NULL REFERENCES webhook_deliveries (id) ON DELETE CASCADE,
+                attempted_at     timestamptz NOT NULL DEFAULT now(),
+                response_status  integer,
+                error            text,
+                latency_ms       integer
+            );
+            """),
+    ]
+}
