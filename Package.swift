@@ -4,7 +4,7 @@ import PackageDescription
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
-//   domain           AppStore
+//   domain           AppStore, Ledger
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
         .library(name: "AppStore", targets: ["AppStore"]),
+        .library(name: "Ledger", targets: ["Ledger"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -37,12 +38,15 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
+        .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
+
         // Tests: real servers, addresses from the environment (scripts/services prints them).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["PostgresClient"], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: [
             "AppStore", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),

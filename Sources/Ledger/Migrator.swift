@@ -1,0 +1,76 @@
+import PostgresClient
+
+/// One numbered step of the schema.
+struct Migration: Sendable {
+    let version: Int
+    let name: String
+    let sql: String
+}
+
+/// Brings a database's schema up to the one this binary was built with.
+///
+/// Each migration runs in its own transaction together with its row in `schema_migrations`, so a
+/// failed migration leaves nothing behind. A transaction-scoped advisory lock makes concurrent
+/// migrators (several processes starting at once) take turns; the second finds nothing to do.
+public enum Migrator {
+    /// The schema version this binary expects.
+    public static var latestVersion: Int { Migrations.all.last?.version ?? 0 }
+
+    /// Applies every migration the database lacks, in order, and returns the versions applied.
+    /// Throws `MigrationError.databaseIsNewer` if the database has a version this binary does not know.
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection) throws -> [Int] {
+        try connection.execute("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version     integer PRIMARY KEY,
+                name        text NOT NULL,
+                applied_at  timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        var applied: [Int] = []
+        for migration in Migrations.all {
+            let didApply = try connection.transaction { connection in
+                try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(advisoryLockKey)])
+                let newest = try currentVersion(connection)
+                guard newest <= latestVersion else {
+                    throw MigrationError.databaseIsNewer(database: newest, binary: latestVersion)
+                }
+                guard newest < migration.version else { return false }
+                try connection.execute(migration.sql)
+                try connection.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                    [.int64(Int64(migration.version)), .text(migration.name)])
+                return true
+            }
+            if didApply { applied.append(migration.version) }
+        }
+        if applied.isEmpty {  // nothing to do still means the database must not be newer
+            let newest = try currentVersion(connection)
+            guard newest <= latestVersion else {
+                throw MigrationError.databaseIsNewer(database: newest, binary: latestVersion)
+            }
+        }
+        return applied
+    }
+
+    /// The newest migration recorded in the database, 0 for an empty one.
+    public static func currentVersion(_ connection: PostgresConnection) throws -> Int {
+        let rows = try connection.query("SELECT coalesce(max(version), 0) AS version FROM schema_migrations")
+        return Int(try rows.first?["version"].int64() ?? 0)
+    }
+
+    /// Any constant shared by all migrators of this schema: "receiptfleet" in ASCII.
+    private static let advisoryLockKey: Int64 = 0x7265_6365_6970_7466
+}
+
+public enum MigrationError: Error, CustomStringConvertible {
+    case databaseIsNewer(database: Int, binary: Int)
+
+    public var description: String {
+        switch self {
+        case .databaseIsNewer(let database, let binary):
+            "the database schema is at version \(database), newer than this binary's \(binary): "
+                + "a newer receiptfleet migrated it. Run that version (or newer) instead; never downgrade."
+        }
+    }
+}

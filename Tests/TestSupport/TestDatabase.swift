@@ -1,0 +1,53 @@
+import PostgresClient
+
+/// A PostgreSQL database of its own for one test, created empty on the test server and dropped
+/// at the end, so tests that migrate or fill a schema never see each other.
+public struct TestDatabase: Sendable {
+    public let name: String
+    public let url: String
+
+    /// Runs `body` with a new empty database and drops the database afterwards, also when `body` throws.
+    public static func with<T: Sendable>(_ body: (TestDatabase) async throws -> T) async throws -> T {
+        let database = try await create()
+        do {
+            let result = try await body(database)
+            try await database.drop()
+            return result
+        } catch {
+            try? await database.drop()
+            throw error
+        }
+    }
+
+    /// Creates an empty database with a unique name.
+    public static func create() async throws -> TestDatabase {
+        let name = uniqueName("rf_test")
+        try await onOwnThread {
+            try PostgresConnection(configuration: PostgresConfiguration(TestServers.postgresURL))
+                .execute("CREATE DATABASE \(name)")  // a generated identifier, never input
+        }
+        return TestDatabase(name: name, url: Self.url(of: name))
+    }
+
+    /// A new connection to this database.
+    public func connect() throws -> PostgresConnection {
+        try PostgresConnection(configuration: PostgresConfiguration(url))
+    }
+
+    /// Drops the database, ending any sessions still in it.
+    public func drop() async throws {
+        let name = name
+        try await onOwnThread {
+            try PostgresConnection(configuration: PostgresConfiguration(TestServers.postgresURL))
+                .execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
+    }
+
+    /// The server's URL with its database name replaced.
+    private static func url(of database: String) -> String {
+        let base = TestServers.postgresURL
+        guard let slash = base.range(of: "/", options: .backwards) else { return base }
+        let query = base[slash.upperBound...].firstIndex(of: "?").map { String(base[$0...]) } ?? ""
+        return base[..<slash.upperBound] + database + query
+    }
+}
