@@ -64,7 +64,7 @@ public struct StatusPolicy: Sendable, Equatable {
             .configurationError(reason: "21000: the App Store could not read the request; check the request body and that it is a POST")
         case .status(21002, _) where attempt < malformedReceiptAttempts: .retryable(upstreamUnavailable: false)
         case .status(21002, _):
-            .permanent(reason: "21002: the receipt data is malformed (answered \(attempt) times)")
+            .permanent(reason: "21002: the receipt data is malformed (still so on attempt \(attempt))")
         case .status(21003, _): .permanent(reason: "21003: the receipt could not be authenticated")
         case .status(21004, _):
             .configurationError(reason: "21004: the shared secret does not match the app's; fix the configured shared secret")
