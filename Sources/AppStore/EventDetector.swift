@@ -28,18 +28,8 @@ struct EventDetector {
     // MARK: New periods: renewed, resubscribed, plan_changed, trial_converted
 
     /// One paid period as the rules compare them: an entry, or the stored state's latest one.
-    private struct Period {
+    fileprivate struct Period {
         var transactionID: String?, productID: String?, expiresAt: Instant?, isTrial: Bool?, isUpgraded: Bool?
-
-        init(transactionID: String?, productID: String?, expiresAt: Instant?, isTrial: Bool?, isUpgraded: Bool?) {
-            (self.transactionID, self.productID, self.expiresAt) = (transactionID, productID, expiresAt)
-            (self.isTrial, self.isUpgraded) = (isTrial, isUpgraded)
-        }
-
-        init(_ entry: ReceiptTransaction) {
-            self.init(transactionID: entry.transactionID, productID: entry.productID, expiresAt: entry.expiresDate,
-                      isTrial: entry.isTrialPeriod, isUpgraded: entry.isUpgraded)
-        }
     }
 
     private var periodEvents: [SubscriptionEvent] {
@@ -110,8 +100,10 @@ struct EventDetector {
     /// A plan change whose direction comes from the catalog; without levels for both products the
     /// direction is unknown and reported as a crossgrade with `kind_basis` "unknown".
     private func planChanged(_ entry: ReceiptTransaction, from predecessor: Period) -> SubscriptionEvent {
-        let kind = predecessor.productID.flatMap { from in entry.productID.flatMap { products.kind(from: from, to: $0) } }
-        return planChanged(entry, from: predecessor, kind: kind ?? .crossgrade, basis: kind == nil ? "unknown" : "catalog")
+        var kind: PlanChangeKind?
+        if let from = predecessor.productID, let to = entry.productID { kind = products.kind(from: from, to: to) }
+        return planChanged(entry, from: predecessor, kind: kind ?? .crossgrade,
+                           basis: kind == nil ? "unknown" : "catalog")
     }
 
     private func planChanged(
@@ -223,6 +215,13 @@ struct EventDetector {
             "expiration_intent": JSONValue(new.expirationIntent),
             "expiration_reason": JSONValue(new.expirationIntent.flatMap(expirationIntentMeaning)),
         ])]
+    }
+}
+
+extension EventDetector.Period {
+    init(_ entry: ReceiptTransaction) {
+        self.init(transactionID: entry.transactionID, productID: entry.productID, expiresAt: entry.expiresDate,
+                  isTrial: entry.isTrialPeriod, isUpgraded: entry.isUpgraded)
     }
 }
 

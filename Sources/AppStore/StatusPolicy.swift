@@ -61,13 +61,13 @@ public struct StatusPolicy: Sendable, Equatable {
         switch outcome {
         case .status(0, _): .success
         case .status(21000, _):
-            .configurationError(reason: "21000: the App Store could not read the request; check the request body and that it is a POST")
+            .configurationError(reason: "21000: the App Store could not read the request; check its body and method")
         case .status(21002, _) where attempt < malformedReceiptAttempts: .retryable(upstreamUnavailable: false)
         case .status(21002, _):
             .permanent(reason: "21002: the receipt data is malformed (still so on attempt \(attempt))")
         case .status(21003, _): .permanent(reason: "21003: the receipt could not be authenticated")
         case .status(21004, _):
-            .configurationError(reason: "21004: the shared secret does not match the app's; fix the configured shared secret")
+            .configurationError(reason: "21004: the shared secret does not match the app's; fix the configured one")
         case .status(21005, _): .retryable(upstreamUnavailable: true)
         case .status(21006, _): .expiredButValid
         case .status(21007, _): .retryOnSandbox
@@ -92,7 +92,7 @@ public struct StatusPolicy: Sendable, Equatable {
         case .unreadableBody: .retryable(upstreamUnavailable: false)
 
         case .transportFailure(.tls):
-            .configurationError(reason: "TLS with the App Store failed; check the CA bundle, the clock and any intercepting proxy")
+            .configurationError(reason: "TLS with the App Store failed; check the CA bundle, the clock and any proxy")
         case .transportFailure(.timeout), .transportFailure(.connectionRefused),
              .transportFailure(.connectionReset), .transportFailure(.nameResolution):
             .retryable(upstreamUnavailable: true)
