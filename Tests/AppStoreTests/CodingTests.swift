@@ -53,6 +53,14 @@ import Testing
         }
     }
 
+    @Test func stateJSONForPeopleRedactsTheReceipt() throws {
+        let encoder = JSONEncoder()
+        encoder.userInfo[ReceiptData.redactInJSON] = true
+        let text = String(decoding: try encoder.encode(sampleState()), as: UTF8.self)
+        #expect(!text.contains("UkVDRUlQVA=="))
+        #expect(text.contains(#""latest_receipt":"<receipt, 12 bytes, redacted>""#))
+    }
+
     @Test func transactionRecordJSON() throws {
         let analysis = try S.analyze(
             stored: nil, S.response([Entry(transactionID: "1001", purchased: S.day(1, 1), expires: S.day(2, 1))]),
