@@ -1,0 +1,72 @@
+import Foundation
+
+/// Any JSON value, as read from a verifyReceipt body or written into an event payload.
+///
+/// Integers are kept apart from other numbers so that ids and millisecond dates sent as JSON
+/// numbers stay exact.
+public enum JSONValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The member named `key` when this is an object; nil otherwise.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members[key]
+    }
+
+    /// Reads one JSON document. Throws when the bytes are not JSON (Foundation's parser also
+    /// rejects nesting deeper than 512 levels, so no input can exhaust the stack).
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+}
+
+extension JSONValue: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        // The order matters: a Bool never decodes from a number, an Int64 only from an exact
+        // integer, and everything else that is a number falls through to Double.
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+}
+
+// Building payloads: an absent value is written as JSON null, so every payload of one event
+// type has the same keys.
+extension JSONValue {
+    init(_ value: String?) { self = value.map(JSONValue.string) ?? .null }
+    init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    init(_ value: Bool?) { self = value.map(JSONValue.bool) ?? .null }
+    init(_ value: Instant?) { self = value.map { .string($0.description) } ?? .null }
+}

@@ -1,0 +1,94 @@
+/// One transaction as verifyReceipt describes it: an element of `latest_receipt_info`,
+/// `latest_expired_receipt_info` or `receipt.in_app` (in iOS 6 responses, the `receipt` itself).
+///
+/// Every field but the two ids may be missing; a missing field is nil, never a guess.
+public struct ReceiptTransaction: Sendable, Equatable {
+    public internal(set) var transactionID: String
+    public internal(set) var originalTransactionID: String
+    public internal(set) var productID: String?
+    public internal(set) var quantity: Int?
+    public internal(set) var purchaseDate: Instant?
+    /// For subscriptions, the first purchase of the original transaction; Apple keeps it when the
+    /// customer re-subscribes after a lapse.
+    public internal(set) var originalPurchaseDate: Instant?
+    public internal(set) var expiresDate: Instant?
+    /// Set when Apple refunded or revoked the transaction, or when an upgrade superseded it.
+    public internal(set) var cancellationDate: Instant?
+    /// 1: an issue with the app; 0: another reason. See `cancellationReasonMeaning(_:)`.
+    public internal(set) var cancellationReason: Int?
+    public internal(set) var isTrialPeriod: Bool?
+    public internal(set) var isInIntroOfferPeriod: Bool?
+    /// True when the customer upgraded to another product and this transaction was superseded.
+    public internal(set) var isUpgraded: Bool?
+    public internal(set) var webOrderLineItemID: String?
+    public internal(set) var ownershipType: OwnershipType?
+    public internal(set) var offerCodeRefName: String?
+    public internal(set) var promotionalOfferID: String?
+    public internal(set) var subscriptionGroupIdentifier: String?
+
+    /// Reads one entry; nil when it lacks `transaction_id` or `original_transaction_id`, without
+    /// which it can be neither recorded nor attributed to a subscription.
+    init?(_ fields: [String: JSONValue]) {
+        guard let transactionID = fields.text("transaction_id"),
+              let originalTransactionID = fields.text("original_transaction_id")
+        else { return nil }
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        productID = fields.text("product_id")
+        quantity = fields.int("quantity")
+        purchaseDate = fields.instant("purchase_date")
+        originalPurchaseDate = fields.instant("original_purchase_date")
+        expiresDate = fields.instant("expires_date")
+        cancellationDate = fields.instant("cancellation_date")
+        cancellationReason = fields.int("cancellation_reason")
+        isTrialPeriod = fields.flag("is_trial_period")
+        isInIntroOfferPeriod = fields.flag("is_in_intro_offer_period")
+        isUpgraded = fields.flag("is_upgraded")
+        webOrderLineItemID = fields.text("web_order_line_item_id")
+        ownershipType = fields.text("in_app_ownership_type").flatMap(OwnershipType.init(rawValue:))
+        offerCodeRefName = fields.text("offer_code_ref_name")
+        promotionalOfferID = fields.text("promotional_offer_id")
+        subscriptionGroupIdentifier = fields.text("subscription_group_identifier")
+    }
+
+    /// This entry with its missing fields taken from `other`, a repeat of the same transaction.
+    func filling(from other: ReceiptTransaction) -> ReceiptTransaction {
+        var merged = self
+        merged.productID = productID ?? other.productID
+        merged.quantity = quantity ?? other.quantity
+        merged.purchaseDate = purchaseDate ?? other.purchaseDate
+        merged.originalPurchaseDate = originalPurchaseDate ?? other.originalPurchaseDate
+        merged.expiresDate = expiresDate ?? other.expiresDate
+        merged.cancellationDate = cancellationDate ?? other.cancellationDate
+        merged.cancellationReason = cancellationReason ?? other.cancellationReason
+        merged.isTrialPeriod = isTrialPeriod ?? other.isTrialPeriod
+        merged.isInIntroOfferPeriod = isInIntroOfferPeriod ?? other.isInIntroOfferPeriod
+        merged.isUpgraded = isUpgraded ?? other.isUpgraded
+        merged.webOrderLineItemID = webOrderLineItemID ?? other.webOrderLineItemID
+        merged.ownershipType = ownershipType ?? other.ownershipType
+        merged.offerCodeRefName = offerCodeRefName ?? other.offerCodeRefName
+        merged.promotionalOfferID = promotionalOfferID ?? other.promotionalOfferID
+        merged.subscriptionGroupIdentifier = subscriptionGroupIdentifier ?? other.subscriptionGroupIdentifier
+        return merged
+    }
+
+    /// `entries` with repeats of one transaction_id merged into its first occurrence (earlier
+    /// entries win where both have a value), in first-seen order.
+    static func deduplicated(_ entries: [ReceiptTransaction]) -> [ReceiptTransaction] {
+        var merged: [ReceiptTransaction] = []
+        var position: [String: Int] = [:]
+        for entry in entries {
+            if let index = position[entry.transactionID] {
+                merged[index] = merged[index].filling(from: entry)
+            } else {
+                position[entry.transactionID] = merged.count
+                merged.append(entry)
+            }
+        }
+        return merged
+    }
+
+    /// Whether Apple took this transaction back (refund or revocation), as opposed to an upgrade
+    /// superseding it, which also sets a cancellation date.
+    var isRefunded: Bool { cancellationDate != nil && isUpgraded != true }
+}

@@ -1,0 +1,101 @@
+/// How a verifyReceipt request can fail before Apple answers. The HTTP client maps its own errors
+/// onto these; a failure that fits none (e.g. a send or receive error) is a `connectionReset`.
+public enum TransportFailure: Sendable, Hashable, CaseIterable {
+    case timeout
+    case connectionRefused
+    case connectionReset
+    case nameResolution
+    /// The TLS handshake or certificate check failed: a problem with this machine's setup
+    /// (CA bundle, clock, intercepting proxy), not with any receipt.
+    case tls
+}
+
+/// What came back from one verifyReceipt attempt, reduced to what the policy looks at.
+public enum VerificationOutcome: Sendable, Hashable {
+    /// Apple answered with a readable body.
+    case status(Int, isRetryable: Bool?)
+    /// An HTTP answer whose body could not be read (typically an error page).
+    case unreadableBody(httpStatus: Int)
+    case transportFailure(TransportFailure)
+
+    public init(_ response: VerifyReceiptResponse) {
+        self = .status(response.status, isRetryable: response.isRetryable)
+    }
+
+    public init(_ error: ResponseDecodingError) {
+        self = .unreadableBody(httpStatus: error.httpStatus)
+    }
+}
+
+/// What the fleet does next with one subscription's verification.
+public enum VerificationAction: Sendable, Hashable {
+    /// Analyse the response.
+    case success
+    /// 21006: an iOS 6 receipt whose subscription expired; the response is decoded: analyse it.
+    case expiredButValid
+    /// 21007: a sandbox receipt sent to production; send it to the sandbox now.
+    case retryOnSandbox
+    /// 21008: a production receipt sent to the sandbox; send it to production now.
+    case retryOnProduction
+    /// Try again later. When `upstreamUnavailable`, Apple itself is down or throttling us: the
+    /// whole fleet should pause, and the wait should not count against the job's attempts.
+    case retryable(upstreamUnavailable: Bool)
+    /// This receipt will never verify: record the subscription as invalid.
+    case permanent(reason: String)
+    /// The fleet is misconfigured (shared secret, endpoint, TLS): halt and alarm; blame no receipt.
+    case configurationError(reason: String)
+}
+
+/// The one table from verifyReceipt outcomes to fleet actions.
+public struct StatusPolicy: Sendable, Equatable {
+    /// How many attempts may answer 21002 before the receipt counts as malformed. Apple uses 21002
+    /// both for malformed receipt data and for passing faults of its own.
+    public var malformedReceiptAttempts: Int
+
+    public init(malformedReceiptAttempts: Int = 3) {
+        self.malformedReceiptAttempts = malformedReceiptAttempts
+    }
+
+    /// The action for `outcome`, where `attempt` counts this job's attempts including this one (1…).
+    public func action(for outcome: VerificationOutcome, attempt: Int) -> VerificationAction {
+        switch outcome {
+        case .status(0, _): .success
+        case .status(21000, _):
+            .configurationError(reason: "21000: the App Store could not read the request; check its body and method")
+        case .status(21002, _) where attempt < malformedReceiptAttempts: .retryable(upstreamUnavailable: false)
+        case .status(21002, _):
+            .permanent(reason: "21002: the receipt data is malformed (still so on attempt \(attempt))")
+        case .status(21003, _): .permanent(reason: "21003: the receipt could not be authenticated")
+        case .status(21004, _):
+            .configurationError(reason: "21004: the shared secret does not match the app's; fix the configured one")
+        case .status(21005, _): .retryable(upstreamUnavailable: true)
+        case .status(21006, _): .expiredButValid
+        case .status(21007, _): .retryOnSandbox
+        case .status(21008, _): .retryOnProduction
+        case .status(21009, _): .retryable(upstreamUnavailable: false)
+        case .status(21010, _): .permanent(reason: "21010: the user account cannot be found or was deleted")
+        case .status(let code, isRetryable: false?) where (21100...21199).contains(code):
+            .permanent(reason: "\(code): internal data access error that Apple marks not retryable")
+        // is-retryable true, or absent: Apple only documents "do not retry" when it says so.
+        case .status(21100...21199, _): .retryable(upstreamUnavailable: false)
+        // An undocumented status (21001 is retired) is never grounds to invalidate a receipt.
+        case .status: .retryable(upstreamUnavailable: false)
+
+        case .unreadableBody(httpStatus: 429), .unreadableBody(httpStatus: 500...599):
+            .retryable(upstreamUnavailable: true)
+        // Authentication, routing and method errors concern the endpoint, never one receipt.
+        case .unreadableBody(httpStatus: let code) where [401, 403, 404, 405, 407].contains(code):
+            .configurationError(reason: "HTTP \(code) from the verifyReceipt endpoint; check its URL and any proxy")
+        case .unreadableBody(httpStatus: let code) where (400...499).contains(code):
+            .permanent(reason: "HTTP \(code): the App Store rejected this request")
+        // A garbled answer with any other status: try again, without pausing the fleet.
+        case .unreadableBody: .retryable(upstreamUnavailable: false)
+
+        case .transportFailure(.tls):
+            .configurationError(reason: "TLS with the App Store failed; check the CA bundle, the clock and any proxy")
+        case .transportFailure(.timeout), .transportFailure(.connectionRefused),
+             .transportFailure(.connectionReset), .transportFailure(.nameResolution):
+            .retryable(upstreamUnavailable: true)
+        }
+    }
+}
