@@ -4,7 +4,7 @@ import PostgresClient
 struct Migration: Sendable {
     let version: Int
     let name: String
-    let sql: String
+    let sql: StaticString
 }
 
 /// Brings a database's schema up to the one this binary was built with.
@@ -20,23 +20,25 @@ public enum Migrator {
     /// Throws `MigrationError.databaseIsNewer` if the database has a version this binary does not know.
     @discardableResult
     public static func migrate(_ connection: PostgresConnection) throws -> [Int] {
-        try connection.execute("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version     integer PRIMARY KEY,
-                name        text NOT NULL,
-                applied_at  timestamptz NOT NULL DEFAULT now()
-            )
-            """)
         var applied: [Int] = []
         for migration in Migrations.all {
             let didApply = try connection.transaction { connection in
+                // Taken first, so that even creating the bookkeeping table happens one at a time.
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(advisoryLockKey)])
-                let newest = try currentVersion(connection)
+                try connection.runScript("""
+                    CREATE TABLE IF NOT EXISTS schema_migrations (
+                        version     integer PRIMARY KEY,
+                        name        text NOT NULL,
+                        applied_at  timestamptz NOT NULL DEFAULT now()
+                    )
+                    """)
+                let newest = Int(try connection.query(
+                    "SELECT coalesce(max(version), 0) AS version FROM schema_migrations")[0]["version"].int64() ?? 0)
                 guard newest <= latestVersion else {
                     throw MigrationError.databaseIsNewer(database: newest, binary: latestVersion)
                 }
                 guard newest < migration.version else { return false }
-                try connection.execute(migration.sql)
+                try connection.runScript(migration.sql)
                 try connection.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
                     [.int64(Int64(migration.version)), .text(migration.name)])
@@ -44,19 +46,7 @@ public enum Migrator {
             }
             if didApply { applied.append(migration.version) }
         }
-        if applied.isEmpty {  // nothing to do still means the database must not be newer
-            let newest = try currentVersion(connection)
-            guard newest <= latestVersion else {
-                throw MigrationError.databaseIsNewer(database: newest, binary: latestVersion)
-            }
-        }
         return applied
-    }
-
-    /// The newest migration recorded in the database, 0 for an empty one.
-    public static func currentVersion(_ connection: PostgresConnection) throws -> Int {
-        let rows = try connection.query("SELECT coalesce(max(version), 0) AS version FROM schema_migrations")
-        return Int(try rows.first?["version"].int64() ?? 0)
     }
 
     /// Any constant shared by all migrators of this schema: "receiptfleet" in ASCII.

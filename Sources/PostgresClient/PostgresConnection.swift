@@ -54,6 +54,20 @@ public final class PostgresConnection {
         try run(sql, parameters).rowsAffected
     }
 
+    /// Runs a script of several statements, such as a schema migration. It takes no parameters, and
+    /// its text must be a literal in the source (`StaticString`), so no value can be spliced into it.
+    public func runScript(_ sql: StaticString) throws {
+        try reconnectIfLost()
+        let result = sql.withUTF8Buffer { text in
+            String(decoding: text, as: UTF8.self).withCString { PQexec(handle, $0) }
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
+        default: throw failure(from: result)
+        }
+    }
+
     /// Sends one statement with its parameters and waits for the result.
     func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
         try reconnectIfLost()

@@ -75,7 +75,7 @@ import TestSupport
             }
         }
 
-        #expect(clock.now - started < .seconds(1))
+        #expect(clock.now - started < .milliseconds(1_900), "ended by the timeout, not by the server's answer")
         #expect(error.kind == .timeout)
         #expect(error.isRetryable)
         #expect(error.host == "127.0.0.1")

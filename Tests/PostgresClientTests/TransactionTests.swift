@@ -78,3 +78,29 @@ import Testing
         #expect(count == 0)
     }
 }
+
+@Suite struct ScriptTests {
+    @Test func aScriptRunsSeveralStatementsAndReportsTheFailingOne() async throws {
+        let schema = uniqueName("pc_script")
+        let (count, failure) = try await onOwnThread {
+            let connection = try PostgresConnection(configuration: testConfiguration())
+            try connection.execute("CREATE SCHEMA \(schema)")
+            defer { _ = try? connection.execute("DROP SCHEMA \(schema) CASCADE") }
+            try connection.execute("SET search_path TO \(schema)")
+            try connection.runScript("""
+                CREATE TABLE numbers (n integer);
+                INSERT INTO numbers VALUES (1), (2);
+                INSERT INTO numbers VALUES (3);
+                """)
+            let count = try connection.query("SELECT count(*) AS n FROM numbers")[0]["n"].int64()
+            let failure = Result { try connection.runScript("SELECT 1; SELECT * FROM no_such_table;") }
+            return (count, failure)
+        }
+        #expect(count == 3)
+        guard case .failure(let error as PostgresError) = failure else {
+            Issue.record("expected the second statement to fail, got \(failure)")
+            return
+        }
+        #expect(error.sqlState == "42P01")
+    }
+}
