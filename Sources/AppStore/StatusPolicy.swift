@@ -8,6 +8,8 @@ public enum TransportFailure: Sendable, Hashable, CaseIterable {
     /// The TLS handshake or certificate check failed: a problem with this machine's setup
     /// (CA bundle, clock, intercepting proxy), not with any receipt.
     case tls
+    /// The request could not be made at all (a malformed or unsupported URL): a configuration error.
+    case invalidRequest
 }
 
 /// What came back from one verifyReceipt attempt, reduced to what the policy looks at.
@@ -91,6 +93,8 @@ public struct StatusPolicy: Sendable, Equatable {
         // A garbled answer with any other status: try again, without pausing the fleet.
         case .unreadableBody: .retryable(upstreamUnavailable: false)
 
+        case .transportFailure(.invalidRequest):
+            .configurationError(reason: "the verifyReceipt request could not be made; check the configured URLs")
         case .transportFailure(.tls):
             .configurationError(reason: "TLS with the App Store failed; check the CA bundle, the clock and any proxy")
         case .transportFailure(.timeout), .transportFailure(.connectionRefused),

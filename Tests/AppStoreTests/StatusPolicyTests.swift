@@ -58,6 +58,7 @@ import Testing
         Row(outcome: .transportFailure(.connectionReset), expected: .retryable(upstreamUnavailable: true)),
         Row(outcome: .transportFailure(.nameResolution), expected: .retryable(upstreamUnavailable: true)),
         Row(outcome: .transportFailure(.tls), expected: .configurationError(mentioning: "TLS")),
+        Row(outcome: .transportFailure(.invalidRequest), expected: .configurationError(mentioning: "URL")),
     ]
 
     @Test(arguments: rows)
