@@ -1,0 +1,63 @@
+import Foundation
+
+/// What one verifyReceipt response says about each subscription in it: the support engineer's
+/// view behind `receiptfleet inspect`.
+public struct Inspection: Sendable, Encodable {
+    public struct Subscription: Sendable, Encodable {
+        public var originalTransactionID: String
+        public var state: SubscriptionState
+        public var events: [SubscriptionEvent]
+        public var transactions: Int
+
+        enum CodingKeys: String, CodingKey {
+            case originalTransactionID = "original_transaction_id"
+            case state, events, transactions
+        }
+    }
+
+    public var status: Int
+    public var environment: AppStoreEnvironment?
+    /// The status policy's verdict, in words.
+    public var action: String
+    public var subscriptions: [Subscription]
+
+    /// Decodes `body` and analyses every subscription in it (or only `originalTransactionID`),
+    /// against `stored` when given. A decodable response with an error status yields no
+    /// subscriptions; an unreadable body throws `ResponseDecodingError`.
+    public init(
+        body: [UInt8], httpStatus: Int = 200, now: Date, stored: SubscriptionState? = nil,
+        originalTransactionID: String? = nil
+    ) throws {
+        let response = try VerifyReceiptResponse(body: body, httpStatus: httpStatus)
+        status = response.status
+        environment = response.effectiveEnvironment
+        action = Self.describe(StatusPolicy().action(for: VerificationOutcome(response), attempt: 1))
+        guard response.status == 0 || response.status == 21006 else {
+            subscriptions = []
+            return
+        }
+        let ids = originalTransactionID.map { [$0] }
+            ?? Array(Set(response.allTransactions.map(\.originalTransactionID))).sorted()
+        subscriptions = try ids.map { id in
+            let analysis = try SubscriptionAnalyzer.analyze(
+                stored: stored?.originalTransactionID == id ? stored : nil,
+                response: response, originalTransactionID: id, now: now)
+            return Subscription(
+                originalTransactionID: id, state: analysis.state, events: analysis.events,
+                transactions: analysis.transactions.count)
+        }
+    }
+
+    static func describe(_ action: VerificationAction) -> String {
+        switch action {
+        case .success: "valid"
+        case .expiredButValid: "valid (21006: expired iOS 6 receipt)"
+        case .retryOnSandbox: "sandbox receipt: verify it against the sandbox"
+        case .retryOnProduction: "production receipt: verify it against production"
+        case .retryable(let upstreamUnavailable):
+            upstreamUnavailable ? "retry later: the App Store is unavailable" : "retry later"
+        case .permanent(let reason): "permanently invalid: \(reason)"
+        case .configurationError(let reason): "configuration error: \(reason)"
+        }
+    }
+}

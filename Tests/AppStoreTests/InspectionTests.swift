@@ -1,0 +1,67 @@
+import AppStore
+import Foundation
+import Testing
+
+/// `receiptfleet inspect` is built on `Inspection`: every real response must give a report a
+/// support engineer can trust.
+@Suite struct InspectionTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)  // 2027: every fixture's subscription has ended
+
+    @Test func aRefundIsReportedWithItsReason() throws {
+        let report = try Inspection(body: Array(Fixture.monzaCancellation.bytes()), now: Self.now)
+        #expect(report.status == 0)
+        #expect(report.action == "valid")
+        #expect(report.subscriptions.map(\.originalTransactionID) == ["1000000218147500"])
+        #expect(report.subscriptions[0].state.status == .refunded)
+        #expect(report.subscriptions[0].state.cancellation?.reason == 0)
+        #expect(report.subscriptions[0].events.isEmpty, "first sight is a baseline")
+    }
+
+    @Test func anIOS6ExpiredReceiptIsValidAndExpired() throws {
+        let report = try Inspection(body: Array(Fixture.veniceExpiredIOS6.bytes()), now: Self.now)
+        #expect(report.status == 21006)
+        #expect(report.action.hasPrefix("valid (21006"))
+        #expect(report.subscriptions.map(\.state.status) == [.expired])
+        #expect(report.subscriptions[0].state.expirationIntent == 1)
+    }
+
+    @Test func everySubscriptionInTheReceiptIsListedUnlessOneIsChosen() throws {
+        let all = try Inspection(body: Array(Fixture.sandbox.bytes()), now: Self.now)
+        #expect(all.environment == .sandbox)
+        #expect(all.subscriptions.map(\.originalTransactionID) == ["1000000197013632", "1000000248850692"])
+        let one = try Inspection(
+            body: Array(Fixture.sandbox.bytes()), now: Self.now, originalTransactionID: "1000000248850692")
+        #expect(one.subscriptions.map(\.originalTransactionID) == ["1000000248850692"])
+    }
+
+    @Test func aStoredStateTurnsChangesIntoEvents() throws {
+        // The latest-only response seen in June 2017, then the same subscription again in 2027.
+        let june = Date(timeIntervalSince1970: 1_496_275_200)
+        let earlier = try Inspection(body: Array(Fixture.excludeOld.bytes()), now: june)
+        let stored = try #require(earlier.subscriptions.first?.state)
+        #expect(stored.status == .active)
+        let later = try Inspection(body: Array(Fixture.excludeOld.bytes()), now: Self.now, stored: stored)
+        #expect(later.subscriptions[0].state.status == .expired)
+        #expect(later.subscriptions[0].events.map(\.type) == [.expired])
+    }
+
+    @Test(arguments: [
+        (Fixture.productionSaysSandbox, 21007, "sandbox receipt"),
+        (Fixture.sandboxSaysProduction, 21008, "production receipt"),
+        (Fixture.invalidReceipt, 21002, "retry later"),
+        (Fixture.malformedWithException, 21002, "retry later"),
+        (Fixture.offline, 21005, "retry later: the App Store is unavailable"),
+    ])
+    func anErrorStatusIsReportedWithoutSubscriptions(fixture: Fixture, status: Int, action: String) throws {
+        let report = try Inspection(body: Array(fixture.bytes()), now: Self.now)
+        #expect(report.status == status)
+        #expect(report.action.hasPrefix(action))
+        #expect(report.subscriptions.isEmpty)
+    }
+
+    @Test func anUnreadableBodyThrowsTheDecodingError() {
+        #expect(throws: ResponseDecodingError.self) {
+            try Inspection(body: Array("<html>502 Bad Gateway</html>".utf8), httpStatus: 502, now: Self.now)
+        }
+    }
+}
