@@ -4,7 +4,8 @@ import PackageDescription
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
-//   domain           AppStore
+//   domain           AppStore, JobQueue
+//   executables      queue-benchmark
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -36,6 +37,10 @@ let package = Package(
             "HTTPClient",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .target(name: "JobQueue", dependencies: ["RedisClient"]),
+
+        // Executables.
+        .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -43,6 +48,7 @@ let package = Package(
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "AppStoreTests", dependencies: [
             "AppStore", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
