@@ -106,6 +106,7 @@ extension JobQueue {
     public func removeIdleConsumers(idleLongerThan idle: Duration) throws(QueueError) -> Int {
         let reply = try connection.evaluate(
             Scripts.removeIdleConsumers, keys: keys.readyStreams, arguments: [QueueKeys.group, idle.wholeMilliseconds])
-        return Int(reply.int ?? 0)
+        guard let removed = reply.int else { throw .unexpectedReply(operation: "removeIdleConsumers", reply: "\(reply)") }
+        return Int(removed)
     }
 }

@@ -30,8 +30,9 @@ struct DeliveredEntry {
 }
 
 extension JobQueue {
-    /// Reserves up to `count` new jobs, high-priority ones first, waiting up to `block` for one
-    /// to arrive when both streams are empty (pass `.zero` not to wait). `block` must be shorter
+    /// Reserves up to `count` new jobs, high-priority ones first. When both streams are empty it
+    /// waits up to `block` (pass `.zero` not to wait) and returns what arrives first: up to `count`
+    /// from each stream, should both receive jobs at the same instant. `block` must be shorter
     /// than the connection's command timeout.
     ///
     /// Entries that are not jobs are moved to the dead letters (error class "undecodable")

@@ -22,10 +22,9 @@ public final class JobQueue {
     let connection: RedisConnection
 
     /// Creates the ready streams and the consumer group if they do not exist yet, so an empty
-    /// Redis works. `consumer` must be unique in the fleet (see `consumerName(thread:)`).
+    /// Redis works. `consumer` must be unique in the fleet: use `consumerName(thread:)`.
     public init(
-        connection: RedisConnection, keys: QueueKeys,
-        consumer: String = JobQueue.consumerName(thread: 0), retryPolicy: RetryPolicy = .standard
+        connection: RedisConnection, keys: QueueKeys, consumer: String, retryPolicy: RetryPolicy = .standard
     ) throws(QueueError) {
         guard !consumer.isEmpty else { throw .invalidArgument("the consumer name is empty") }
         self.connection = connection

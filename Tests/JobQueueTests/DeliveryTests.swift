@@ -79,6 +79,23 @@ struct DeliveryTests {
         #expect(delayed == 0)
     }
 
+    @Test("reclaim drops reservations whose stream entry was deleted behind the queue's back")
+    func reclaimDeletedEntries() async throws {
+        let (reclaimed, pending) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            try queue.enqueue(subscriptionIDs: [1, 2], run: "night", reason: .nightly)
+            let reserved = try queue.reserve(count: 2, block: .zero)
+            try connection.command("XDEL", deployment.keys.ready, reserved[0].entryID)
+            Thread.sleep(forTimeInterval: 0.12)
+            let reclaimed = try deployment.queue("b").reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 5)
+            let pending = try connection.command("XPENDING", deployment.keys.ready, QueueKeys.group).array?.first?.int
+            return (reclaimed, pending)
+        }
+        #expect(reclaimed.deleted == 1)
+        #expect(reclaimed.jobs.map(\.job.subscriptionID) == [2])
+        #expect(pending == 1)  // job 2, now reserved by "b"
+    }
+
     @Test("a job delivered more than K times without an ack goes to the dead letters, with the reason")
     func poisonJob() async throws {
         let result = try await withDeployment { deployment, connection in
