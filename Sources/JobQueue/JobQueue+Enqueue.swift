@@ -33,39 +33,29 @@ extension JobQueue {
 
         let keys = [reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.run(runID)]
         let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
-        let batches = Array(subscriptionIDs).chunks(of: Self.enqueueBatch)
         var added = 0
-        for pipelined in batches.chunks(of: Self.enqueuePipelineDepth) {
+        for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
             let argumentLists = pipelined.map { batch in header + batch.map { $0 as any RedisArgument } }
-            var commands: [[any RedisArgument]] = []
-            for arguments in argumentLists {
-                do {
-                    commands.append(try connection.evalshaCommand(running: Scripts.enqueue, keys: keys, arguments: arguments))
-                } catch {
-                    throw .redis(error)
-                }
+            let commands = try argumentLists.map { (arguments) throws(QueueError) in
+                try connection.scriptCommand(Scripts.enqueue, keys: keys, arguments: arguments)
             }
-            let replies: [RedisValue]
-            do {
-                replies = try connection.pipeline(commands)
-            } catch {
-                throw .redis(error)
-            }
-            for (reply, arguments) in zip(replies, argumentLists) {
-                var reply = reply
-                // The server lost the script (restart, SCRIPT FLUSH) before this call: nothing
-                // ran, so running it again (which reloads it) is safe.
-                if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-                    reply = try connection.evaluate(Scripts.enqueue, keys: keys, arguments: arguments)
-                }
-                if case .error(let message) = reply { throw .redis(.server(message)) }
-                guard let count = reply.int else {
-                    throw .unexpectedReply(operation: "enqueue", reply: "\(reply)")
-                }
-                added += Int(count)
+            for (reply, arguments) in zip(try connection.send(commands), argumentLists) {
+                added += try addedCount(reply, keys: keys, arguments: arguments)
             }
         }
         return EnqueueResult(added: added, alreadyQueued: subscriptionIDs.count - added)
+    }
+
+    /// The count one pipelined enqueue call returned. If the server had lost the script (restart,
+    /// SCRIPT FLUSH) nothing ran, so the call runs again, reloading it.
+    private func addedCount(_ reply: RedisValue, keys: [String], arguments: [any RedisArgument]) throws(QueueError) -> Int {
+        var reply = reply
+        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+            reply = try connection.evaluate(Scripts.enqueue, keys: keys, arguments: arguments)
+        }
+        if case .error(let message) = reply { throw .redis(.server(message)) }
+        guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
+        return Int(count)
     }
 
     /// Puts `job` in the delayed set, due at `dueAt` (ms since the epoch); `promoteDue` moves it to

@@ -38,7 +38,7 @@ extension JobQueue {
         }
         var result = Reclaimed()
         var claimed = 0
-        for stream in keys.readyStreams {
+        for stream in keys.readyStreams where claimed < limit {
             var cursor = "0-0"
             repeat {
                 let step = try reclaimStep(stream, after: visibilityTimeout, cursor: cursor, count: min(limit - claimed, 100))
@@ -81,7 +81,7 @@ extension JobQueue {
         let failure = JobFailure(
             errorClass: JobFailure.stalled,
             message: "delivered \(entry.deliveries - 1) times without an ack: the worker probably crashed on it")
-        _ = try bury(
+        try bury(
             stream: entry.stream, entryID: entry.id, jobText: entry.jobText ?? "", failure: failure,
             attempts: job.map { $0.attempt + 1 } ?? entry.deliveries - 1, firstFailedAt: job?.firstFailedAt)
     }

@@ -46,13 +46,7 @@ public final class JobQueue {
         let commands: [[any RedisArgument]] = keys.readyStreams.map {
             ["XGROUP", "CREATE", $0, QueueKeys.group, "0", "MKSTREAM"]
         }
-        let replies: [RedisValue]
-        do {
-            replies = try connection.pipeline(commands)
-        } catch {
-            throw .redis(error)
-        }
-        for case .error(let message) in replies where !message.hasPrefix("BUSYGROUP") {
+        for case .error(let message) in try connection.send(commands) where !message.hasPrefix("BUSYGROUP") {
             throw .redis(.server(message))
         }
     }

@@ -22,4 +22,25 @@ extension RedisConnection {
             throw .redis(error)
         }
     }
+
+    /// Runs `commands` in one pipeline (see `RedisConnection.pipeline`); a broken connection
+    /// becomes `QueueError.redis`, error replies stay `.error` values.
+    func send(_ commands: [[any RedisArgument]]) throws(QueueError) -> [RedisValue] {
+        do {
+            return try pipeline(commands)
+        } catch {
+            throw .redis(error)
+        }
+    }
+
+    /// The EVALSHA command running `script`, for `send`.
+    func scriptCommand(
+        _ script: RedisScript, keys: [String], arguments: [any RedisArgument]
+    ) throws(QueueError) -> [any RedisArgument] {
+        do {
+            return try evalshaCommand(running: script, keys: keys, arguments: arguments)
+        } catch {
+            throw .redis(error)
+        }
+    }
 }
