@@ -4,7 +4,8 @@ import PackageDescription
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
-//   domain           AppStore, Ledger
+//   domain           AppStore, JobQueue, Ledger
+//   executables      queue-benchmark
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -13,6 +14,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
         .library(name: "AppStore", targets: ["AppStore"]),
+        .library(name: "JobQueue", targets: ["JobQueue"]),
         .library(name: "Ledger", targets: ["Ledger"]),
     ],
     dependencies: [
@@ -37,8 +39,11 @@ let package = Package(
             "HTTPClient",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-
+        .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
+
+        // Executables.
+        .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient"], path: "Tests/TestSupport"),
@@ -46,7 +51,6 @@ let package = Package(
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
-        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
@@ -55,6 +59,8 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
+        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

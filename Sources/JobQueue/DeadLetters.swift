@@ -1,0 +1,124 @@
+import RedisClient
+
+/// A job that will not be retried, with the reason, as kept in the dead-letter stream.
+public struct DeadLetter: Sendable, Hashable {
+    /// The dead-letter stream entry id.
+    public let id: String
+    /// The job as it last ran; nil if the entry was not a job (see `jobText`).
+    public let job: Job?
+    /// The stored job text, decodable or not (at most 500 characters).
+    public let jobText: String
+    public let failure: JobFailure
+    /// How many times the job ran.
+    public let attempts: Int
+    /// Times in ms since the epoch (Redis clock).
+    public let firstFailure: Int64
+    public let lastFailure: Int64
+    public let buriedAt: Int64
+}
+
+/// Which dead letters an operation applies to: those matching every criterion given.
+public struct DeadLetterFilter: Sendable, Hashable {
+    public var errorClass: String?
+    public var runID: String?
+    public var subscriptionIDs: Set<Int64>?
+
+    public init(errorClass: String? = nil, runID: String? = nil, subscriptionIDs: Set<Int64>? = nil) {
+        self.errorClass = errorClass
+        self.runID = runID
+        self.subscriptionIDs = subscriptionIDs
+    }
+
+    /// Every dead letter.
+    public static let all = DeadLetterFilter()
+
+    func matches(_ letter: DeadLetter) -> Bool {
+        if let errorClass, letter.failure.errorClass != errorClass { return false }
+        if let runID, letter.job?.runID != runID { return false }
+        if let subscriptionIDs, !(letter.job.map { subscriptionIDs.contains($0.subscriptionID) } ?? false) {
+            return false
+        }
+        return true
+    }
+}
+
+extension JobQueue {
+    /// The oldest `limit` dead letters matching `filter`.
+    public func deadLetters(matching filter: DeadLetterFilter = .all, limit: Int = 100) throws(QueueError) -> [DeadLetter] {
+        var found: [DeadLetter] = []
+        try forEachDeadLetterPage { (page) throws(QueueError) in
+            found += page.filter(filter.matches).prefix(limit - found.count)
+            return found.count < limit
+        }
+        return found
+    }
+
+    /// Enqueues the matching dead letters again as fresh jobs (attempt 0, reason replay) and
+    /// removes them from the dead letters, atomically per letter. Letters that are not jobs stay
+    /// (purge them). Returns how many were replayed.
+    @discardableResult
+    public func replay(matching filter: DeadLetterFilter) throws(QueueError) -> Int {
+        var replayed = 0
+        try forEachDeadLetterPage { (page) throws(QueueError) in
+            var arguments: [any RedisArgument] = [Job.Reason.replay.rawValue]
+            for letter in page where filter.matches(letter) {
+                guard let job = letter.job else { continue }
+                arguments += [letter.id, job.subscriptionID, job.runID]
+            }
+            if arguments.count > 1 {
+                let reply = try connection.evaluate(Scripts.replay, keys: [keys.dead, keys.ready], arguments: arguments)
+                replayed += Int(reply.int ?? 0)
+            }
+            return true
+        }
+        return replayed
+    }
+
+    /// Deletes the matching dead letters for good. Returns how many were deleted.
+    @discardableResult
+    public func purge(matching filter: DeadLetterFilter) throws(QueueError) -> Int {
+        var purged = 0
+        try forEachDeadLetterPage { (page) throws(QueueError) in
+            let ids = page.filter(filter.matches).map(\.id)
+            if !ids.isEmpty {
+                purged += Int(try connection.execute(["XDEL", keys.dead] + ids).int ?? 0)
+            }
+            return true
+        }
+        return purged
+    }
+
+    /// Reads the dead-letter stream oldest first, a page at a time, while `body` returns true.
+    private func forEachDeadLetterPage(_ body: ([DeadLetter]) throws(QueueError) -> Bool) throws(QueueError) {
+        var start = "-"
+        while true {
+            let reply = try connection.execute(["XRANGE", keys.dead, start, "+", "COUNT", 500])
+            guard let entries = reply.array else { throw .unexpectedReply(operation: "XRANGE", reply: "\(reply)") }
+            let page = entries.compactMap(DeadLetter.init(entry:))
+            guard try body(page), entries.count == 500, let last = entries.last?.array?.first?.string else { return }
+            start = "(" + last
+        }
+    }
+}
+
+extension DeadLetter {
+    /// Reads one XRANGE entry of the dead-letter stream; nil if it is not shaped like one.
+    init?(entry: RedisValue) {
+        guard let parts = entry.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else {
+            return nil
+        }
+        var fields: [String: String] = [:]
+        for index in stride(from: 0, to: flat.count - 1, by: 2) {
+            if let name = flat[index].string { fields[name] = flat[index + 1].string ?? "" }
+        }
+        let number = { (name: String) in fields[name].flatMap { Int64($0) } ?? 0 }
+        self.id = id
+        jobText = fields["job"] ?? ""
+        job = try? Job(encoded: jobText)
+        failure = JobFailure(errorClass: fields["error"] ?? "", message: fields["message"] ?? "")
+        attempts = Int(number("attempts"))
+        firstFailure = number("first_failure")
+        lastFailure = number("last_failure")
+        buriedAt = number("buried_at")
+    }
+}

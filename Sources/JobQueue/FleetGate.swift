@@ -1,0 +1,107 @@
+import RedisClient
+
+/// How the fleet backs off together while Apple is unavailable.
+public struct PausePolicy: Sendable, Hashable {
+    /// The first pause; each consecutive one doubles, up to `cap`.
+    public let base: Duration
+    public let cap: Duration
+    /// How long the one probing worker may take to report before another may probe: longer than
+    /// one call to Apple, timeouts included.
+    public let probeLease: Duration
+
+    /// Pauses of 5 s, 10 s, 20 s … up to 5 minutes; a probe may take a minute.
+    public static let standard = PausePolicy(checkedBase: .seconds(5), cap: .seconds(300), probeLease: .seconds(60))
+
+    public init(base: Duration, cap: Duration, probeLease: Duration) throws(QueueError) {
+        guard base >= .milliseconds(1), cap >= base, probeLease >= .milliseconds(1) else {
+            throw .invalidArgument("a pause policy needs base ≥ 1 ms, cap ≥ base and a probe lease ≥ 1 ms")
+        }
+        self.init(checkedBase: base, cap: cap, probeLease: probeLease)
+    }
+
+    private init(checkedBase base: Duration, cap: Duration, probeLease: Duration) {
+        self.base = base
+        self.cap = cap
+        self.probeLease = probeLease
+    }
+}
+
+/// What a worker may do before calling Apple.
+public enum Admission: Sendable, Hashable {
+    /// Call Apple this many times (1...wanted).
+    case granted(Int)
+    /// The fleet is at its rate: ask again after this long (plus a little jitter).
+    case wait(Duration)
+    /// The fleet is paused because Apple is unavailable: postpone the job (no attempt charged)
+    /// and ask again after this long.
+    case paused(Duration)
+    /// The pause is over and this worker is the one to find out whether Apple is back: make one
+    /// call, then report `reportRecovered()` or `reportUnavailable()`.
+    case probe
+    /// An operator or a configuration error stopped the fleet: postpone the job, raise the alarm.
+    case halted(reason: String)
+}
+
+/// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
+///
+/// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
+public final class FleetGate {
+    public let limit: RateLimit
+    public let pausePolicy: PausePolicy
+    let keys: QueueKeys
+    let connection: RedisConnection
+
+    public init(connection: RedisConnection, keys: QueueKeys, limit: RateLimit, pausePolicy: PausePolicy = .standard) {
+        self.connection = connection
+        self.keys = keys
+        self.limit = limit
+        self.pausePolicy = pausePolicy
+    }
+
+    /// Asks to call Apple up to `wanted` times now.
+    public func admit(upTo wanted: Int = 1) throws(QueueError) -> Admission {
+        guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
+        let reply = try connection.evaluate(
+            Scripts.admit,
+            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted],
+            arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds])
+        let unexpected = QueueError.unexpectedReply(operation: "admit", reply: "\(reply)")
+        guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
+        switch (verdict, parts[1].int) {
+        case ("halted", _): return .halted(reason: parts[1].string ?? "")
+        case ("paused", let ms?): return .paused(.milliseconds(ms))
+        case ("probe", _): return .probe
+        case ("granted", let count?): return .granted(Int(count))
+        case ("wait", let µs?): return .wait(.microseconds(µs))
+        default: throw unexpected
+        }
+    }
+
+    /// Reports that Apple failed as unavailable (5xx, 21005, timeouts). Starts a fleet-wide pause,
+    /// longer after each consecutive one, unless a pause is already running. Returns the time
+    /// until the pause ends.
+    @discardableResult
+    public func reportUnavailable() throws(QueueError) -> Duration {
+        let reply = try connection.evaluate(
+            Scripts.reportUnavailable, keys: [keys.paused, keys.pauseFailures, keys.probe],
+            arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds])
+        guard let ms = reply.int else { throw .unexpectedReply(operation: "reportUnavailable", reply: "\(reply)") }
+        return .milliseconds(ms)
+    }
+
+    /// Reports that a probe succeeded: the pause ends for the whole fleet.
+    public func reportRecovered() throws(QueueError) {
+        try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe])
+    }
+
+    /// Stops the whole fleet until `resume()`. `reason` is shown to operators: sanitized text
+    /// only (no receipt, secret or password); cut to 500 characters.
+    public func halt(reason: String) throws(QueueError) {
+        try connection.execute(["SET", keys.halted, String(reason.prefix(500))])
+    }
+
+    /// Lifts a halt and any pause.
+    public func resume() throws(QueueError) {
+        try connection.execute(["DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe])
+    }
+}

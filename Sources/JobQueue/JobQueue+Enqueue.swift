@@ -1,0 +1,78 @@
+import RedisClient
+
+/// What a bulk enqueue did.
+public struct EnqueueResult: Sendable, Hashable {
+    /// Jobs added to a ready stream.
+    public var added: Int
+    /// Subscriptions this run had already enqueued (or listed twice), so skipped.
+    public var alreadyQueued: Int
+}
+
+extension JobQueue {
+    /// How long a run remembers which subscriptions it enqueued: a scheduler run restarted within
+    /// this time enqueues nothing twice.
+    public static let runMemory: Duration = .seconds(3 * 24 * 3600)
+    /// Subscriptions per script call: big enough to amortize the round trip, small enough that
+    /// one call blocks Redis for only a millisecond or two.
+    static let enqueueBatch = 1000
+    /// Script calls per pipeline: bounds the memory of a very large enqueue.
+    static let enqueuePipelineDepth = 16
+
+    /// Enqueues one job per subscription for the scheduler run `runID`, each at most once per run
+    /// (however often this is called), in the stream the reason's priority selects.
+    ///
+    /// All ids are checked (0...4294967295) before anything is sent. Jobs go in batches, one Lua
+    /// call each, pipelined. If Redis fails halfway, some batches are in; calling again with the
+    /// same run id adds exactly the rest.
+    @discardableResult
+    public func enqueue(
+        subscriptionIDs: some Collection<Int64>, run runID: String, reason: Job.Reason
+    ) throws(QueueError) -> EnqueueResult {
+        try Job.validate(runID: runID)
+        for id in subscriptionIDs { try Job.validate(subscriptionID: id) }
+
+        let keys = [reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.run(runID)]
+        let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
+        var added = 0
+        for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
+            let argumentLists = pipelined.map { batch in header + batch.map { $0 as any RedisArgument } }
+            let commands = try argumentLists.map { (arguments) throws(QueueError) in
+                try connection.scriptCommand(Scripts.enqueue, keys: keys, arguments: arguments)
+            }
+            for (reply, arguments) in zip(try connection.send(commands), argumentLists) {
+                added += try addedCount(reply, keys: keys, arguments: arguments)
+            }
+        }
+        return EnqueueResult(added: added, alreadyQueued: subscriptionIDs.count - added)
+    }
+
+    /// The count one pipelined enqueue call returned. If the server had lost the script (restart,
+    /// SCRIPT FLUSH) nothing ran, so the call runs again, reloading it.
+    private func addedCount(_ reply: RedisValue, keys: [String], arguments: [any RedisArgument]) throws(QueueError) -> Int {
+        var reply = reply
+        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
+            reply = try connection.evaluate(Scripts.enqueue, keys: keys, arguments: arguments)
+        }
+        if case .error(let message) = reply { throw .redis(.server(message)) }
+        guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
+        return Int(count)
+    }
+
+    /// Puts `job` in the delayed set, due at `dueAt` (ms since the epoch); `promoteDue` moves it to
+    /// its ready stream then. Idempotent per job: scheduling an equal job again only sets its due
+    /// time (so give a "check after renewal" job a fixed `enqueuedAt`, such as its due time).
+    /// Returns whether the job was new to the delayed set.
+    @discardableResult
+    public func schedule(_ job: Job, at dueAt: Int64) throws(QueueError) -> Bool {
+        try Job.validate(subscriptionID: job.subscriptionID)
+        try Job.validate(runID: job.runID)
+        return try connection.execute(["ZADD", keys.delayed, dueAt, job.encoded]).int == 1
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements.
+    func chunks(of size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

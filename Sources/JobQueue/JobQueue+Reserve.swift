@@ -1,0 +1,128 @@
+import RedisClient
+
+/// A job reserved by one consumer: it stays in its stream's pending list until that consumer
+/// settles it (ack, retry, postpone, bury) or `reclaim` gives it to another consumer.
+public struct ReservedJob: Sendable, Hashable {
+    public let job: Job
+    /// The ready stream holding the entry.
+    public let stream: String
+    /// The stream entry id, e.g. "1748736000000-0".
+    public let entryID: String
+    /// How many times the entry has been delivered, this time included (1 for a fresh job).
+    public let deliveryCount: Int
+}
+
+/// One stream entry as Redis delivered it, before decoding.
+struct DeliveredEntry {
+    let stream: String
+    let id: String
+    /// The entry's field/value list (or nil, should the entry be gone).
+    let fields: RedisValue
+    let deliveries: Int
+
+    /// The `j` field's text, whatever it holds.
+    var jobText: String? {
+        guard let fields = fields.array else { return nil }
+        return stride(from: 0, to: fields.count - 1, by: 2)
+            .first { fields[$0].string == "j" }
+            .map { String(decoding: fields[$0 + 1].bytes ?? [], as: UTF8.self) }
+    }
+}
+
+extension JobQueue {
+    /// Reserves up to `count` new jobs, high-priority ones first. When both streams are empty it
+    /// waits up to `block` (pass `.zero` not to wait) and returns what arrives first: up to `count`
+    /// from each stream, should both receive jobs at the same instant. `block` must be shorter
+    /// than the connection's command timeout.
+    ///
+    /// Entries that are not jobs are moved to the dead letters (error class "undecodable")
+    /// instead of being returned, so one bad entry cannot stop the workers.
+    public func reserve(count: Int = 1, block: Duration) throws(QueueError) -> [ReservedJob] {
+        guard count >= 1 else { throw .invalidArgument("reserve count \(count) must be at least 1") }
+        guard block >= .zero, block < connection.configuration.commandTimeout else {
+            throw .invalidArgument(
+                "reserve blocks \(block), which must be less than the Redis command timeout "
+                    + "(\(connection.configuration.commandTimeout)), or the wait would end in a timeout error")
+        }
+        var entries = try recreatingGroups { () throws(QueueError) in try take(count) }
+        if entries.isEmpty, block > .zero {
+            entries = try recreatingGroups { () throws(QueueError) in try waitForEntries(count, block: block) }
+        }
+        return try accept(entries)
+    }
+
+    /// Acknowledges a finished job: it leaves Redis for good. Call it only once the job's effects
+    /// are durable. Returns false if the job is no longer reserved by this consumer (it was
+    /// settled already, or reclaimed by another after the visibility timeout).
+    @discardableResult
+    public func ack(_ reserved: ReservedJob) throws(QueueError) -> Bool {
+        let reply = try connection.evaluate(
+            Scripts.ack, keys: [reserved.stream], arguments: [QueueKeys.group, consumer, reserved.entryID])
+        return reply.int == 1
+    }
+
+    /// New entries without waiting, high priority first, at most `count` in all.
+    private func take(_ count: Int) throws(QueueError) -> [DeliveredEntry] {
+        let reply = try connection.evaluate(
+            Scripts.take, keys: keys.readyStreams, arguments: [QueueKeys.group, consumer, count])
+        guard let taken = reply.array else { throw .unexpectedReply(operation: "reserve", reply: "\(reply)") }
+        return try taken.map { (item) throws(QueueError) in
+            guard let parts = item.array, parts.count == 3, let stream = parts[0].string, let id = parts[1].string else {
+                throw .unexpectedReply(operation: "reserve", reply: "\(item)")
+            }
+            return DeliveredEntry(stream: stream, id: id, fields: parts[2], deliveries: 1)
+        }
+    }
+
+    /// XREADGROUP … BLOCK on both streams: the first entries to arrive (at most `count` per stream).
+    private func waitForEntries(_ count: Int, block: Duration) throws(QueueError) -> [DeliveredEntry] {
+        let reply = try connection.execute(
+            ["XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", count,
+             "BLOCK", max(block.wholeMilliseconds, 1), "STREAMS"] + keys.readyStreams + [">", ">"])
+        if reply == .null { return [] }  // RESP2's nil: the wait ended with nothing
+        guard let streams = reply.array else { throw .unexpectedReply(operation: "reserve", reply: "\(reply)") }
+        var entries: [DeliveredEntry] = []
+        for stream in streams {
+            guard let parts = stream.array, parts.count == 2, let key = parts[0].string, let items = parts[1].array else {
+                throw .unexpectedReply(operation: "reserve", reply: "\(stream)")
+            }
+            for item in items {
+                guard let entry = item.array, entry.count == 2, let id = entry[0].string else {
+                    throw .unexpectedReply(operation: "reserve", reply: "\(item)")
+                }
+                entries.append(DeliveredEntry(stream: key, id: id, fields: entry[1], deliveries: 1))
+            }
+        }
+        // Redis lists the streams in the order asked for, so high priority comes first.
+        return entries
+    }
+
+    /// Decodes delivered entries; buries those that are not jobs.
+    func accept(_ entries: [DeliveredEntry]) throws(QueueError) -> [ReservedJob] {
+        var reserved: [ReservedJob] = []
+        for entry in entries {
+            do throws(QueueError) {
+                guard let text = entry.jobText else { throw .undecodableJob("the entry has no 'j' field") }
+                let job = try Job(encoded: text)
+                reserved.append(ReservedJob(job: job, stream: entry.stream, entryID: entry.id, deliveryCount: entry.deliveries))
+            } catch .undecodableJob(let reason) {
+                let failure = JobFailure(errorClass: JobFailure.undecodable, message: reason)
+                try bury(
+                    stream: entry.stream, entryID: entry.id, jobText: entry.jobText ?? "", failure: failure,
+                    attempts: entry.deliveries, firstFailedAt: nil)
+            }
+        }
+        return reserved
+    }
+
+    /// Runs `body`; if the consumer group is missing (someone flushed Redis while workers ran),
+    /// creates it and runs `body` once more.
+    private func recreatingGroups<T>(_ body: () throws(QueueError) -> T) throws(QueueError) -> T {
+        do {
+            return try body()
+        } catch .redis(.server(let message)) where message.contains("NOGROUP") {
+            try createGroups()
+            return try body()
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// The Redis keys of one deployment's queue.
+///
+/// Every key starts with the prefix, and the prefix holds a `{…}` hash tag, so Redis Cluster puts
+/// all of them in one slot: the Lua scripts, which touch several keys at once, run unchanged there.
+public struct QueueKeys: Sendable, Hashable {
+    /// The consumer group every worker reads the ready streams through.
+    public static let group = "workers"
+
+    /// For example "{rf}" (the default) or "{rf-staging}:queue".
+    public let prefix: String
+
+    /// Accepts a prefix with a non-empty hash tag (`{` then `}` with something in between), as
+    /// Redis Cluster requires for keys that must share a slot.
+    public init(prefix: String = "{rf}") throws(QueueError) {
+        guard let open = prefix.firstIndex(of: "{"),
+            let close = prefix[open...].firstIndex(of: "}"),
+            prefix.index(after: open) < close
+        else {
+            throw .invalidArgument(
+                "the key prefix '\(prefix)' has no {hash tag}: every key of a deployment must share one "
+                    + "Redis Cluster hash tag, e.g. \"{rf}\" or \"{rf-staging}\"")
+        }
+        self.prefix = prefix
+    }
+
+    /// The ready stream for ordinary jobs (consumer group `workers`).
+    public var ready: String { "\(prefix):jobs" }
+    /// The ready stream for high-priority jobs; reserve reads it first.
+    public var readyHigh: String { "\(prefix):jobs:high" }
+    /// Both ready streams, high priority first.
+    var readyStreams: [String] { [readyHigh, ready] }
+    /// Jobs waiting for a time (retries, postponed and scheduled jobs): a sorted set by due time in ms.
+    public var delayed: String { "\(prefix):delayed" }
+    /// Jobs that will not be retried, with their error: a stream.
+    public var dead: String { "\(prefix):dead" }
+    /// The subscription ids enqueued by one scheduler run: a bitmap, so each is enqueued once per run.
+    public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
+    /// The rate limiter's state (GCRA theoretical arrival time, µs).
+    public var limiter: String { "\(prefix):limiter" }
+    /// The number of tokens the limiter has granted, ever: a counter for rate graphs.
+    public var limiterGranted: String { "\(prefix):stats:granted" }
+    /// Set while the fleet is paused: the time (ms, Redis clock) until which nobody calls Apple.
+    public var paused: String { "\(prefix):paused" }
+    /// Consecutive periods of unavailability; each pause is longer than the last.
+    public var pauseFailures: String { "\(prefix):pause:failures" }
+    /// Held by the one worker allowed to test whether Apple is back.
+    public var probe: String { "\(prefix):probe" }
+    /// Set while the fleet is halted; the value is the reason.
+    public var halted: String { "\(prefix):halted" }
+    /// Consumer name → last heartbeat (ms, Redis clock): a sorted set.
+    public var workers: String { "\(prefix):workers" }
+}

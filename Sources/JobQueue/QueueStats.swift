@@ -1,0 +1,102 @@
+import RedisClient
+
+/// The state of the queue, read from Redis in one round trip (one script, so at one instant).
+public struct QueueStats: Sendable, Hashable {
+    /// One member of the consumer group.
+    public struct Consumer: Sendable, Hashable {
+        public var name: String
+        /// Jobs it holds reserved, both streams together.
+        public var reserved: Int
+        /// Time since it last read or claimed anything.
+        public var idle: Duration
+    }
+
+    /// Jobs waiting to be reserved, both streams together.
+    public var ready: Int
+    /// Of which in the high-priority stream.
+    public var readyHigh: Int
+    /// Jobs reserved by a consumer and not yet settled.
+    public var reserved: Int
+    /// Delayed jobs already due (waiting for `promoteDue`), and due later.
+    public var delayedDue: Int
+    public var delayedLater: Int
+    public var dead: Int
+    /// How long the oldest waiting job has been in its ready stream; nil when none waits.
+    public var oldestReadyAge: Duration?
+    public var consumers: [Consumer]
+    /// Consumers that sent a heartbeat within the window asked for.
+    public var liveWorkers: Int
+    /// Set while the fleet is paused: until when, in ms since the epoch (Redis clock). A time in
+    /// the past means the pause is over and a probe decides whether it ends.
+    public var pausedUntil: Int64?
+    /// Set while the fleet is halted.
+    public var haltedReason: String?
+    /// Tokens the rate limiter has ever granted (a counter: graph its rate).
+    public var limiterGranted: Int64
+}
+
+extension JobQueue {
+    /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.
+    public func stats(liveWithin: Duration = .seconds(30)) throws(QueueError) -> QueueStats {
+        let reply = try connection.evaluate(
+            Scripts.stats,
+            keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted],
+            arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])
+        let unexpected = QueueError.unexpectedReply(operation: "stats", reply: "\(reply)")
+        guard let parts = reply.array, parts.count == 9,
+            let high = Lane(parts[0]), let normal = Lane(parts[1]),
+            let due = parts[2].int, let later = parts[3].int, let dead = parts[4].int, let live = parts[5].int
+        else { throw unexpected }
+
+        var consumers: [String: QueueStats.Consumer] = [:]
+        for consumer in high.consumers + normal.consumers {
+            consumers[consumer.name, default: QueueStats.Consumer(name: consumer.name, reserved: 0, idle: consumer.idle)]
+                .merge(consumer)
+        }
+        let ages = [high.oldestAge, normal.oldestAge].compactMap(\.self)
+        return QueueStats(
+            ready: high.waiting + normal.waiting,
+            readyHigh: high.waiting,
+            reserved: high.reserved + normal.reserved,
+            delayedDue: Int(due),
+            delayedLater: Int(later),
+            dead: Int(dead),
+            oldestReadyAge: ages.max(),
+            consumers: consumers.values.sorted { $0.name < $1.name },
+            liveWorkers: Int(live),
+            pausedUntil: parts[6].int,
+            haltedReason: parts[7].string,
+            limiterGranted: parts[8].int ?? 0)
+    }
+}
+
+extension QueueStats.Consumer {
+    fileprivate mutating func merge(_ other: Self) {
+        reserved += other.reserved
+        idle = min(idle, other.idle)
+    }
+}
+
+/// One ready stream's part of the stats script's reply.
+private struct Lane {
+    var waiting: Int
+    var reserved: Int
+    var oldestAge: Duration?
+    var consumers: [QueueStats.Consumer]
+
+    init?(_ value: RedisValue) {
+        guard let parts = value.array, parts.count == 4, let length = parts[0].int, let reserved = parts[1].int,
+            let age = parts[2].int, let consumers = parts[3].array
+        else { return nil }
+        // Acked entries are deleted, so a stream holds exactly its reserved and its waiting jobs.
+        waiting = Int(length - reserved)
+        self.reserved = Int(reserved)
+        oldestAge = age < 0 ? nil : .milliseconds(age)
+        self.consumers = consumers.compactMap { consumer in
+            guard let fields = consumer.array, fields.count == 3, let name = fields[0].string,
+                let reserved = fields[1].int, let idle = fields[2].int
+            else { return nil }
+            return QueueStats.Consumer(name: name, reserved: Int(reserved), idle: .milliseconds(idle))
+        }
+    }
+}

@@ -1,0 +1,316 @@
+import RedisClient
+
+/// Every Lua script the queue runs, in one place. Each names its KEYS and ARGV and what it returns.
+///
+/// Scripts make multi-step moves atomic: a job is always in exactly one of the ready streams
+/// (perhaps reserved), the delayed set or the dead-letter stream, never in two and never in none.
+/// Times come from Redis's own clock (`TIME`), never a worker's, so hosts with skewed clocks agree.
+/// Every key a script touches is passed in KEYS and shares the deployment's hash tag, so the
+/// scripts run unchanged on Redis Cluster.
+///
+/// Jobs are stored as their text form (see `Job`): `subscription|run|reason|attempt|enqueuedAt|firstFailedAt`.
+/// Scripts build that text for fresh jobs and read the reason letter from it, nothing more.
+enum Scripts {
+    // MARK: Shared prologues
+
+    /// Redis's clock: `now` in ms (also as `nowText`, digits only) and `nowus` in µs. Lua 5.1 numbers
+    /// are doubles, exact for integers below 2^53, so µs since the epoch fit; `..` would print large
+    /// numbers in exponent form, hence string.format.
+    private static let clock = """
+        local clock = redis.call('TIME')
+        local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+        local now = math.floor(nowus / 1000)
+        local nowText = string.format('%d', now)
+
+        """
+
+    /// `reservedBy(stream, group, id, consumer)`: whether the entry is reserved by that consumer.
+    /// Checking the owner, not just the pending list, keeps a worker whose job was reclaimed by
+    /// another from settling it twice (XACK alone accepts any consumer's ack).
+    private static let ownership = """
+        local function reservedBy(stream, group, id, consumer)
+            return #redis.call('XPENDING', stream, group, id, id, 1, consumer) == 1
+        end
+
+        """
+
+    /// `freshJob(subscription, run, reason)`: the text of a new job, enqueued now (needs `clock`).
+    private static let freshJob = """
+        local function freshJob(subscription, run, reason)
+            return subscription .. '|' .. run .. '|' .. reason .. '|0|' .. nowText .. '|'
+        end
+
+        """
+
+    /// `asMap(flat)`: a table from XINFO's flat name/value list.
+    private static let asMap = """
+        local function asMap(flat)
+            local map = {}
+            for i = 1, #flat, 2 do map[flat[i]] = flat[i + 1] end
+            return map
+        end
+
+        """
+
+    /// `gcra(state, counter, interval, burst, wanted)` → granted, µs until the next token (needs `clock`).
+    /// Generic cell rate algorithm over integer µs: `state` holds the theoretical arrival time (TAT);
+    /// granting k tokens moves it k·interval ahead, and it may run at most burst·interval ahead of
+    /// now. So any window of length W grants at most burst + W/interval tokens, fleet-wide.
+    private static let gcra = """
+        local function gcra(state, counter, interval, burst, wanted)
+            local tat = math.max(tonumber(redis.call('GET', state)) or nowus, nowus)
+            local horizon = nowus + burst * interval
+            local granted = math.max(0, math.min(wanted, math.floor((horizon - tat) / interval)))
+            if granted > 0 then
+                tat = tat + granted * interval
+                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1)
+                redis.call('INCRBY', counter, granted)
+            end
+            return granted, math.max(0, tat + interval - horizon)
+        end
+
+        """
+
+    // MARK: Enqueueing and delivery
+
+    /// Adds one job per subscription unless this run already added it.
+    /// KEYS[1] ready stream, KEYS[2] the run's bitmap. ARGV[1] run id, ARGV[2] reason letter,
+    /// ARGV[3] bitmap lifetime in seconds, ARGV[4…] subscription ids. Returns the number added.
+    static let enqueue = RedisScript(clock + freshJob + """
+        local added = 0
+        for i = 4, #ARGV do
+            if redis.call('SETBIT', KEYS[2], ARGV[i], 1) == 0 then
+                redis.call('XADD', KEYS[1], '*', 'j', freshJob(ARGV[i], ARGV[1], ARGV[2]))
+                added = added + 1
+            end
+        end
+        redis.call('EXPIRE', KEYS[2], ARGV[3])
+        return added
+        """)
+
+    /// Reserves up to `count` new entries without blocking, draining the streams in KEYS order
+    /// (high priority first). KEYS ready streams. ARGV[1] group, ARGV[2] consumer, ARGV[3] count.
+    /// Returns {stream, entry id, {field, value, …}} per entry.
+    static let take = RedisScript("""
+        local taken, wanted = {}, tonumber(ARGV[3])
+        for _, stream in ipairs(KEYS) do
+            if wanted == 0 then break end
+            local reply = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', wanted, 'STREAMS', stream, '>')
+            if reply then
+                for _, entry in ipairs(reply[1][2]) do
+                    taken[#taken + 1] = {stream, entry[1], entry[2]}
+                    wanted = wanted - 1
+                end
+            end
+        end
+        return taken
+        """)
+
+    /// Acknowledges a finished job and deletes it, so the stream does not grow without bound.
+    /// KEYS[1] its ready stream. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id.
+    /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
+    static let ack = RedisScript(ownership + """
+        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+        redis.call('XDEL', KEYS[1], ARGV[3])
+        return 1
+        """)
+
+    /// Moves a reserved job to the delayed set, due `delay` ms from now.
+    /// KEYS[1] its ready stream, KEYS[2] delayed set. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
+    /// ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6] "stamp" to record now as its
+    /// first failure if it has none (its text ends in '|'), else "".
+    /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
+    static let delay = RedisScript(clock + ownership + """
+        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+        redis.call('XDEL', KEYS[1], ARGV[3])
+        local job = ARGV[5]
+        if ARGV[6] == 'stamp' and string.sub(job, -1) == '|' then job = job .. nowText end
+        redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), job)
+        return 1
+        """)
+
+    /// Moves a reserved entry to the dead-letter stream.
+    /// KEYS[1] its ready stream, KEYS[2] dead stream. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
+    /// ARGV[4] job text, ARGV[5] error class, ARGV[6] message, ARGV[7] attempts, ARGV[8] first failure
+    /// in ms ("" for now). Returns 1, or 0 if the entry is not (or no longer) reserved by this consumer.
+    static let bury = RedisScript(clock + ownership + """
+        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+        redis.call('XDEL', KEYS[1], ARGV[3])
+        local firstFailure = ARGV[8] ~= '' and ARGV[8] or nowText
+        redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'error', ARGV[5], 'message', ARGV[6],
+            'attempts', ARGV[7], 'first_failure', firstFailure, 'last_failure', nowText, 'buried_at', nowText)
+        return 1
+        """)
+
+    // MARK: Maintenance
+
+    /// Moves due delayed jobs to their ready stream, earliest due first.
+    /// KEYS[1] delayed set, KEYS[2] ready stream, KEYS[3] high-priority ready stream.
+    /// ARGV[1] batch size, ARGV[2…] the reason letters that go to the high-priority stream.
+    /// Returns the number of jobs moved. Undecodable members go to KEYS[2]; reserve buries them.
+    static let promote = RedisScript(clock + """
+        local high = {}
+        for i = 2, #ARGV do high[ARGV[i]] = true end
+        local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+        for _, job in ipairs(due) do
+            local reason = string.match(job, '^[^|]*|[^|]*|([^|]*)|')
+            redis.call('XADD', (reason and high[reason]) and KEYS[3] or KEYS[2], '*', 'j', job)
+            redis.call('ZREM', KEYS[1], job)
+        end
+        return #due
+        """)
+
+    /// Claims for this consumer entries reserved longer than `min idle` ms ago (their worker
+    /// probably died), one XAUTOCLAIM step. KEYS[1] ready stream. ARGV[1] group, ARGV[2] consumer,
+    /// ARGV[3] min idle ms, ARGV[4] cursor, ARGV[5] count.
+    /// Returns {next cursor, {{entry id, {field, value, …}, delivery count}, …}, deleted entries
+    /// (Redis 7 drops from the pending list entries that were deleted from the stream)}.
+    static let reclaim = RedisScript("""
+        local reply = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 'COUNT', ARGV[5])
+        local claimed = {}
+        for _, entry in ipairs(reply[2]) do
+            local pending = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
+            claimed[#claimed + 1] = {entry[1], entry[2], pending[1][4]}
+        end
+        return {reply[1], claimed, #(reply[3] or {})}
+        """)
+
+    /// Records that a consumer is alive and forgets consumers silent for too long.
+    /// KEYS[1] workers set. ARGV[1] consumer, ARGV[2] forget after ms. Returns 1.
+    static let heartbeat = RedisScript(clock + """
+        redis.call('ZADD', KEYS[1], now, ARGV[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+        return 1
+        """)
+
+    /// Removes a consumer from the group, unless it still has reserved entries.
+    /// KEYS[1] workers set, KEYS[2…] ready streams. ARGV[1] group, ARGV[2] consumer.
+    /// Returns 1 if removed, 0 if it still holds entries (settle or let them be reclaimed first).
+    static let deregister = RedisScript("""
+        for i = 2, #KEYS do
+            local pending = redis.pcall('XPENDING', KEYS[i], ARGV[1], '-', '+', 1, ARGV[2])
+            if pending.err == nil and #pending > 0 then return 0 end
+        end
+        for i = 2, #KEYS do redis.pcall('XGROUP', 'DELCONSUMER', KEYS[i], ARGV[1], ARGV[2]) end
+        redis.call('ZREM', KEYS[1], ARGV[2])
+        return 1
+        """)
+
+    /// Removes consumers that hold no entries and were idle longer than a limit (left by
+    /// processes that exited without deregistering). KEYS ready streams. ARGV[1] group,
+    /// ARGV[2] idle ms. Returns the number of (stream, consumer) pairs removed.
+    static let removeIdleConsumers = RedisScript(asMap + """
+        local removed = 0
+        for _, stream in ipairs(KEYS) do
+            local consumers = redis.pcall('XINFO', 'CONSUMERS', stream, ARGV[1])
+            if consumers.err == nil then
+                for _, flat in ipairs(consumers) do
+                    local consumer = asMap(flat)
+                    if consumer.pending == 0 and consumer.idle > tonumber(ARGV[2]) then
+                        redis.call('XGROUP', 'DELCONSUMER', stream, ARGV[1], consumer.name)
+                        removed = removed + 1
+                    end
+                end
+            end
+        end
+        return removed
+        """)
+
+    // MARK: Dead letters
+
+    /// Re-enqueues dead letters as fresh jobs (attempt 0), each only if it is still in the
+    /// dead-letter stream (so concurrent replays cannot duplicate it).
+    /// KEYS[1] dead stream, KEYS[2] ready stream. ARGV[1] reason letter, ARGV[2…] triples of
+    /// dead-letter id, subscription id, run id. Returns the number re-enqueued.
+    static let replay = RedisScript(clock + freshJob + """
+        local replayed = 0
+        for i = 2, #ARGV, 3 do
+            if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
+                redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
+                replayed = replayed + 1
+            end
+        end
+        return replayed
+        """)
+
+    // MARK: Rate limit, pause and halt
+
+    /// Takes up to `wanted` tokens from the fleet-wide limiter.
+    /// KEYS[1] limiter state, KEYS[2] granted counter. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted.
+    /// Returns {granted, µs until the next token}.
+    static let acquire = RedisScript(clock + gcra + """
+        local granted, wait = gcra(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+        return {granted, wait}
+        """)
+
+    /// Decides, in one round trip, whether a worker may call Apple now.
+    /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter.
+    /// ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms.
+    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
+    /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
+    static let admit = RedisScript(clock + gcra + """
+        local reason = redis.call('GET', KEYS[1])
+        if reason then return {'halted', reason} end
+        local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
+        if pausedUntil then
+            if now < pausedUntil then return {'paused', pausedUntil - now} end
+            if redis.call('SET', KEYS[3], nowText, 'NX', 'PX', ARGV[4]) then
+                redis.call('INCRBY', KEYS[5], 1)
+                return {'probe', 1}
+            end
+            return {'paused', math.max(redis.call('PTTL', KEYS[3]), 1)}
+        end
+        local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+        if granted > 0 then return {'granted', granted} end
+        return {'wait', wait}
+        """)
+
+    /// Starts a fleet-wide pause, unless one is already running (failures of calls that were in
+    /// flight when it began must not lengthen it). Each pause doubles the last, up to a cap.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe. ARGV[1] base ms, ARGV[2] cap ms.
+    /// Returns the ms until the pause ends.
+    static let reportUnavailable = RedisScript(clock + """
+        local pausedUntil = tonumber(redis.call('GET', KEYS[1]))
+        if pausedUntil and now < pausedUntil then return pausedUntil - now end
+        local failures = redis.call('INCR', KEYS[2])
+        local pause = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) * 2 ^ math.min(failures - 1, 40))
+        redis.call('SET', KEYS[1], string.format('%d', now + pause))
+        redis.call('DEL', KEYS[3])
+        return pause
+        """)
+
+    // MARK: Stats
+
+    /// Everything `QueueStats` shows, read at one instant.
+    /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] workers,
+    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter. ARGV[1] group, ARGV[2] live window ms.
+    /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
+    /// granted | nil}; a lane is {length, reserved, age of oldest unreserved entry in ms (-1: none),
+    /// {{consumer, reserved, idle ms}, …}}.
+    static let stats = RedisScript(clock + asMap + """
+        local function lane(stream)
+            local length, reserved, lastDelivered, consumers = redis.call('XLEN', stream), 0, '0-0', {}
+            local groups = redis.pcall('XINFO', 'GROUPS', stream)
+            for _, flat in ipairs(groups.err == nil and groups or {}) do
+                local group = asMap(flat)
+                if group.name == ARGV[1] then
+                    reserved, lastDelivered = group.pending, group['last-delivered-id']
+                    for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, ARGV[1])) do
+                        local consumer = asMap(c)
+                        consumers[#consumers + 1] = {consumer.name, consumer.pending, consumer.idle}
+                    end
+                end
+            end
+            local oldest = redis.call('XRANGE', stream, '(' .. lastDelivered, '+', 'COUNT', 1)[1]
+            local age = oldest and now - tonumber(string.match(oldest[1], '^%d+')) or -1
+            return {length, reserved, age, consumers}
+        end
+        return {lane(KEYS[1]), lane(KEYS[2]),
+            redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
+            redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
+            redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8])}
+        """)
+}

@@ -1,0 +1,91 @@
+import Foundation
+import JobQueue
+import RedisClient
+import Testing
+
+@Suite("The delayed set and its promoter")
+struct DelayedTests {
+    @Test("due jobs are promoted in due order (not insertion order), in batches; jobs not yet due stay")
+    func promotionOrder() async throws {
+        let result = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            let now = try connection.redisNow()
+            // Inserted in this order; due in the order 2, 3, 1; job 4 is not due for a minute.
+            let dueTimes: [(Int64, Int64)] = [(1, now - 1000), (2, now - 3000), (3, now - 2000), (4, now + 60_000)]
+            for (id, due) in dueTimes {
+                try queue.schedule(Job(subscriptionID: id, runID: "later", reason: .renewal, enqueuedAt: due), at: due)
+            }
+            let firstBatch = try queue.promoteDue(batch: 2)
+            let afterFirst = try queue.reserve(count: 10, block: .zero).map(\.job.subscriptionID)
+            let secondBatch = try queue.promoteDue(batch: 2)
+            let afterSecond = try queue.reserve(count: 10, block: .zero).map(\.job.subscriptionID)
+            let waiting = try connection.sortedSet(deployment.keys.delayed).map { try Job(encoded: $0.member).subscriptionID }
+            return (firstBatch, afterFirst, secondBatch, afterSecond, waiting)
+        }
+        let (firstBatch, afterFirst, secondBatch, afterSecond, waiting) = result
+        #expect(firstBatch == 2)
+        #expect(afterFirst == [2, 3])
+        #expect(secondBatch == 1)
+        #expect(afterSecond == [1])
+        #expect(waiting == [4])
+    }
+
+    @Test("scheduling the same job twice keeps one; a promoted high-priority job returns to its stream")
+    func scheduleIdempotentAndLanes() async throws {
+        let (added, members, highLength, normalLength) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            let now = try connection.redisNow()
+            let check = Job(subscriptionID: 5, runID: "renewals", reason: .renewal, enqueuedAt: now - 10)
+            let push = Job(subscriptionID: 6, runID: "push", reason: .notification, enqueuedAt: now - 10)
+            let added = [
+                try queue.schedule(check, at: now - 10), try queue.schedule(check, at: now - 5),
+                try queue.schedule(push, at: now - 10),
+            ]
+            let members = try connection.command("ZCARD", deployment.keys.delayed).int
+            _ = try queue.promoteDue()
+            return (added, members, try connection.length(ofStream: deployment.keys.readyHigh),
+                    try connection.length(ofStream: deployment.keys.ready))
+        }
+        #expect(added == [true, false, true])
+        #expect(members == 2)
+        #expect(highLength == 1)
+        #expect(normalLength == 1)
+    }
+
+    @Test("promoters running at once move each due job exactly once")
+    func concurrentPromoters() async throws {
+        let deployment = try Deployment()
+        let jobs = 3000
+        try await onOwnThread {
+            let connection = try deployment.connect()
+            let queue = try deployment.queue("setup", on: connection)
+            let now = try connection.redisNow()
+            for id in 0..<jobs {
+                try queue.schedule(Job(subscriptionID: Int64(id), runID: "r", reason: .nightly, enqueuedAt: now), at: now)
+            }
+        }
+        let moved = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<4 {
+                group.addTask {
+                    try await onOwnThread {
+                        let queue = try deployment.queue("promoter-\(index)")
+                        var total = 0
+                        while case let count = try queue.promoteDue(batch: 100), count > 0 { total += count }
+                        return total
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        let (ready, distinct) = try await onOwnThread {
+            let connection = try deployment.connect()
+            defer { try? deployment.deleteKeys(connection) }
+            let queue = try deployment.queue("reader", on: connection)
+            let reserved = try queue.reserve(count: jobs + 10, block: .zero)
+            return (try connection.length(ofStream: deployment.keys.ready), Set(reserved.map(\.job.subscriptionID)).count)
+        }
+        #expect(moved == jobs)
+        #expect(ready == Int64(jobs))
+        #expect(distinct == jobs)
+    }
+}

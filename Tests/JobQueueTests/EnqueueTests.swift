@@ -1,0 +1,88 @@
+import Foundation
+import JobQueue
+import RedisClient
+import Testing
+
+@Suite("Bulk enqueue and the job text")
+struct EnqueueTests {
+    @Test("bulk enqueue is idempotent per run: the same run twice adds nothing, another run adds again")
+    func idempotentPerRun() async throws {
+        let ids = Array(Int64(1)...2500)  // more than one batch, and more than one pipeline
+        let result = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("scheduler", on: connection)
+            let first = try queue.enqueue(subscriptionIDs: ids, run: "2025-06-01", reason: .nightly)
+            let again = try queue.enqueue(subscriptionIDs: ids + [2501, 2501], run: "2025-06-01", reason: .nightly)
+            let nextRun = try queue.enqueue(subscriptionIDs: ids, run: "2025-06-02", reason: .nightly)
+            let ttl = try connection.command("TTL", deployment.keys.run("2025-06-01")).int ?? -1
+            let length = try connection.length(ofStream: deployment.keys.ready)
+            let sample = try queue.reserve(count: 1, block: .zero).first?.job
+            return (first, again, nextRun, ttl, length, sample)
+        }
+        let (first, again, nextRun, ttl, length, sample) = result
+        #expect(first.added == 2500 && first.alreadyQueued == 0)
+        #expect(again.added == 1 && again.alreadyQueued == 2501)
+        #expect(nextRun.added == 2500 && nextRun.alreadyQueued == 0)
+        #expect(ttl > 2 * 24 * 3600 && ttl <= 3 * 24 * 3600)
+        #expect(length == 5001)
+        #expect(sample?.subscriptionID == 1)
+        #expect(sample?.runID == "2025-06-01")
+        #expect(sample?.reason == .nightly)
+        #expect(sample?.attempt == 0)
+        #expect(sample?.firstFailedAt == nil)
+    }
+
+    @Test("invalid ids and run ids are refused before anything is enqueued; the edge ids are fine")
+    func invalidInput() async throws {
+        let (errors, lengthAfterErrors, edges) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("scheduler", on: connection)
+            var errors: [QueueError] = []
+            let cases: [([Int64], String)] = [
+                ([1, -1], "r"), ([1, 4_294_967_296], "r"), ([1], "a|b"), ([1], ""), ([1], String(repeating: "x", count: 65)),
+            ]
+            for (ids, run) in cases {
+                do throws(QueueError) {
+                    try queue.enqueue(subscriptionIDs: ids, run: run, reason: .nightly)
+                } catch {
+                    errors.append(error)
+                }
+            }
+            let lengthAfterErrors = try connection.length(ofStream: deployment.keys.ready)
+            let edges = try queue.enqueue(subscriptionIDs: [0, 4_294_967_295], run: "edges", reason: .nightly)
+            return (errors, lengthAfterErrors, edges)
+        }
+        #expect(errors.count == 5)
+        #expect(errors.allSatisfy { if case .invalidArgument = $0 { true } else { false } })
+        #expect(errors.first.map { "\($0)".contains("-1") } == true)
+        #expect(lengthAfterErrors == 0)
+        #expect(edges.added == 2)
+    }
+
+    @Test("a key prefix must carry a Redis Cluster hash tag")
+    func prefixNeedsHashTag() throws {
+        for prefix in ["rf", "{}rf", "rf}{", "{rf"] {
+            #expect(throws: QueueError.self, "\(prefix)") { try QueueKeys(prefix: prefix) }
+        }
+        let keys = try QueueKeys(prefix: "{rf-staging}:queue")
+        #expect(keys.ready == "{rf-staging}:queue:jobs")
+        #expect(keys.run("2025-06-01") == "{rf-staging}:queue:run:2025-06-01")
+        #expect(try QueueKeys().delayed == "{rf}:delayed")
+    }
+
+    @Test("the job text round-trips, and garbage is a decoding error, never a crash")
+    func jobText() throws {
+        for reason in Job.Reason.allCases {
+            for firstFailedAt in [nil, Int64(1_748_736_000_500)] {
+                let job = Job(subscriptionID: 4711, runID: "2025-06-01", reason: reason, attempt: 3,
+                              enqueuedAt: 1_748_736_000_000, firstFailedAt: firstFailedAt)
+                #expect(try Job(encoded: job.encoded) == job)
+            }
+        }
+        #expect(Job(subscriptionID: 4711, runID: "2025-06-01", reason: .nightly, enqueuedAt: 1_748_736_000_000).encoded
+                == "4711|2025-06-01|n|0|1748736000000|")
+        let garbage = ["", "|||||", "1|r|n|0|1", "1|r|n|0|1||", "x|r|n|0|1|", "1||n|0|1|", "1|r|nightly|0|1|",
+                       "1|r|n|-1|1|", "1|r|n|0|-1|", "1|r|n|0|1|x", "99999999999999999999|r|n|0|1|", "1|r|n|0|1|\u{0}"]
+        for text in garbage {
+            #expect(throws: QueueError.self, "\(text)") { try Job(encoded: text) }
+        }
+    }
+}

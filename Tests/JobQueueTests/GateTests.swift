@@ -1,0 +1,103 @@
+import Foundation
+import JobQueue
+import RedisClient
+import Testing
+
+@Suite("Fleet-wide pause and halt")
+struct GateTests {
+    let deployment: Deployment
+    let limit: RateLimit
+    let policy: PausePolicy
+
+    init() throws {
+        deployment = try Deployment()
+        limit = try RateLimit(perSecond: 1000, burst: 50)
+        // Pauses long enough that eight threads starting on a busy machine all ask within one.
+        policy = try PausePolicy(base: .seconds(1), cap: .seconds(10), probeLease: .seconds(30))
+    }
+
+    /// Runs `body` with a gate on a connection of its own, on a thread of its own.
+    func withGate<T: Sendable>(_ body: @escaping @Sendable (FleetGate) throws -> T) async throws -> T {
+        let (deployment, limit, policy) = (deployment, limit, policy)
+        return try await onOwnThread {
+            try body(FleetGate(connection: deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: policy))
+        }
+    }
+
+    /// `count` workers asking at once, each with its own connection and thread.
+    func admitTogether(_ count: Int) async throws -> [Admission] {
+        try await withThrowingTaskGroup(of: Admission.self) { group in
+            for _ in 0..<count { group.addTask { try await withGate { try $0.admit() } } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+    }
+
+    @Test("a pause stops everyone, then lets exactly one probe through per period; recovery reopens")
+    func pauseAndProbe() async throws {
+        try await deployment.cleaningUp(checkPauseAndProbe)
+    }
+
+    private func checkPauseAndProbe() async throws {
+        let (firstPause, inFlightFailure) = try await withGate { gate in
+            (try gate.reportUnavailable(), try gate.reportUnavailable())
+        }
+        #expect(firstPause == .seconds(1))
+        #expect(inFlightFailure <= firstPause)  // failures during a pause do not lengthen it
+        let duringPause = try await admitTogether(8)
+        #expect(duringPause.allSatisfy { if case .paused(let wait) = $0 { wait <= .seconds(1) } else { false } })
+
+        try await Task.sleep(for: .milliseconds(1050))
+        let firstPeriod = try await admitTogether(8)
+        #expect(firstPeriod.filter { $0 == .probe }.count == 1)
+        #expect(firstPeriod.filter { if case .paused = $0 { true } else { false } }.count == 7)
+
+        // The probe fails: a second, twice as long pause (not four times: the in-flight failure
+        // above did not count), and a new probe after it.
+        let secondPause = try await withGate { try $0.reportUnavailable() }
+        #expect(secondPause == .seconds(2))
+        try await Task.sleep(for: .milliseconds(2050))
+        let secondPeriod = try await admitTogether(8)
+        #expect(secondPeriod.filter { $0 == .probe }.count == 1)
+
+        try await withGate { try $0.reportRecovered() }
+        let reopened = try await admitTogether(4)
+        #expect(reopened.allSatisfy { $0 == .granted(1) })
+    }
+
+    @Test("a halt stops everyone, paused or not, until resume")
+    func haltUntilResume() async throws {
+        try await deployment.cleaningUp(checkHaltUntilResume)
+    }
+
+    private func checkHaltUntilResume() async throws {
+        let reason = "21004: the shared secret is wrong; fix the configuration, then resume"
+        try await withGate { gate in
+            try gate.halt(reason: reason)
+            _ = try gate.reportUnavailable()
+        }
+        let halted = try await admitTogether(4)
+        #expect(halted.allSatisfy { $0 == .halted(reason: reason) })
+        try await Task.sleep(for: .milliseconds(1050))  // the pause ran out, the halt did not
+        #expect(try await admitTogether(2).allSatisfy { $0 == .halted(reason: reason) })
+
+        try await withGate { try $0.resume() }
+        let resumed = try await withGate { try $0.admit(upTo: 3) }
+        #expect(resumed == .granted(3))
+    }
+
+    @Test("the gate applies the rate limit: past the burst, callers are told to wait")
+    func gateLimitsRate() async throws {
+        let policy = policy
+        let slow = try RateLimit(perSecond: 1, burst: 50)  // a token a second
+        let (first, second) = try await withDeployment { deployment, connection in
+            let gate = FleetGate(connection: connection, keys: deployment.keys, limit: slow, pausePolicy: policy)
+            return (try gate.admit(upTo: 80), try gate.admit(upTo: 1))
+        }
+        #expect(first == .granted(50))
+        guard case .wait(let wait) = second else {
+            Issue.record("expected .wait, got \(second)")
+            return
+        }
+        #expect(wait > .milliseconds(500) && wait <= .seconds(1))
+    }
+}

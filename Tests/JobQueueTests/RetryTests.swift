@@ -1,0 +1,98 @@
+import Foundation
+import JobQueue
+import RedisClient
+import Testing
+
+@Suite("Retries, postponing and backoff")
+struct RetryTests {
+    @Test("a failed job returns via the delayed set with attempt+1, then dies after maxAttempts with its history")
+    func retryThenDeadLetter() async throws {
+        let result = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 3), on: connection)
+            try queue.enqueue(subscriptionIDs: [9], run: "night", reason: .nightly)
+            var outcomes: [RetryOutcome] = []
+            var delayedJobs: [Job] = []
+            var attemptsSeen: [Int] = []
+            while true {
+                let reserved = try unwrap(try queue.reserve(block: .zero).first, "a reserved job")
+                attemptsSeen.append(reserved.job.attempt)
+                let outcome = try queue.retry(reserved, after: timeoutFailure)
+                outcomes.append(outcome)
+                guard case .delayed = outcome else { break }
+                delayedJobs += try connection.sortedSet(deployment.keys.delayed).map { try Job(encoded: $0.member) }
+                Thread.sleep(forTimeInterval: 0.01)
+                _ = try queue.promoteDue()
+            }
+            let leftInRedis = (
+                try connection.length(ofStream: deployment.keys.ready),
+                try connection.command("ZCARD", deployment.keys.delayed).int
+            )
+            return (outcomes, delayedJobs, attemptsSeen, try queue.deadLetters(), leftInRedis)
+        }
+        let (outcomes, delayedJobs, attemptsSeen, dead, leftInRedis) = result
+        #expect(attemptsSeen == [0, 1, 2])
+        #expect(outcomes.count == 3)
+        #expect(outcomes.prefix(2).allSatisfy { if case .delayed(let d) = $0 { d <= .milliseconds(1) } else { false } })
+        #expect(outcomes.last == .buried)
+        #expect(delayedJobs.map(\.attempt) == [1, 2])
+        let firstFailure = try #require(delayedJobs.first?.firstFailedAt)
+        #expect(delayedJobs.allSatisfy { $0.firstFailedAt == firstFailure })
+
+        let letter = try #require(dead.first)
+        #expect(dead.count == 1)
+        #expect(letter.job?.attempt == 2)
+        #expect(letter.failure == timeoutFailure)
+        #expect(letter.attempts == 3)
+        #expect(letter.firstFailure == firstFailure)
+        #expect(letter.lastFailure >= firstFailure + 10)  // two 10 ms sleeps came between
+        #expect(letter.buriedAt == letter.lastFailure)
+        #expect(leftInRedis.0 == 0 && leftInRedis.1 == 0)
+    }
+
+    @Test("postponing a job keeps its attempt count and leaves a job that never failed without a failure time")
+    func postponeChargesNoAttempt() async throws {
+        let (fresh, failed, redelivered) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 5), on: connection)
+            try queue.enqueue(subscriptionIDs: [1, 2], run: "night", reason: .nightly)
+            let reserved = try queue.reserve(count: 2, block: .zero)
+            try queue.postpone(reserved[0], for: .milliseconds(1))
+            _ = try queue.retry(reserved[1], after: timeoutFailure)
+            Thread.sleep(forTimeInterval: 0.01)
+            _ = try queue.promoteDue()
+            let again = try queue.reserve(count: 2, block: .zero)
+            let failedOnce = try unwrap(again.first { $0.job.subscriptionID == 2 }, "job 2")
+            try queue.postpone(failedOnce, for: .seconds(60))
+            let postponed = try connection.sortedSet(deployment.keys.delayed).map { try Job(encoded: $0.member) }
+            return (again.first { $0.job.subscriptionID == 1 }?.job, postponed.first, again.count)
+        }
+        #expect(redelivered == 2)
+        #expect(fresh?.attempt == 0)
+        #expect(fresh?.firstFailedAt == nil)
+        #expect(failed?.attempt == 1)
+        #expect(failed?.firstFailedAt != nil)
+    }
+
+    @Test("backoff: 10,000 delays lie within [0, min(cap, base·2^attempt)], averaging half of it")
+    func backoffBounds() throws {
+        let policy = try RetryPolicy(base: .milliseconds(100), cap: .seconds(10), maxAttempts: 20)
+        for (attempt, ceiling) in [(0, 100), (1, 200), (3, 800), (6, 6_400), (7, 10_000), (62, 10_000), (500, 10_000)] {
+            #expect(policy.ceiling(attempt: attempt) == .milliseconds(ceiling))
+            let samples = (0..<10_000).map { _ in policy.backoff(attempt: attempt) }
+            #expect(samples.allSatisfy { $0 >= .zero && $0 <= .milliseconds(ceiling) })
+            let mean = Double(samples.map(\.milliseconds).reduce(0, +)) / Double(samples.count)
+            // The standard error of the mean is ceiling/√12/100 ≈ 0.3% of the ceiling.
+            #expect(abs(mean / Double(ceiling) - 0.5) < 0.02, "attempt \(attempt): mean \(mean) ms")
+        }
+    }
+
+    @Test("unusable retry policies are refused")
+    func invalidPolicies() throws {
+        #expect(throws: QueueError.self) { try RetryPolicy(base: .zero, cap: .seconds(1), maxAttempts: 3) }
+        #expect(throws: QueueError.self) { try RetryPolicy(base: .seconds(2), cap: .seconds(1), maxAttempts: 3) }
+        #expect(throws: QueueError.self) { try RetryPolicy(base: .seconds(1), cap: .seconds(1), maxAttempts: 0) }
+    }
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import JobQueue
+import RedisClient
+import Testing
+
+@Suite("Queue stats and consumers")
+struct StatsTests {
+    @Test("stats agree with what was done: ready, reserved, delayed, dead, oldest age, consumers, gate")
+    func statsAgree() async throws {
+        let (empty, stats) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("worker-1", retryPolicy: try RetryPolicy(base: .seconds(3600), cap: .seconds(3600), maxAttempts: 5), on: connection)
+            let empty = try queue.stats()
+            try queue.enqueue(subscriptionIDs: Array(1...5), run: "night", reason: .nightly)
+            try queue.enqueue(subscriptionIDs: [6, 7], run: "push", reason: .notification)
+            Thread.sleep(forTimeInterval: 0.2)
+            let reserved = try queue.reserve(count: 4, block: .zero)  // 6, 7, 1, 2
+            _ = try queue.retry(reserved[0], after: timeoutFailure)  // due in up to an hour... or at once
+            try queue.bury(reserved[1], failure: timeoutFailure)
+            let now = try connection.redisNow()
+            try queue.schedule(Job(subscriptionID: 8, runID: "r", reason: .renewal, enqueuedAt: now), at: now - 1)
+            try queue.schedule(Job(subscriptionID: 9, runID: "r", reason: .renewal, enqueuedAt: now), at: now + 60_000)
+            try queue.heartbeat()
+            let gate = FleetGate(connection: connection, keys: deployment.keys, limit: try RateLimit(perSecond: 10, burst: 5))
+            _ = try gate.admit(upTo: 3)
+            try gate.reportUnavailable()
+            try gate.halt(reason: "operator stop")
+            return (empty, try queue.stats())
+        }
+        #expect(empty.ready == 0 && empty.reserved == 0 && empty.dead == 0 && empty.oldestReadyAge == nil)
+        #expect(empty.pausedUntil == nil && empty.haltedReason == nil && empty.limiterGranted == 0)
+
+        #expect(stats.ready == 3)  // 3, 4, 5
+        #expect(stats.readyHigh == 0)
+        #expect(stats.reserved == 2)  // 1 and 2
+        // The retried job is due within the hour (a random delay, possibly 0 ms), so it is in one of the two.
+        #expect(stats.delayedDue + stats.delayedLater == 3)
+        #expect(stats.delayedDue >= 1 && stats.delayedLater >= 1)
+        #expect(stats.dead == 1)
+        let age = try #require(stats.oldestReadyAge)
+        #expect(age >= .milliseconds(200) && age < .seconds(30))
+        #expect(stats.consumers.map(\.name) == ["worker-1"])
+        #expect(stats.consumers.first?.reserved == 2)
+        #expect(stats.liveWorkers == 1)
+        #expect(stats.pausedUntil != nil)
+        #expect(stats.haltedReason == "operator stop")
+        #expect(stats.limiterGranted == 3)
+    }
+
+    @Test("a consumer deregisters only once it holds no jobs; idle empty consumers can be removed")
+    func consumersComeAndGo() async throws {
+        let result = try await withDeployment { deployment, connection in
+            let busy = try deployment.queue("busy", on: connection)
+            let idle = try deployment.queue("idle")
+            let leaver = try deployment.queue("leaver")
+            try busy.enqueue(subscriptionIDs: [1], run: "r", reason: .nightly)
+            let job = try unwrap(try busy.reserve(block: .zero).first, "a job")
+            // Redis creates a consumer when it first delivers to it.
+            try busy.enqueue(subscriptionIDs: [2, 3], run: "r", reason: .nightly)
+            for queue in [idle, leaver] {
+                try queue.ack(try unwrap(try queue.reserve(block: .zero).first, "a job"))
+            }
+            for queue in [busy, idle, leaver] { try queue.heartbeat() }
+            let refused = try busy.deregister()
+            try busy.ack(job)
+            let accepted = try busy.deregister()
+            let left = try leaver.deregister()
+            Thread.sleep(forTimeInterval: 0.15)
+            let removed = try busy.removeIdleConsumers(idleLongerThan: .milliseconds(100))
+            let stats = try busy.stats()
+            return (refused, accepted, left, removed, stats.consumers.map(\.name), stats.liveWorkers)
+        }
+        let (refused, accepted, left, removed, consumers, live) = result
+        #expect(refused == false)
+        #expect(accepted == true)
+        #expect(left == true)
+        #expect(removed == 1)  // "idle"
+        #expect(consumers.isEmpty)
+        #expect(live == 1)  // "idle" still sent a heartbeat; the two that deregistered are gone
+    }
+}
