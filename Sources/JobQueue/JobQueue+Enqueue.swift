@@ -35,27 +35,15 @@ extension JobQueue {
         let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
         var added = 0
         for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
-            let argumentLists = pipelined.map { batch in header + batch.map { $0 as any RedisArgument } }
-            let commands = try argumentLists.map { (arguments) throws(QueueError) in
-                try connection.scriptCommand(Scripts.enqueue, keys: keys, arguments: arguments)
+            let calls = pipelined.map { batch in
+                RedisScriptCall(keys: keys, arguments: header + batch.map { $0 as any RedisArgument })
             }
-            for (reply, arguments) in zip(try connection.send(commands), argumentLists) {
-                added += try addedCount(reply, keys: keys, arguments: arguments)
+            for reply in try connection.evaluate(Scripts.enqueue, pipelining: calls) {
+                guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
+                added += Int(count)
             }
         }
         return EnqueueResult(added: added, alreadyQueued: subscriptionIDs.count - added)
-    }
-
-    /// The count one pipelined enqueue call returned. If the server had lost the script (restart,
-    /// SCRIPT FLUSH) nothing ran, so the call runs again, reloading it.
-    private func addedCount(_ reply: RedisValue, keys: [String], arguments: [any RedisArgument]) throws(QueueError) -> Int {
-        var reply = reply
-        if case .error(let message) = reply, message.hasPrefix("NOSCRIPT") {
-            reply = try connection.evaluate(Scripts.enqueue, keys: keys, arguments: arguments)
-        }
-        if case .error(let message) = reply { throw .redis(.server(message)) }
-        guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
-        return Int(count)
     }
 
     /// Puts `job` in the delayed set, due at `dueAt` (ms since the epoch); `promoteDue` moves it to

@@ -33,14 +33,16 @@ extension RedisConnection {
         }
     }
 
-    /// The EVALSHA command running `script`, for `send`.
-    func scriptCommand(
-        _ script: RedisScript, keys: [String], arguments: [any RedisArgument]
-    ) throws(QueueError) -> [any RedisArgument] {
+    /// Runs `script` once per call in one pipeline (see `RedisConnection.run(_:pipelining:)`); an
+    /// error reply among them becomes `QueueError.redis`.
+    func evaluate(_ script: RedisScript, pipelining calls: [RedisScriptCall]) throws(QueueError) -> [RedisValue] {
+        let replies: [RedisValue]
         do {
-            return try evalshaCommand(running: script, keys: keys, arguments: arguments)
+            replies = try run(script, pipelining: calls)
         } catch {
             throw .redis(error)
         }
+        for case .error(let message) in replies { throw .redis(.server(message)) }
+        return replies
     }
 }

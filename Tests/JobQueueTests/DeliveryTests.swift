@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import RedisClient
+import TestSupport
 import Testing
 
 @Suite("Reliable delivery: reserve, ack, reclaim")

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import RedisClient
+import TestSupport
 import Testing
 
 @Suite("Bulk enqueue and the job text")

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import RedisClient
+import TestSupport
 import Testing
 
 @Suite("Retries, postponing and backoff")

@@ -3,15 +3,6 @@ import JobQueue
 import RedisClient
 import TestSupport
 
-/// Runs `body` on a thread of its own and returns its result. The queue blocks its caller, and
-/// blocking calls must stay off Swift's cooperative pool; so tests do their Redis work in here and
-/// check the results outside (where Swift Testing knows which test an expectation belongs to).
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// One test's own queue deployment: keys under a hash tag no other test uses.
 struct Deployment: Sendable {
     let keys: QueueKeys
