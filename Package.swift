@@ -17,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -37,6 +39,17 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
+        // The App Store simulator: Apple's verifyReceipt, played from seeded lifecycles (no AppStore import).
+        .target(name: "AppStoreSimulator", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+
+        // Executables.
+        .executableTarget(name: "receiptfleet", dependencies: [
+            "AppStoreSimulator",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
@@ -46,6 +59,11 @@ let package = Package(
         .testTarget(name: "AppStoreTests", dependencies: [
             "AppStore", "TestSupport",
             .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: [
+            "AppStoreSimulator",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
     ],
     swiftLanguageModes: [.v6]
