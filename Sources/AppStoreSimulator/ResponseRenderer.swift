@@ -51,8 +51,9 @@ enum ResponseRenderer {
         }
         json.endArray()
 
+        // The newest receipt is the one issued with the latest purchase; it is this one if nothing came after.
         let newestPurchase = all.map(\.purchaseMs).max() ?? created
-        json.string("latest_receipt", token.reissued(atMs: newestPurchase).receiptData)
+        json.string("latest_receipt", (newestPurchase == created ? token : token.reissued(atMs: newestPurchase)).receiptData)
 
         json.beginArray("pending_renewal_info")
         for snapshot in snapshots { write(snapshot.renewal, to: &json) }

@@ -26,7 +26,7 @@ struct SeededRandom: RandomNumberGenerator {
 }
 
 /// Apple-looking identifiers (15 digits starting with 1) that are unique per (receipt, subscription,
-/// transaction) within one seed and deliberately not in purchase order: a bijective scramble of the
+/// transaction) within one seed, for the first 2^28 receipts and 2^16 transactions per subscription and deliberately not in purchase order: a bijective scramble of the
 /// packed position, so no two positions share an id and sorting by id tells nothing.
 struct IdentifierScheme: Sendable {
     private let seedMask: UInt64

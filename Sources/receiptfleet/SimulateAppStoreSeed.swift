@@ -43,7 +43,7 @@ extension SimulateAppStore {
             defer { try? file.close() }
 
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.withoutEscapingSlashes]
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             var chunk = Data()
             var statuses: [SubscriptionStatus: Int] = [:]
             var lines = 0

@@ -56,7 +56,7 @@ extension SimulateAppStore {
                     try await simulator.run(host: host, port: port) { bound in
                         log("App Store simulator listening on http://\(host):\(bound) "
                             + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
-                            + "clock at \(simulator.clock.nowMs) ms; latency \(latency), shared secret "
+                            + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
                             + (knobs.sharedSecret == nil ? "not required" : "required"))
                     }
                 }
@@ -71,7 +71,12 @@ extension SimulateAppStore {
                 // The server returns on SIGINT/SIGTERM; then stop the statistics too.
                 try await group.next()
                 group.cancelAll()
+                log("App Store simulator stopped")
             }
+        }
+
+        private static func iso8601(_ milliseconds: Int64) -> String {
+            Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
         }
 
         private static func summary(_ stats: SimulatorStats.Snapshot) -> String {

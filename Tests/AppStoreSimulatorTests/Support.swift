@@ -4,7 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// The moment every test fleet is centred on: 2026-11-20 09:00:00 UTC.
+/// The moment every test fleet is centred on: 2025-11-20 09:00:00 UTC.
 let anchorMs: Int64 = 1_763_629_200_000
 let day: Int64 = 86_400_000
 
