@@ -9,10 +9,10 @@ import Hummingbird
 ///   `garbage_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
 extension SimulatedAppStore {
     func addControlRoutes(to router: Router<BasicRequestContext>) {
-        router.get("stats") { _, _ in self.stats.snapshot(rateLimit: self.knobs.rateLimit) }
+        router.get("stats") { _, _ in self.statistics }
         router.post("control/reset-stats") { _, _ in
-            self.stats.reset()
-            return self.stats.snapshot(rateLimit: self.knobs.rateLimit)
+            self.resetStatistics()
+            return self.statistics
         }
         router.get("control/clock") { _, _ in ClockReading(nowMs: self.clock.nowMs) }
         router.post("control/clock") { request, context in
@@ -42,7 +42,7 @@ extension SimulatedAppStore {
     }
 }
 
-extension SimulatorStats.Snapshot: ResponseEncodable {}
+extension SimulatorStatistics: ResponseEncodable {}
 
 struct ClockChange: Decodable {
     let advanceSeconds: Double?

@@ -3,7 +3,8 @@ import Foundation
 /// How badly the simulated App Store behaves. Rates are probabilities per request (0...1) and are
 /// exclusive: one draw decides between an HTTP 503 page, a garbage body, a 21005 or a real answer, so
 /// each happens at exactly its configured rate and their sum must not exceed 1.
-public struct FaultKnobs: Sendable, Equatable {
+public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
+    /// Delay before each verifyReceipt answer.
     public var latency: Latency
     /// Probability of `{"status":21005}` (the receipt server is temporarily unavailable).
     public var unavailableRate: Double
@@ -16,6 +17,7 @@ public struct FaultKnobs: Sendable, Equatable {
     /// Requests allowed in any one-second window; those beyond are counted as violations (and answered).
     public var rateLimit: Int?
 
+    /// The defaults describe a perfect App Store: instant, always right, no secret, no limit.
     public init(latency: Latency = .zero, unavailableRate: Double = 0, serviceUnavailableRate: Double = 0,
                 garbageRate: Double = 0, sharedSecret: String? = nil, rateLimit: Int? = nil) {
         self.latency = latency
@@ -24,6 +26,13 @@ public struct FaultKnobs: Sendable, Equatable {
         self.garbageRate = garbageRate
         self.sharedSecret = sharedSecret
         self.rateLimit = rateLimit
+    }
+
+    /// The knobs for logs: says whether a shared secret is set, never what it is.
+    public var description: String {
+        "latency \(latency), 21005 rate \(unavailableRate), 503 rate \(serviceUnavailableRate), "
+            + "garbage rate \(garbageRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
+            + "rate limit \(rateLimit.map { "\($0)/s" } ?? "none")"
     }
 
     /// Why these knobs cannot be used, or nil when they can.
@@ -39,10 +48,13 @@ public struct FaultKnobs: Sendable, Equatable {
 /// Response delay, uniform in `mean ± spread` milliseconds.
 public struct Latency: Sendable, Equatable, CustomStringConvertible {
     public let meanMs: Int
+    /// Half the width of the range; at most `meanMs`, so delays are never negative.
     public let spreadMs: Int
 
+    /// No delay.
     public static let zero = Latency(meanMs: 0, spreadMs: 0)
 
+    /// Negative values count as zero; a spread wider than the mean is narrowed to it.
     public init(meanMs: Int, spreadMs: Int = 0) {
         self.meanMs = max(0, meanMs)
         self.spreadMs = max(0, min(spreadMs, meanMs))
@@ -65,6 +77,7 @@ public struct Latency: Sendable, Equatable, CustomStringConvertible {
         spreadMs == 0 ? meanMs : Int.random(in: (meanMs - spreadMs)...(meanMs + spreadMs))
     }
 
+    /// As the knob is written: `150ms±50ms`, `0ms`.
     public var description: String { spreadMs == 0 ? "\(meanMs)ms" : "\(meanMs)ms±\(spreadMs)ms" }
 
     private static func milliseconds(_ text: Substring) -> Int? {

@@ -7,14 +7,18 @@ import Foundation
 /// optional creation time marks a `latest_receipt` issued later than the original receipt. Everything
 /// else about the receipt follows from these numbers, so the simulator stores nothing.
 public struct ReceiptToken: Sendable, Hashable {
+    /// The seed the fleet was drawn from.
     public let seed: UInt64
+    /// The receipt's position in its fleet; decides its lifecycle kind.
     public let index: Int
+    /// Where the receipt was issued: which verifyReceipt endpoint accepts it.
     public let environment: SimulatedEnvironment
     /// Milliseconds since 1970, a whole second.
     public let anchorMs: Int64
     /// When this copy of the receipt was created (ms), if it is a later `latest_receipt`.
     public let createdMs: Int64?
 
+    /// Times are truncated to whole seconds, as the token stores them.
     public init(seed: UInt64, index: Int, environment: SimulatedEnvironment, anchorMs: Int64, createdMs: Int64? = nil) {
         self.seed = seed
         self.index = index

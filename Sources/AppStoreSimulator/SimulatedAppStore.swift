@@ -8,8 +8,9 @@ import Synchronization
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), `GET /stats`,
 /// and the control routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
+    /// The time every answer is computed for.
     public let clock: SimulatorClock
-    public let stats = SimulatorStats()
+    private let stats = SimulatorStats()
     private let state: Mutex<State>
 
     private struct State {
@@ -25,14 +26,23 @@ public final class SimulatedAppStore: Sendable {
         self.state = Mutex(State(knobs: knobs))
     }
 
+    /// The fault knobs in force.
     public var knobs: FaultKnobs { state.withLock { $0.knobs } }
 
+    /// Replaces the knobs (as `POST /control/knobs` does).
     public func setKnobs(_ knobs: FaultKnobs) throws(KnobsError) {
         if let problem = knobs.problem { throw KnobsError(message: problem) }
         state.withLock { $0.knobs = knobs }
     }
 
-    /// Answers every verifyReceipt with 21005 for `seconds` of simulator time (0 ends an outage).
+    /// What `GET /stats` reports.
+    public var statistics: SimulatorStatistics { stats.snapshot(rateLimit: knobs.rateLimit) }
+
+    /// Starts the statistics afresh (as `POST /control/reset-stats` does).
+    public func resetStatistics() { stats.reset() }
+
+    /// Answers every verifyReceipt with 21005 for `seconds` of simulator time (0 ends an outage);
+    /// returns when it ends (ms on the simulator clock).
     @discardableResult
     public func startOutage(seconds: Double) -> Int64 {
         let until = clock.nowMs + Int64(seconds * 1000)
@@ -73,21 +83,21 @@ public final class SimulatedAppStore: Sendable {
                                                     now: now, sharedSecret: knobs.sharedSecret) }
         // One draw picks the fault, so each happens at exactly its configured rate.
         let draw = Double.random(in: 0..<1)
-        let garbageFrom = knobs.serviceUnavailableRate
-        let unavailableFrom = garbageFrom + knobs.garbageRate
-        let realFrom = unavailableFrom + knobs.unavailableRate
+        let serviceUnavailableBelow = knobs.serviceUnavailableRate
+        let garbageBelow = serviceUnavailableBelow + knobs.garbageRate
+        let unavailableBelow = garbageBelow + knobs.unavailableRate
         if let outageUntil, now < outageUntil {
             return reply(VerifyReceiptEndpoint.failure(21005))
-        } else if draw < garbageFrom {
+        } else if draw < serviceUnavailableBelow {
             stats.recordAnswer(httpStatus: 503, appleStatus: nil, garbage: false)
             return Response(status: .serviceUnavailable, headers: [.contentType: "text/html; charset=UTF-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: FaultBodies.serviceUnavailablePage)))
-        } else if draw < unavailableFrom {
+        } else if draw < garbageBelow {
             let garbage = FaultBodies.garbage(draw: Double.random(in: 0..<1), truncating: answer().body)
             stats.recordAnswer(httpStatus: garbage.httpStatus, appleStatus: nil, garbage: true)
             return Response(status: .init(code: garbage.httpStatus), headers: [.contentType: garbage.contentType],
                             body: .init(byteBuffer: ByteBuffer(bytes: garbage.body)))
-        } else if draw < realFrom {
+        } else if draw < unavailableBelow {
             return reply(VerifyReceiptEndpoint.failure(21005))
         }
         return reply(answer())
@@ -99,14 +109,15 @@ public final class SimulatedAppStore: Sendable {
         return Self.json(answer.body)
     }
 
-    static func json(_ body: [UInt8], status: HTTPResponse.Status = .ok) -> Response {
-        Response(status: status, headers: [.contentType: "application/json"],
+    static func json(_ body: [UInt8]) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"],
                  body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }
 
 /// Knobs that cannot be used together; `message` says which and why.
 public struct KnobsError: Error, Sendable, CustomStringConvertible {
+    /// Which knob is wrong and how to fix it.
     public let message: String
     public var description: String { "Invalid simulator knobs: \(message)." }
 }

@@ -1,10 +1,13 @@
 /// A receipt the simulator can verify: its token, its lifecycle kind and the subscriptions on it.
 /// Pure: what Apple would answer for it, and the truth about it, depend only on the token and a time.
 public struct SimulatedReceipt: Sendable {
+    /// What `receipt-data` encodes.
     public let token: ReceiptToken
+    /// The story the receipt tells, fixed by its index.
     public let kind: LifecycleKind
     let scripts: [ChainScript]
 
+    /// The receipt a token stands for.
     public init(token: ReceiptToken) {
         self.token = token
         self.kind = LifecycleKind.at(index: token.index)
@@ -56,9 +59,11 @@ public struct SimulatedReceipt: Sendable {
 
 /// One subscription (one original_transaction_id) of a simulated receipt.
 public struct SimulatedSubscription: Sendable {
+    /// The receipt that carries the subscription.
     public let receipt: SimulatedReceipt
     let script: ChainScript
 
+    /// The id Apple gives the subscription in every entry (`original_transaction_id`).
     public var originalTransactionID: String {
         String(receipt.identifiers.transactionID(chain: script.chain, sequence: 0))
     }
@@ -83,17 +88,24 @@ public struct SimulatedSubscription: Sendable {
 
 /// The true state of one subscription at one time: one line of the seed file.
 public struct GroundTruth: Sendable, Codable, Equatable {
+    /// The receipt to verify (base64 `receipt-data`).
     public var receiptData: String
     public var originalTransactionID: String
     public var environment: SimulatedEnvironment
+    /// The receipt's lifecycle kind.
     public var kind: LifecycleKind
     /// The time this truth holds for (ms since 1970).
     public var atMs: Int64
     public var status: SubscriptionStatus
+    /// The product of the entry that decides the state (the one with the latest expiry).
     public var productID: String
+    /// That entry's expiry (ms); nil when `invalid`.
     public var expiresAtMs: Int64?
+    /// `auto_renew_status` of the pending renewal; nil when `invalid`.
     public var autoRenew: Bool?
+    /// The product the next renewal will be (differs from `productID` while a plan change is scheduled).
     public var autoRenewProductID: String?
+    /// Why it expired (1 customer, 2 billing) once Apple reports it; nil otherwise.
     public var expirationIntent: Int?
     public var ownership: Ownership
 

@@ -4,10 +4,8 @@ import Synchronization
 /// What the simulator has been asked, for load tests and for checking a fleet's manners: totals,
 /// recent requests per second, answers per status, and how often the configured rate was exceeded.
 /// Windows use the process's monotonic time, not the simulator clock, because they measure real load.
-public final class SimulatorStats: Sendable {
+final class SimulatorStats: Sendable {
     private let state = Mutex(State())
-
-    public init() {}
 
     /// Counts an arriving verifyReceipt request; it violates `rateLimit` when more than that many
     /// requests (itself included) arrived within the last second.
@@ -32,10 +30,10 @@ public final class SimulatorStats: Sendable {
         }
     }
 
-    public func snapshot(rateLimit: Int?) -> Snapshot {
+    func snapshot(rateLimit: Int?) -> SimulatorStatistics {
         let second = UInt64(ProcessInfo.processInfo.systemUptime)
         return state.withLock { state in
-            Snapshot(
+            SimulatorStatistics(
                 requestsTotal: state.total, perSecondRecent: state.perSecond.counts(before: second, last: 10),
                 byStatus: state.byStatus, byHTTPStatus: state.byHTTPStatus, garbageBodies: state.garbageBodies,
                 byEnvironment: state.byEnvironment, maxRequestsInOneSecond: state.maxInOneSecond,
@@ -43,31 +41,8 @@ public final class SimulatorStats: Sendable {
         }
     }
 
-    public func reset() {
+    func reset() {
         state.withLock { $0 = State() }
-    }
-
-    /// The JSON served at `GET /stats`.
-    public struct Snapshot: Sendable, Codable, Equatable {
-        public var requestsTotal: Int
-        /// Requests in each of the last 10 whole seconds, oldest first.
-        public var perSecondRecent: [Int]
-        /// Apple's `status` of each JSON answer, keyed by code ("0", "21007", …).
-        public var byStatus: [String: Int]
-        public var byHTTPStatus: [String: Int]
-        public var garbageBodies: Int
-        public var byEnvironment: [String: Int]
-        /// The most requests seen within any one-second window.
-        public var maxRequestsInOneSecond: Int
-        public var rateLimit: Int?
-        public var rateLimitViolations: Int
-
-        enum CodingKeys: String, CodingKey {
-            case requestsTotal = "requests_total", perSecondRecent = "per_second_recent", byStatus = "by_status"
-            case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", byEnvironment = "by_environment"
-            case maxRequestsInOneSecond = "max_requests_in_one_second", rateLimit = "rate_limit"
-            case rateLimitViolations = "rate_limit_violations"
-        }
     }
 
     private struct State {
@@ -80,6 +55,35 @@ public final class SimulatorStats: Sendable {
         var violations = 0
         var window = SlidingSecond()
         var perSecond = SecondBuckets()
+    }
+}
+
+/// The JSON served at `GET /stats`.
+public struct SimulatorStatistics: Sendable, Codable, Equatable {
+    /// verifyReceipt requests (both environments) since the start or the last reset.
+    public var requestsTotal: Int
+    /// Requests in each of the last 10 whole seconds, oldest first.
+    public var perSecondRecent: [Int]
+    /// Apple's `status` of each JSON answer, keyed by code ("0", "21007", …).
+    public var byStatus: [String: Int]
+    /// HTTP status of every answer ("200", "503", "502").
+    public var byHTTPStatus: [String: Int]
+    /// Answers no client should accept (HTML 502, truncated JSON, wrong types).
+    public var garbageBodies: Int
+    /// Requests per endpoint, keyed "Production" and "Sandbox".
+    public var byEnvironment: [String: Int]
+    /// The most requests seen within any one-second window.
+    public var maxRequestsInOneSecond: Int
+    /// The configured limit per one-second window, if any.
+    public var rateLimit: Int?
+    /// Requests that arrived when the window already held `rateLimit` requests.
+    public var rateLimitViolations: Int
+
+    enum CodingKeys: String, CodingKey {
+        case requestsTotal = "requests_total", perSecondRecent = "per_second_recent", byStatus = "by_status"
+        case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", byEnvironment = "by_environment"
+        case maxRequestsInOneSecond = "max_requests_in_one_second", rateLimit = "rate_limit"
+        case rateLimitViolations = "rate_limit_violations"
     }
 }
 

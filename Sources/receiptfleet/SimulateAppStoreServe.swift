@@ -64,7 +64,7 @@ extension SimulateAppStore {
                     group.addTask {
                         while true {
                             try await Task.sleep(for: .seconds(interval))
-                            log(Self.summary(simulator.stats.snapshot(rateLimit: simulator.knobs.rateLimit)))
+                            log(Self.summary(simulator.statistics))
                         }
                     }
                 }
@@ -79,7 +79,7 @@ extension SimulateAppStore {
             Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
         }
 
-        private static func summary(_ stats: SimulatorStats.Snapshot) -> String {
+        private static func summary(_ stats: SimulatorStatistics) -> String {
             let recent = stats.perSecondRecent.reduce(0, +) / max(1, stats.perSecondRecent.count)
             let statuses = stats.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
             return "stats: \(stats.requestsTotal) requests, \(recent)/s over 10 s, max \(stats.maxRequestsInOneSecond) in one second, "

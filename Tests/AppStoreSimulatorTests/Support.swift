@@ -63,9 +63,9 @@ func setClock(_ client: any TestClientProtocol, to milliseconds: Int64) async th
 }
 
 /// Reads `GET /stats`.
-func fetchStats(_ client: any TestClientProtocol) async throws -> SimulatorStats.Snapshot {
+func fetchStats(_ client: any TestClientProtocol) async throws -> SimulatorStatistics {
     let response = try await client.execute(uri: "/stats", method: .get)
-    return try JSONDecoder().decode(SimulatorStats.Snapshot.self, from: Data(response.body.readableBytesView))
+    return try JSONDecoder().decode(SimulatorStatistics.self, from: Data(response.body.readableBytesView))
 }
 
 /// Posts a JSON body to a control route.
