@@ -5,6 +5,8 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore
+//   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
+//   executables      receiptfleet
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
