@@ -5,7 +5,8 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
-//   executables      queue-benchmark
+//   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
+//   executables      receiptfleet, queue-benchmark
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -20,6 +21,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -42,8 +47,37 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
 
+        // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
+        .target(name: "AppStoreSimulator", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+
         // Executables.
+        .executableTarget(name: "receiptfleet", dependencies: [
+            "AppStore", "AppStoreSimulator", "Ledger", "PostgresClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
+
+        // The App Store simulator: Apple's verifyReceipt, played from seeded lifecycles (no AppStore import).
+        .target(name: "AppStoreSimulator", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+
+        // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
+        .target(name: "AppStoreSimulator", dependencies: [
+            .product(name: "Hummingbird", package: "hummingbird"),
+        ]),
+
+        // Executables.
+        .executableTarget(name: "receiptfleet", dependencies: [
+            "AppStore", "AppStoreSimulator", "Ledger", "PostgresClient",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "receiptfleet", dependencies: [
+            "AppStoreSimulator",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient"], path: "Tests/TestSupport"),
@@ -61,6 +95,11 @@ let package = Package(
         ),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "AppStoreSimulatorTests", dependencies: [
+            "AppStoreSimulator",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,121 @@
+import Hummingbird
+
+/// Routes that tests, demos and fault drills use to steer the simulator while it runs:
+///
+/// - `GET /stats`, `POST /control/reset-stats`
+/// - `GET|POST /control/clock` with `{"advance_seconds": N}` or `{"now_ms": T}`
+/// - `POST /control/outage` with `{"seconds": N}`: 21005 for N seconds of simulator time (0 ends it)
+/// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
+///   `garbage_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
+extension SimulatedAppStore {
+    func addControlRoutes(to router: Router<BasicRequestContext>) {
+        router.get("stats") { _, _ in self.statistics }
+        router.post("control/reset-stats") { _, _ in
+            self.resetStatistics()
+            return self.statistics
+        }
+        router.get("control/clock") { _, _ in ClockReading(nowMs: self.clock.nowMs) }
+        router.post("control/clock") { request, context in
+            let change = try await request.decode(as: ClockChange.self, context: context)
+            switch (change.advanceSeconds, change.nowMs) {
+            case (let seconds?, nil): self.clock.advance(byMs: Int64(seconds * 1000))
+            case (nil, let milliseconds?): self.clock.set(nowMs: milliseconds)
+            default: throw HTTPError(.badRequest, message: "Send exactly one of advance_seconds or now_ms.")
+            }
+            return ClockReading(nowMs: self.clock.nowMs)
+        }
+        router.post("control/outage") { request, context in
+            let outage = try await request.decode(as: OutageRequest.self, context: context)
+            guard outage.seconds >= 0 else { throw HTTPError(.badRequest, message: "seconds must not be negative.") }
+            return OutageReading(outageUntilMs: self.startOutage(seconds: outage.seconds), nowMs: self.clock.nowMs)
+        }
+        router.get("control/knobs") { _, _ in KnobsReading(self.knobs) }
+        router.post("control/knobs") { request, context in
+            let update = try await request.decode(as: KnobsUpdate.self, context: context)
+            do throws(KnobsError) {
+                try self.setKnobs(update.applied(to: self.knobs))
+            } catch {
+                throw HTTPError(.badRequest, message: error.description)
+            }
+            return KnobsReading(self.knobs)
+        }
+    }
+}
+
+extension SimulatorStatistics: ResponseEncodable {}
+
+struct ClockChange: Decodable {
+    let advanceSeconds: Double?
+    let nowMs: Int64?
+    enum CodingKeys: String, CodingKey { case advanceSeconds = "advance_seconds", nowMs = "now_ms" }
+}
+
+struct ClockReading: ResponseEncodable {
+    let nowMs: Int64
+    enum CodingKeys: String, CodingKey { case nowMs = "now_ms" }
+}
+
+struct OutageRequest: Decodable {
+    let seconds: Double
+}
+
+struct OutageReading: ResponseEncodable {
+    let outageUntilMs: Int64
+    let nowMs: Int64
+    enum CodingKeys: String, CodingKey { case outageUntilMs = "outage_until_ms", nowMs = "now_ms" }
+}
+
+/// A partial change of the knobs: absent fields keep their value.
+struct KnobsUpdate: Decodable {
+    let latency: String?
+    let unavailableRate: Double?
+    let http503Rate: Double?
+    let garbageRate: Double?
+    let sharedSecret: String?
+    let rateLimit: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate"
+        case garbageRate = "garbage_rate", sharedSecret = "shared_secret", rateLimit = "rate_limit"
+    }
+
+    func applied(to knobs: FaultKnobs) throws(KnobsError) -> FaultKnobs {
+        var knobs = knobs
+        if let latency {
+            guard let parsed = Latency(parsing: latency) else {
+                throw KnobsError(message: "latency must look like 150ms±50ms, 0ms or 2s")
+            }
+            knobs.latency = parsed
+        }
+        if let unavailableRate { knobs.unavailableRate = unavailableRate }
+        if let http503Rate { knobs.serviceUnavailableRate = http503Rate }
+        if let garbageRate { knobs.garbageRate = garbageRate }
+        if let sharedSecret { knobs.sharedSecret = sharedSecret.isEmpty ? nil : sharedSecret }
+        if let rateLimit { knobs.rateLimit = rateLimit == 0 ? nil : rateLimit }
+        return knobs
+    }
+}
+
+/// The knobs as reported: the shared secret itself is never shown, only whether one is set.
+struct KnobsReading: ResponseEncodable {
+    let latency: String
+    let unavailableRate: Double
+    let http503Rate: Double
+    let garbageRate: Double
+    let sharedSecretSet: Bool
+    let rateLimit: Int?
+
+    init(_ knobs: FaultKnobs) {
+        latency = knobs.latency.description
+        unavailableRate = knobs.unavailableRate
+        http503Rate = knobs.serviceUnavailableRate
+        garbageRate = knobs.garbageRate
+        sharedSecretSet = knobs.sharedSecret != nil
+        rateLimit = knobs.rateLimit
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate", garbageRate = "garbage_rate"
+        case sharedSecretSet = "shared_secret_set", rateLimit = "rate_limit"
+    }
+}

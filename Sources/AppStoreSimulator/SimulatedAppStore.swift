@@ -1,0 +1,123 @@
+import Hummingbird
+import Synchronization
+
+/// A stand-in for Apple's verifyReceipt service, speaking its wire format exactly, with a movable clock,
+/// fault knobs and request statistics. It stores no receipts: each answer is computed from the
+/// receipt token and the clock (see `SimulatedReceipt`).
+///
+/// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), `GET /stats`,
+/// and the control routes under `/control` (see `addControlRoutes`).
+public final class SimulatedAppStore: Sendable {
+    /// The time every answer is computed for.
+    public let clock: SimulatorClock
+    private let stats = SimulatorStats()
+    private let state: Mutex<State>
+
+    private struct State {
+        var knobs: FaultKnobs
+        /// End of the current outage on the simulator clock (ms).
+        var outageUntilMs: Int64?
+    }
+
+    /// Knobs with a `problem` are refused here as on the control route.
+    public init(knobs: FaultKnobs = FaultKnobs(), clock: SimulatorClock = SimulatorClock()) throws(KnobsError) {
+        if let problem = knobs.problem { throw KnobsError(message: problem) }
+        self.clock = clock
+        self.state = Mutex(State(knobs: knobs))
+    }
+
+    /// The fault knobs in force.
+    public var knobs: FaultKnobs { state.withLock { $0.knobs } }
+
+    /// Replaces the knobs (as `POST /control/knobs` does).
+    public func setKnobs(_ knobs: FaultKnobs) throws(KnobsError) {
+        if let problem = knobs.problem { throw KnobsError(message: problem) }
+        state.withLock { $0.knobs = knobs }
+    }
+
+    /// What `GET /stats` reports.
+    public var statistics: SimulatorStatistics { stats.snapshot(rateLimit: knobs.rateLimit) }
+
+    /// Starts the statistics afresh (as `POST /control/reset-stats` does).
+    public func resetStatistics() { stats.reset() }
+
+    /// Answers every verifyReceipt with 21005 for `seconds` of simulator time (0 ends an outage);
+    /// returns when it ends (ms on the simulator clock).
+    @discardableResult
+    public func startOutage(seconds: Double) -> Int64 {
+        let until = clock.nowMs + Int64(seconds * 1000)
+        state.withLock { $0.outageUntilMs = until }
+        return until
+    }
+
+    /// The simulator's routes, for an `Application` (or HummingbirdTesting).
+    public func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.post("verifyReceipt") { request, _ in try await self.verify(request, endpoint: .production) }
+        router.post("sandbox/verifyReceipt") { request, _ in try await self.verify(request, endpoint: .sandbox) }
+        // Apple answers 21000 when the request is not a POST.
+        router.get("verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
+        router.get("sandbox/verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
+        addControlRoutes(to: router)
+        return router
+    }
+
+    /// Serves until SIGINT or SIGTERM; `onListening` receives the bound port (useful with port 0).
+    public func run(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void) async throws {
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(host, port: port), serverName: "AppStoreSimulator"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) })
+        try await app.runService()
+    }
+
+    private func verify(_ request: Request, endpoint: SimulatedEnvironment) async throws -> Response {
+        let (knobs, outageUntil) = state.withLock { ($0.knobs, $0.outageUntilMs) }
+        stats.recordArrival(environment: endpoint, rateLimit: knobs.rateLimit)
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let delay = knobs.latency.sample()
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+
+        let now = clock.nowMs
+        let answer = { VerifyReceiptEndpoint.answer(body: Array(body.readableBytesView), endpoint: endpoint,
+                                                    now: now, sharedSecret: knobs.sharedSecret) }
+        // One draw picks the fault, so each happens at exactly its configured rate.
+        let draw = Double.random(in: 0..<1)
+        let serviceUnavailableBelow = knobs.serviceUnavailableRate
+        let garbageBelow = serviceUnavailableBelow + knobs.garbageRate
+        let unavailableBelow = garbageBelow + knobs.unavailableRate
+        if let outageUntil, now < outageUntil {
+            return reply(VerifyReceiptEndpoint.failure(21005))
+        } else if draw < serviceUnavailableBelow {
+            stats.recordAnswer(httpStatus: 503, appleStatus: nil, garbage: false)
+            return Response(status: .serviceUnavailable, headers: [.contentType: "text/html; charset=UTF-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: FaultBodies.serviceUnavailablePage)))
+        } else if draw < garbageBelow {
+            let garbage = FaultBodies.garbage(draw: Double.random(in: 0..<1), truncating: answer().body)
+            stats.recordAnswer(httpStatus: garbage.httpStatus, appleStatus: nil, garbage: true)
+            return Response(status: .init(code: garbage.httpStatus), headers: [.contentType: garbage.contentType],
+                            body: .init(byteBuffer: ByteBuffer(bytes: garbage.body)))
+        } else if draw < unavailableBelow {
+            return reply(VerifyReceiptEndpoint.failure(21005))
+        }
+        return reply(answer())
+    }
+
+    /// Apple answers every status, errors included, as HTTP 200 JSON.
+    private func reply(_ answer: (status: Int, body: [UInt8])) -> Response {
+        stats.recordAnswer(httpStatus: 200, appleStatus: answer.status, garbage: false)
+        return Self.json(answer.body)
+    }
+
+    static func json(_ body: [UInt8]) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json"],
+                 body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+/// Knobs that cannot be used together; `message` says which and why.
+public struct KnobsError: Error, Sendable, CustomStringConvertible {
+    /// Which knob is wrong and how to fix it.
+    public let message: String
+    public var description: String { "Invalid simulator knobs: \(message)." }
+}

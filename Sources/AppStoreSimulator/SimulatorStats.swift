@@ -1,0 +1,134 @@
+import Foundation
+import Synchronization
+
+/// What the simulator has been asked, for load tests and for checking a fleet's manners: totals,
+/// recent requests per second, answers per status, and how often the configured rate was exceeded.
+/// Windows use the process's monotonic time, not the simulator clock, because they measure real load.
+final class SimulatorStats: Sendable {
+    private let state = Mutex(State())
+
+    /// Counts an arriving verifyReceipt request; it violates `rateLimit` when more than that many
+    /// requests (itself included) arrived within the last second.
+    func recordArrival(environment: SimulatedEnvironment, rateLimit: Int?) {
+        let now = UInt64(ProcessInfo.processInfo.systemUptime * 1e9)
+        state.withLock { state in
+            state.total += 1
+            state.byEnvironment[environment.rawValue, default: 0] += 1
+            let inLastSecond = state.window.record(now)
+            state.maxInOneSecond = max(state.maxInOneSecond, inLastSecond)
+            if let rateLimit, inLastSecond > rateLimit { state.violations += 1 }
+            state.perSecond.add(second: now / 1_000_000_000)
+        }
+    }
+
+    /// Counts how a request was answered: its HTTP status, and Apple's `status` when the body had one.
+    func recordAnswer(httpStatus: Int, appleStatus: Int?, garbage: Bool) {
+        state.withLock { state in
+            state.byHTTPStatus[String(httpStatus), default: 0] += 1
+            if let appleStatus { state.byStatus[String(appleStatus), default: 0] += 1 }
+            if garbage { state.garbageBodies += 1 }
+        }
+    }
+
+    func snapshot(rateLimit: Int?) -> SimulatorStatistics {
+        let second = UInt64(ProcessInfo.processInfo.systemUptime)
+        return state.withLock { state in
+            SimulatorStatistics(
+                requestsTotal: state.total, perSecondRecent: state.perSecond.counts(before: second, last: 10),
+                byStatus: state.byStatus, byHTTPStatus: state.byHTTPStatus, garbageBodies: state.garbageBodies,
+                byEnvironment: state.byEnvironment, maxRequestsInOneSecond: state.maxInOneSecond,
+                rateLimit: rateLimit, rateLimitViolations: state.violations)
+        }
+    }
+
+    func reset() {
+        state.withLock { $0 = State() }
+    }
+
+    private struct State {
+        var total = 0
+        var byEnvironment: [String: Int] = [:]
+        var byStatus: [String: Int] = [:]
+        var byHTTPStatus: [String: Int] = [:]
+        var garbageBodies = 0
+        var maxInOneSecond = 0
+        var violations = 0
+        var window = SlidingSecond()
+        var perSecond = SecondBuckets()
+    }
+}
+
+/// The JSON served at `GET /stats`.
+public struct SimulatorStatistics: Sendable, Codable, Equatable {
+    /// verifyReceipt requests (both environments) since the start or the last reset.
+    public var requestsTotal: Int
+    /// Requests in each of the last 10 whole seconds, oldest first.
+    public var perSecondRecent: [Int]
+    /// Apple's `status` of each JSON answer, keyed by code ("0", "21007", …).
+    public var byStatus: [String: Int]
+    /// HTTP status of every answer ("200", "503", "502").
+    public var byHTTPStatus: [String: Int]
+    /// Answers no client should accept (HTML 502, truncated JSON, wrong types).
+    public var garbageBodies: Int
+    /// Requests per endpoint, keyed "Production" and "Sandbox".
+    public var byEnvironment: [String: Int]
+    /// The most requests seen within any one-second window.
+    public var maxRequestsInOneSecond: Int
+    /// The configured limit per one-second window, if any.
+    public var rateLimit: Int?
+    /// Requests that arrived when the window already held `rateLimit` requests.
+    public var rateLimitViolations: Int
+
+    enum CodingKeys: String, CodingKey {
+        case requestsTotal = "requests_total", perSecondRecent = "per_second_recent", byStatus = "by_status"
+        case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", byEnvironment = "by_environment"
+        case maxRequestsInOneSecond = "max_requests_in_one_second", rateLimit = "rate_limit"
+        case rateLimitViolations = "rate_limit_violations"
+    }
+}
+
+/// Arrival times of the last second, oldest first, in a ring that grows with the load.
+struct SlidingSecond {
+    private var times: [UInt64] = Array(repeating: 0, count: 1024)
+    private var head = 0
+    private var count = 0
+
+    /// Adds an arrival at `now` (ns, never decreasing) and returns the arrivals within the second ending at it.
+    mutating func record(_ now: UInt64) -> Int {
+        while count > 0, times[head] + 1_000_000_000 <= now {
+            head = (head + 1) % times.count
+            count -= 1
+        }
+        if count == times.count { grow() }
+        times[(head + count) % times.count] = now
+        count += 1
+        return count
+    }
+
+    private mutating func grow() {
+        let ordered = (0..<count).map { times[(head + $0) % times.count] }
+        times = ordered + Array(repeating: 0, count: ordered.count)
+        head = 0
+    }
+}
+
+/// Requests per whole second for the last minute.
+struct SecondBuckets {
+    private var seconds = [UInt64](repeating: .max, count: 64)
+    private var counts = [Int](repeating: 0, count: 64)
+
+    mutating func add(second: UInt64) {
+        let slot = Int(second % 64)
+        if seconds[slot] != second { (seconds[slot], counts[slot]) = (second, 0) }
+        counts[slot] += 1
+    }
+
+    /// Counts of the `last` whole seconds before `second`, oldest first.
+    func counts(before second: UInt64, last: Int) -> [Int] {
+        (1...UInt64(last)).reversed().map { back in
+            guard second >= back else { return 0 }
+            let slot = Int((second - back) % 64)
+            return seconds[slot] == second - back ? counts[slot] : 0
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// The body Apple's verifyReceipt accepts.
+struct VerifyReceiptRequest: Decodable {
+    let receiptData: String?
+    let password: String?
+    let excludeOldTransactions: Bool?
+
+    enum CodingKeys: String, CodingKey {
+        case receiptData = "receipt-data", password, excludeOldTransactions = "exclude-old-transactions"
+    }
+}
+
+/// Apple's verification logic, without faults: which status a request earns and the body that goes with it.
+enum VerifyReceiptEndpoint {
+    /// - Parameters:
+    ///   - body: the request body as sent.
+    ///   - endpoint: which service was called (production `/verifyReceipt` or `/sandbox/verifyReceipt`).
+    static func answer(body: [UInt8], endpoint: SimulatedEnvironment, now: Int64, sharedSecret: String?)
+        -> (status: Int, body: [UInt8])
+    {
+        guard let request = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body)) else {
+            return failure(21000)  // the App Store could not read the JSON object
+        }
+        guard let receiptData = request.receiptData, let receipt = SimulatedReceipt(receiptData: receiptData) else {
+            return failure(21002)
+        }
+        switch (receipt.token.environment, endpoint) {
+        case (.sandbox, .production): return failure(21007)
+        case (.production, .sandbox): return failure(21008)
+        default: break
+        }
+        if let sharedSecret, request.password != sharedSecret { return failure(21004) }
+        if let fixed = receipt.fixedFailureStatus { return failure(fixed) }
+        let snapshots = receipt.snapshots(at: now)
+        // A receipt whose first purchase is still in the simulated future cannot have been issued.
+        guard !snapshots.isEmpty else { return failure(21002) }
+        let json = ResponseRenderer.valid(
+            receipt, snapshots: snapshots, now: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
+        return (0, json)
+    }
+
+    static func failure(_ status: Int) -> (status: Int, body: [UInt8]) {
+        (status, ResponseRenderer.status(status))
+    }
+}

@@ -1,0 +1,109 @@
+import AppStore
+import ArgumentParser
+import Foundation
+
+/// `receiptfleet inspect`: what does Apple say about this customer?
+struct Inspect: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the subscription state and events a verifyReceipt response implies.",
+        discussion: """
+            Reads a verifyReceipt response body (as Apple sent it) and prints, for each subscription in it, \
+            the state the fleet would store and the events it would emit. With --state, the events are the \
+            changes since that stored state (a file as printed by this command, or the `state` column of the \
+            subscriptions table); without it, the analysis is a baseline and emits none. Receipts in the \
+            output are redacted.
+
+            Exits 0 for any response that can be read, including error statuses (reported as such), and 1 \
+            for a body that cannot be read.
+
+            Examples:
+              receiptfleet inspect response.json
+              curl -s … | receiptfleet inspect - --format table
+              receiptfleet inspect response.json --original-transaction-id 1000000218147500 --now 2026-11-23T00:00:00Z
+              receiptfleet inspect today.json --state yesterday-state.json
+            """)
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case json, table
+    }
+
+    @Argument(help: "The response body: a file, or - for standard input.")
+    var file: String
+
+    @Option(name: .customLong("original-transaction-id"), help: "Analyse only this subscription.")
+    var originalTransactionID: String?
+
+    @Option(help: "The time to judge the state at, ISO 8601 (default: now).")
+    var now: String?
+
+    @Option(help: "A stored subscription state (JSON) to compare with.")
+    var state: String?
+
+    @Option(help: "Output format: json or table.")
+    var format: Format = .json
+
+    func run() throws {
+        let body = try read(file)
+        let moment = try now.map(parseDate) ?? Date()
+        let stored = try state.map { path in
+            try JSONDecoder().decode(SubscriptionState.self, from: Data(read(path)))
+        }
+        // An unreadable body throws ResponseDecodingError, which ArgumentParser prints before exiting 1.
+        let inspection = try Inspection(
+            body: body, now: moment, stored: stored, originalTransactionID: originalTransactionID)
+        switch format {
+        case .json: print(try renderJSON(inspection))
+        case .table: print(renderTable(inspection))
+        }
+    }
+
+    private func read(_ path: String) throws -> [UInt8] {
+        if path == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("Cannot read \(path): check that the file exists and is readable.")
+        }
+        return Array(data)
+    }
+
+    private func parseDate(_ text: String) throws -> Date {
+        guard let instant = Instant(iso8601: text) else {
+            throw ValidationError("--now \(text) is not an ISO 8601 time such as 2026-11-23T09:00:00Z.")
+        }
+        return instant.date
+    }
+
+    private func renderJSON(_ inspection: Inspection) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.userInfo[ReceiptData.redactInJSON] = true
+        return String(decoding: try encoder.encode(inspection), as: UTF8.self)
+    }
+
+    private func renderTable(_ inspection: Inspection) -> String {
+        var lines = [
+            "status       \(inspection.status) (\(inspection.action))",
+            "environment  \(inspection.environment?.rawValue ?? "unknown")",
+        ]
+        for subscription in inspection.subscriptions {
+            let state = subscription.state
+            lines.append("")
+            lines.append("subscription \(subscription.originalTransactionID)")
+            lines.append("  status       \(state.status.rawValue)")
+            lines.append("  product      \(state.productID ?? "-")")
+            lines.append("  expires      \(state.expiresAt?.description ?? "-")")
+            lines.append("  auto-renew   \(state.autoRenew.map { $0 ? "on" : "off" } ?? "-")"
+                + (state.autoRenewProductID.map { $0 != state.productID ? " (next: \($0))" : "" } ?? ""))
+            if let intent = state.expirationIntent {
+                lines.append("  expiry why   \(intent): \(expirationIntentMeaning(intent) ?? "undocumented")")
+            }
+            if let cancellation = state.cancellation {
+                lines.append("  cancelled    \(cancellation.cancelledAt) (reason \(cancellation.reason.map(String.init) ?? "-"))")
+            }
+            lines.append("  transactions \(subscription.transactions)")
+            for event in subscription.events {
+                lines.append("  event        \(event.type.rawValue) at \(event.occurredAt) [\(event.id)]")
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Ledger
+import PostgresClient
+
+/// `receiptfleet migrate`
+struct Migrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Bring the PostgreSQL schema up to this version of ReceiptFleet.",
+        discussion: """
+            Applies, in order and each in its own transaction, every migration the database lacks. Safe to \
+            run from several processes at once and to run again. Refuses a database that a newer \
+            ReceiptFleet has migrated.
+
+            Examples:
+              receiptfleet migrate --postgres-url postgresql://fleet@db.internal/receiptfleet
+              RECEIPTFLEET_POSTGRES_URL=postgresql://… receiptfleet migrate
+            """)
+
+    @Option(help: "The PostgreSQL URL or conninfo (default: $RECEIPTFLEET_POSTGRES_URL).")
+    var postgresURL: String?
+
+    func run() throws {
+        let url = try postgresURL ?? environment("RECEIPTFLEET_POSTGRES_URL", or: "--postgres-url")
+        let configuration = try PostgresConfiguration(url)
+        let connection = try PostgresConnection(configuration: configuration)
+        let applied = try Migrator.migrate(connection)
+        if applied.isEmpty {
+            print("The schema is up to date (version \(Migrator.latestVersion)).")
+        } else {
+            print("Applied migrations \(applied.map(String.init).joined(separator: ", ")); "
+                + "the schema is at version \(Migrator.latestVersion).")
+        }
+    }
+}

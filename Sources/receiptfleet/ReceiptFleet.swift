@@ -1,0 +1,10 @@
+import ArgumentParser
+
+/// The `receiptfleet` command line.
+@main
+struct ReceiptFleet: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receiptfleet",
+        abstract: "Re-verifies App Store subscriptions at fleet scale.",
+        subcommands: [Migrate.self, Inspect.self, SimulateAppStore.self])
+}

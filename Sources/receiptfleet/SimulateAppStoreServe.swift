@@ -1,0 +1,90 @@
+import AppStoreSimulator
+import ArgumentParser
+import Foundation
+
+extension SimulateAppStore {
+    /// `receiptfleet simulate-appstore serve`
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve verifyReceipt (production and sandbox) with fault knobs and a movable clock.",
+            discussion: """
+                POST /verifyReceipt and /sandbox/verifyReceipt answer as Apple does. GET /stats reports \
+                load, statuses and rate-limit violations. While it runs, POST /control/clock, \
+                /control/outage, /control/knobs and /control/reset-stats steer it (JSON bodies such as \
+                {"advance_seconds": 2592000}, {"seconds": 30}, {"garbage_rate": 0.1}).
+
+                Examples:
+                  receiptfleet simulate-appstore serve
+                  receiptfleet simulate-appstore serve --port 9180 --latency 150ms±50ms --unavailable-rate 0.02
+                  receiptfleet simulate-appstore serve --start 2026-11-20T09:00:00Z --rate-limit 50 --shared-secret s3cr3t
+                """)
+
+        @Option(help: "Address to listen on.") var host = "127.0.0.1"
+        @Option(help: "Port to listen on (0 picks a free one).") var port = 9180
+        @Option(help: "Where the simulator's clock starts: now or ISO 8601.") var start = "now"
+        @Option(help: "Response delay, uniform in mean±spread: 150ms±50ms, 0ms, 2s.") var latency = "0ms"
+        @Option(help: "Probability of status 21005 (service unavailable).") var unavailableRate = 0.0
+        @Option(name: .customLong("http-503-rate"), help: "Probability of an HTTP 503 HTML page.")
+        var http503Rate = 0.0
+        @Option(help: "Probability of a garbage body (HTML 502, truncated JSON, wrong types).") var garbageRate = 0.0
+        @Option(help: "Shared secret to require as `password` (21004 otherwise); omit to accept any.")
+        var sharedSecret: String?
+        @Option(help: "Requests allowed in any one-second window; more are counted as violations.")
+        var rateLimit: Int?
+        @Option(help: "Begin with an outage (21005) lasting this many seconds.") var outageSeconds = 0.0
+        @Option(help: "Print statistics every this many seconds (0: never).") var statsInterval = 10.0
+
+        func run() async throws {
+            guard let latency = Latency(parsing: latency) else {
+                throw ValidationError("--latency must look like 150ms±50ms, 0ms or 2s.")
+            }
+            let knobs = FaultKnobs(
+                latency: latency, unavailableRate: unavailableRate, serviceUnavailableRate: http503Rate,
+                garbageRate: garbageRate, sharedSecret: sharedSecret, rateLimit: rateLimit)
+            let clock = SimulatorClock(startMs: try parseTime(start))
+            let simulator: SimulatedAppStore
+            do throws(KnobsError) {
+                simulator = try SimulatedAppStore(knobs: knobs, clock: clock)
+            } catch {
+                throw ValidationError(error.description)
+            }
+            if outageSeconds > 0 { simulator.startOutage(seconds: outageSeconds) }
+
+            let (host, port, interval) = (host, port, statsInterval)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await simulator.run(host: host, port: port) { bound in
+                        log("App Store simulator listening on http://\(host):\(bound) "
+                            + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
+                            + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
+                            + (knobs.sharedSecret == nil ? "not required" : "required"))
+                    }
+                }
+                if interval > 0 {
+                    group.addTask {
+                        while true {
+                            try await Task.sleep(for: .seconds(interval))
+                            log(Self.summary(simulator.statistics))
+                        }
+                    }
+                }
+                // The server returns on SIGINT/SIGTERM; then stop the statistics too.
+                try await group.next()
+                group.cancelAll()
+                log("App Store simulator stopped")
+            }
+        }
+
+        private static func iso8601(_ milliseconds: Int64) -> String {
+            Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
+        }
+
+        private static func summary(_ stats: SimulatorStatistics) -> String {
+            let recent = stats.perSecondRecent.reduce(0, +) / max(1, stats.perSecondRecent.count)
+            let statuses = stats.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+            return "stats: \(stats.requestsTotal) requests, \(recent)/s over 10 s, max \(stats.maxRequestsInOneSecond) in one second, "
+                + "\(stats.rateLimitViolations) rate-limit violations, \(stats.garbageBodies) garbage, "
+                + "statuses \(statuses.joined(separator: " "))"
+        }
+    }
+}
