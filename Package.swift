@@ -11,6 +11,7 @@ let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "receiptfleet", targets: ["receiptfleet"]),
         .library(name: "RedisClient", targets: ["RedisClient"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "PostgresClient", targets: ["PostgresClient"]),
@@ -20,11 +21,9 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -58,26 +57,6 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
-
-        // The App Store simulator: Apple's verifyReceipt, played from seeded lifecycles (no AppStore import).
-        .target(name: "AppStoreSimulator", dependencies: [
-            .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
-
-        // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
-        .target(name: "AppStoreSimulator", dependencies: [
-            .product(name: "Hummingbird", package: "hummingbird"),
-        ]),
-
-        // Executables.
-        .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStore", "AppStoreSimulator", "Ledger", "PostgresClient",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
-        .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStoreSimulator",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-        ]),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient"], path: "Tests/TestSupport"),

@@ -42,10 +42,11 @@ public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
             + ".\(pad(millisOfDay % 1000, 3))Z"
     }
 
-    /// Parses exactly the spelling `description` writes.
+    /// Parses the spelling `description` writes, or the same without milliseconds
+    /// ("2026-11-23T09:00:00Z", as people type it).
     public init?(iso8601 text: String) {
-        let pattern = Array("dddd-dd-ddTdd:dd:dd.dddZ".utf8)
         let bytes = Array(text.utf8)
+        let pattern = Array((bytes.count == 20 ? "dddd-dd-ddTdd:dd:ddZ" : "dddd-dd-ddTdd:dd:dd.dddZ").utf8)
         guard bytes.count == pattern.count,
               zip(bytes, pattern).allSatisfy({ $1 == UInt8(ascii: "d") ? $0.isDigit : $0 == $1 })
         else { return nil }
@@ -54,7 +55,7 @@ public struct Instant: Sendable, Hashable, Comparable, CustomStringConvertible {
             year: number(0..<4), month: number(5..<7), day: number(8..<10),
             hour: number(11..<13), minute: number(14..<16), second: number(17..<19))
         else { return nil }
-        self.init(millisecondsSince1970: seconds * 1000 + number(20..<23))
+        self.init(millisecondsSince1970: seconds * 1000 + (bytes.count == 20 ? 0 : number(20..<23)))
     }
 }
 
