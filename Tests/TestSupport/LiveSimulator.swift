@@ -1,0 +1,28 @@
+import AppStoreSimulator
+import Foundation
+
+/// The App Store simulator on a real loopback port, for tests that talk to it over HTTP.
+public struct LiveSimulator: Sendable {
+    public let store: SimulatedAppStore
+    public let port: Int
+
+    public var productionURL: String { "http://127.0.0.1:\(port)/verifyReceipt" }
+    public var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
+
+    /// Runs `body` while a simulator with `knobs` (its clock at `startMs`) serves on a free port.
+    public static func with<T: Sendable>(
+        knobs: FaultKnobs = FaultKnobs(), startMs: Int64? = nil,
+        _ body: (LiveSimulator) async throws -> T
+    ) async throws -> T {
+        let store = try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs))
+        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+        let server = Task { try await store.run(host: "127.0.0.1", port: 0) { listening.yield($0) } }
+        defer { server.cancel() }
+        guard let port = await ports.first(where: { _ in true }) else {
+            throw SimulatorDidNotStart()
+        }
+        return try await body(LiveSimulator(store: store, port: port))
+    }
+
+    struct SimulatorDidNotStart: Error {}
+}
