@@ -5,6 +5,7 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
+//   fleet            Fleet (worker pool, scheduler, maintenance)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
 //   executables      receiptfleet, queue-benchmark
 let package = Package(
@@ -22,6 +23,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
     ],
@@ -46,6 +48,12 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
 
+        // Fleet: the processes people run, made of the domain.
+        .target(name: "Fleet", dependencies: [
+            "AppStore", "JobQueue", "Ledger", "HTTPClient", "PostgresClient", "RedisClient",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
         .target(name: "AppStoreSimulator", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -53,8 +61,9 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStore", "AppStoreSimulator", "Ledger", "PostgresClient",
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
 

@@ -35,6 +35,10 @@ public struct QueueKeys: Sendable, Hashable {
     public var dead: String { "\(prefix):dead" }
     /// The subscription ids enqueued by one scheduler run: a bitmap, so each is enqueued once per run.
     public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
+    /// A lock held by one process at a time, e.g. "scheduler": a string with the holder's token.
+    public func lock(_ name: String) -> String { "\(prefix):lock:\(name)" }
+    /// The summary of the last finished scheduler run (JSON), for `receiptfleet status`.
+    public var schedulerLastRun: String { "\(prefix):scheduler:last-run" }
     /// The rate limiter's state (GCRA theoretical arrival time, µs).
     public var limiter: String { "\(prefix):limiter" }
     /// The number of tokens the limiter has granted, ever: a counter for rate graphs.

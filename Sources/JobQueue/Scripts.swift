@@ -313,4 +313,21 @@ enum Scripts {
             redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
             redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8])}
         """)
+
+    // MARK: Locks
+
+    /// Extends a lock's lifetime if the caller still holds it.
+    /// KEYS[1] the lock. ARGV[1] the holder's token, ARGV[2] the new lifetime in ms.
+    /// Returns 1 if extended, 0 if the lock is gone or someone else's.
+    static let renewLock = RedisScript("""
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+        """)
+
+    /// Releases a lock if the caller still holds it.
+    /// KEYS[1] the lock. ARGV[1] the holder's token. Returns 1 if released, 0 otherwise.
+    static let releaseLock = RedisScript("""
+        if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+        return redis.call('DEL', KEYS[1])
+        """)
 }

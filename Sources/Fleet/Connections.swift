@@ -1,0 +1,27 @@
+import AppStore
+import HTTPClient
+import JobQueue
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// One worker thread's own connections and the handles over them. Created on that thread and
+/// never shared: each is a blocking, non-`Sendable` handle.
+final class Connections {
+    let queue: JobQueue
+    let gate: FleetGate
+    let ledger: Ledger
+    let appStore: AppStoreClient
+
+    init(settings: FleetSettings, consumer: String) throws {
+        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        let keys = try QueueKeys(prefix: settings.keyPrefix)
+        queue = try JobQueue(connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy)
+        gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
+        let postgres = try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL))
+        ledger = Ledger(postgres, schedule: settings.checkSchedule)
+        appStore = try AppStoreClient(
+            endpoints: settings.endpoints,
+            http: HTTPClientConfiguration(connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout))
+    }
+}

@@ -1,0 +1,67 @@
+import AppStore
+import Foundation
+import JobQueue
+import Ledger
+
+/// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`).
+public struct FleetSettings: Sendable {
+    public var redisURL: String
+    public var postgresURL: String
+    /// The deployment's Redis key prefix; it must hold a `{…}` hash tag.
+    public var keyPrefix: String
+    public var endpoints: AppStoreEndpoints
+    public var sharedSecret: SharedSecret?
+    /// Apple's requests per second for the whole fleet, and how many may come at once after a lull.
+    public var rateLimit: RateLimit
+    public var pausePolicy: PausePolicy
+    public var retryPolicy: RetryPolicy
+    /// Worker threads in one process, each with its own connections.
+    public var concurrency: Int
+    /// Jobs a worker takes at once; their results are written in one transaction.
+    public var batchSize: Int
+    /// How long a reserved job may go without an ack before another worker takes it over.
+    public var visibilityTimeout: Duration
+    /// Deliveries without an ack after which a job is a dead letter (it keeps killing workers).
+    public var maxDeliveries: Int
+    /// How long a stopping worker process may take to finish the jobs it holds.
+    public var drainGrace: Duration
+    /// verifyReceipt timeouts.
+    public var appleTimeout: Duration
+    /// The hour (UTC) of the nightly scheduler run; checks are planned against it.
+    public var nightlyHourUTC: Int
+    public var checkSchedule: CheckSchedule
+
+    public init(
+        redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
+        sharedSecret: SharedSecret? = nil, rateLimit: RateLimit, pausePolicy: PausePolicy = .standard,
+        retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
+        visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
+        appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule()
+    ) {
+        self.redisURL = redisURL
+        self.postgresURL = postgresURL
+        self.keyPrefix = keyPrefix
+        self.endpoints = endpoints
+        self.sharedSecret = sharedSecret
+        self.rateLimit = rateLimit
+        self.pausePolicy = pausePolicy
+        self.retryPolicy = retryPolicy
+        self.concurrency = concurrency
+        self.batchSize = batchSize
+        self.visibilityTimeout = visibilityTimeout
+        self.maxDeliveries = maxDeliveries
+        self.drainGrace = drainGrace
+        self.appleTimeout = appleTimeout
+        self.nightlyHourUTC = nightlyHourUTC
+        self.checkSchedule = checkSchedule
+    }
+
+    /// The first nightly run strictly after `now`.
+    public func nextNightlyRun(after now: Date) -> Date {
+        let day: TimeInterval = 86_400
+        let startOfDay = (now.timeIntervalSince1970 / day).rounded(.down) * day
+        var run = Date(timeIntervalSince1970: startOfDay + TimeInterval(nightlyHourUTC) * 3_600)
+        while run <= now { run += day }
+        return run
+    }
+}

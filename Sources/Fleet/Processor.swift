@@ -1,0 +1,250 @@
+import AppStore
+import Foundation
+import JobQueue
+import Ledger
+import Logging
+
+/// One worker: a dedicated thread that reserves jobs, verifies their subscriptions with Apple
+/// under the fleet's rate limit, pause and halt, writes the results to PostgreSQL in one
+/// transaction per batch, and only then settles the jobs in Redis.
+///
+/// A job leaves Redis only after its result is durable, or atomically moved to the delayed set or
+/// the dead letters; a worker that dies holding jobs leaves them to be reclaimed.
+final class Processor {
+    private let settings: FleetSettings
+    private let connections: Connections
+    private let stop: StopSignal
+    private let logger: Logger
+    private let policy = StatusPolicy()
+    private var lastReclaim = ContinuousClock.now
+    private var lastHeartbeat = ContinuousClock.now - .seconds(60)
+    /// Set when the gate is paused or halted: how long to rest before reserving more jobs, so a
+    /// stopped fleet does not churn its backlog through the delayed set.
+    private var restBeforeNextBatch: Duration?
+
+    init(settings: FleetSettings, connections: Connections, stop: StopSignal, logger: Logger) {
+        self.settings = settings
+        self.connections = connections
+        self.stop = stop
+        self.logger = logger
+    }
+
+    /// Works until the stop signal is set, then finishes the batch in hand and deregisters.
+    func run() {
+        while !stop.isSet {
+            do {
+                try heartbeatIfDue()
+                let jobs = try nextBatch()
+                if !jobs.isEmpty { try process(jobs) }
+            } catch {
+                // A broken connection reconnects on the next call; held jobs are reclaimed later.
+                logger.error("worker step failed; retrying in 1 s", metadata: ["error": "\(error)"])
+                stop.sleep(.seconds(1))
+            }
+        }
+        do {
+            _ = try connections.queue.deregister()
+        } catch {
+            logger.warning("could not deregister the consumer", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func heartbeatIfDue() throws {
+        guard lastHeartbeat.duration(to: .now) >= .seconds(5) else { return }
+        try connections.queue.heartbeat()
+        lastHeartbeat = .now
+    }
+
+    /// Jobs whose workers died come first (every half visibility timeout), then new ones.
+    private func nextBatch() throws -> [ReservedJob] {
+        if lastReclaim.duration(to: .now) >= settings.visibilityTimeout / 2 {
+            lastReclaim = .now
+            let reclaimed = try connections.queue.reclaim(
+                idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries,
+                limit: settings.batchSize)
+            if reclaimed.buried > 0 {
+                logger.warning("jobs delivered too often went to the dead letters", metadata: ["count": "\(reclaimed.buried)"])
+            }
+            if !reclaimed.jobs.isEmpty { return reclaimed.jobs }
+        }
+        return try connections.queue.reserve(count: settings.batchSize, block: .seconds(1))
+    }
+
+    private func process(_ jobs: [ReservedJob]) throws {
+        let loaded = try connections.ledger.loadForVerification(ids: jobs.map(\.job.subscriptionID))
+        let subscriptions = Dictionary(loaded.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        var decisions: [(ReservedJob, Decision)] = []
+        for job in jobs {
+            guard !stop.isSet else {
+                decisions.append((job, .settle(.postpone(.zero))))  // another worker takes it at once
+                continue
+            }
+            decisions.append((job, try decide(job, subscriptions[job.job.subscriptionID])))
+        }
+        try settle(decisions)
+        if let rest = restBeforeNextBatch {
+            restBeforeNextBatch = nil
+            stop.sleep(rest)
+        }
+    }
+
+    /// What to do with one job: verify its subscription, unless there is nothing to verify.
+    private func decide(_ reserved: ReservedJob, _ subscription: LoadedSubscription?) throws -> Decision {
+        guard let subscription else { return .settle(.ack) }  // deleted since it was enqueued
+        guard let receipt = subscription.receipt else {
+            return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
+        }
+        if let verified = subscription.lastVerifiedAt, !reserved.job.reason.isHighPriority,
+            verified.timeIntervalSince1970 * 1000 > Double(reserved.job.enqueuedAt)
+        {
+            return .settle(.ack)  // verified since it was enqueued (an older run's job, say)
+        }
+        let admission = try admit()
+        switch admission {
+        case .paused(let wait):
+            restBeforeNextBatch = wait.withJitter()
+            return .settle(.postpone(wait.withJitter()))
+        case .halted:
+            restBeforeNextBatch = .seconds(5)
+            return .settle(.postpone(.seconds(30)))
+        case .granted, .probe, .wait: break
+        }
+        let verification = connections.appStore.verify(
+            receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment)
+        return try judge(verification, of: subscription, job: reserved.job, probing: admission == .probe)
+    }
+
+    /// Asks the gate until it admits, pauses or halts; waits out the rate limit here.
+    private func admit() throws -> Admission {
+        while true {
+            let admission = try connections.gate.admit(upTo: 1)
+            guard case .wait(let wait) = admission else { return admission }
+            stop.sleep(wait.withJitter(0.1))
+        }
+    }
+
+    /// Turns Apple's answer into a write and a settlement, by the status policy.
+    private func judge(
+        _ verification: Verification, of subscription: LoadedSubscription, job: Job, probing: Bool
+    ) throws -> Decision {
+        let now = Date()
+        let exchange = verification.exchanges[verification.exchanges.count - 1]
+        let appleStatus: Int? = if case .status(let status, _) = verification.outcome { status } else { nil }
+        func attempt(_ outcome: AttemptOutcome, _ error: String? = nil) -> VerificationAttempt {
+            VerificationAttempt(
+                attemptedAt: now, outcome: outcome, environment: exchange.environment, appleStatus: appleStatus,
+                httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency.seconds * 1000),
+                error: error ?? exchange.problem, runID: job.runID)
+        }
+        let action = policy.action(for: verification.outcome, attempt: job.attempt + 1)
+        if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
+
+        switch action {
+        case .success, .expiredButValid:
+            guard let response = verification.response else { return .settle(.postpone(.seconds(5))) }
+            let analyse = { (stored: SubscriptionState?) throws -> Analysis in
+                try SubscriptionAnalyzer.analyze(
+                    stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now)
+            }
+            do {
+                return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified)),
+                              reanalyse: analyse, then: .ack)
+            } catch let error as AnalysisError {
+                let write = VerificationWrite.permanentFailure(
+                    of: subscription, reason: error.description, attempt: attempt(.permanentFailure, error.description))
+                return .write(write, reanalyse: nil, then: .ack)
+            }
+        case .retryable(upstreamUnavailable: true):
+            let pause = try connections.gate.reportUnavailable()
+            logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
+            // Not the job's fault: it waits for the fleet's recovery without being charged an attempt.
+            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil,
+                          then: .postpone(pause.withJitter()))
+        case .retryable, .retryOnSandbox, .retryOnProduction:
+            let failure = JobFailure(errorClass: verification.outcome.errorClass, message: exchange.problem ?? "\(verification.outcome)")
+            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil, then: .retry(failure))
+        case .permanent(let reason):
+            let write = VerificationWrite.permanentFailure(of: subscription, reason: reason, attempt: attempt(.permanentFailure, reason))
+            return .write(write, reanalyse: nil, then: .ack)
+        case .configurationError(let reason):
+            // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
+            try connections.gate.halt(reason: reason)
+            logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
+                            metadata: ["reason": "\(reason)"])
+            return .settle(.postpone(.seconds(30)))
+        }
+    }
+
+    /// Writes every decision's result in one transaction, then settles each job by its outcome.
+    private func settle(_ decisions: [(ReservedJob, Decision)]) throws {
+        let writes = decisions.compactMap { _, decision -> VerificationWrite? in
+            if case .write(let write, _, _) = decision { write } else { nil }
+        }
+        let nightly = settings.nextNightlyRun(after: Date())
+        var outcomes = try connections.ledger.persist(writes, nextNightlyRun: nightly)[...]
+        for (reserved, decision) in decisions {
+            switch decision {
+            case .settle(let settlement):
+                try apply(settlement, to: reserved)
+            case .write(let write, let reanalyse, let then):
+                var outcome = outcomes.popFirst()!
+                if case .stale = outcome, let reanalyse {
+                    outcome = try connections.ledger.persist(write, nextNightlyRun: nightly, reanalysing: reanalyse)
+                }
+                switch outcome {
+                case .written, .missing: try apply(then, to: reserved)
+                case .stale: try apply(.retry(JobFailure(errorClass: "stale", message: "lost the compare-and-set three times")), to: reserved)
+                case .failed(let error): try apply(.retry(JobFailure(errorClass: "database", message: "\(error)")), to: reserved)
+                }
+            }
+        }
+    }
+
+    private func apply(_ settlement: Settlement, to reserved: ReservedJob) throws {
+        let queue = connections.queue
+        switch settlement {
+        case .ack: _ = try queue.ack(reserved)
+        case .postpone(let delay): _ = try queue.postpone(reserved, for: delay)
+        case .retry(let failure):
+            if case .buried = try queue.retry(reserved, after: failure) {
+                logger.warning("a job ran out of attempts and went to the dead letters",
+                               metadata: ["subscription": "\(reserved.job.subscriptionID)", "error": "\(failure.errorClass)"])
+            }
+        case .bury(let failure): _ = try queue.bury(reserved, failure: failure)
+        }
+    }
+}
+
+/// What becomes of one job.
+enum Decision {
+    /// Write this result; once it is durable, settle the job as `then`. `reanalyse` redoes the
+    /// analysis on a newer stored state if another writer got there first.
+    case write(VerificationWrite, reanalyse: ((SubscriptionState?) throws -> Analysis)?, then: Settlement)
+    /// Nothing to write.
+    case settle(Settlement)
+}
+
+enum Settlement {
+    case ack
+    case postpone(Duration)
+    case retry(JobFailure)
+    case bury(JobFailure)
+}
+
+extension VerificationAction {
+    /// Apple (or something on its behalf) answered the probe: the fleet may stop pausing.
+    var meansAppleAnswered: Bool {
+        if case .retryable(upstreamUnavailable: true) = self { false } else { true }
+    }
+}
+
+extension VerificationOutcome {
+    /// A short, stable name for grouping failures: "apple.21002", "http.503", "timeout".
+    var errorClass: String {
+        switch self {
+        case .status(let status, _): "apple.\(status)"
+        case .unreadableBody(let httpStatus): "http.\(httpStatus)"
+        case .transportFailure(let failure): "\(failure)"
+        }
+    }
+}

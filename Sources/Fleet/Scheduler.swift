@@ -1,0 +1,105 @@
+import AppStore
+import Foundation
+import JobQueue
+import Ledger
+import Logging
+import PostgresClient
+import RedisClient
+
+/// What one scheduler run did.
+public struct ScheduleSummary: Sendable, Codable, Equatable {
+    public var runID: String
+    /// Due subscriptions found.
+    public var found = 0
+    /// Jobs added to the queue.
+    public var enqueued = 0
+    /// Due subscriptions this run had enqueued before (a second run the same night adds nothing).
+    public var alreadyQueued = 0
+    public var seconds = 0.0
+    public var finishedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case runID = "run_id", found, enqueued, alreadyQueued = "already_queued", seconds, finishedAt = "finished_at"
+    }
+}
+
+public enum SchedulerError: Error, CustomStringConvertible {
+    case alreadyRunning
+    case lostLock
+
+    public var description: String {
+        switch self {
+        case .alreadyRunning:
+            "another scheduler is running (it holds the scheduler lock); wait for it, or if it died, for its lock to expire (1 minute)"
+        case .lostLock:
+            "the scheduler lock expired while this run worked (Redis unreachable for a minute?); the jobs enqueued so far stay queued, run again"
+        }
+    }
+}
+
+/// Enqueues one job per due subscription: reads them from PostgreSQL in keyset pages and adds them
+/// to the queue under one run id, each at most once per run. A Redis lock, renewed page by page,
+/// keeps two schedulers from overlapping.
+public final class Scheduler {
+    public struct Options: Sendable {
+        public var runID: String
+        public var reason: Job.Reason = .nightly
+        public var dryRun = false
+        /// Stop after this many due subscriptions.
+        public var limit: Int?
+        public var environment: AppStoreEnvironment?
+        public var pageSize = 10_000
+
+        public init(runID: String) { self.runID = runID }
+    }
+
+    private let ledger: Ledger
+    private let queue: JobQueue
+    private let lock: FleetLock
+    private let redis: RedisConnection
+    private let keys: QueueKeys
+
+    public init(settings: FleetSettings) throws {
+        redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        keys = try QueueKeys(prefix: settings.keyPrefix)
+        queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2))
+        lock = FleetLock("scheduler", connection: redis, keys: keys)
+        ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+    }
+
+    /// The run id of a nightly run: its UTC date.
+    public static func nightlyRunID(_ now: Date) -> String {
+        String(Instant(now).description.prefix(10))
+    }
+
+    /// Runs once over everything due at `now`; `progress` is called after every page.
+    public func run(_ options: Options, now: Date, progress: (ScheduleSummary) -> Void = { _ in }) throws -> ScheduleSummary {
+        let lifetime = Duration.seconds(60)
+        guard try lock.acquire(for: lifetime) else { throw SchedulerError.alreadyRunning }
+        defer { try? lock.release() }
+        let started = ContinuousClock.now
+        var summary = ScheduleSummary(runID: options.runID)
+        var cursor: DueCursor?
+        repeat {
+            let wanted = min(options.pageSize, (options.limit ?? .max) - summary.found)
+            guard wanted > 0 else { break }
+            let page = try ledger.dueSubscriptions(now: now, after: cursor, limit: wanted, environment: options.environment)
+            summary.found += page.subscriptions.count
+            if !options.dryRun, !page.ids.isEmpty {
+                let result = try queue.enqueue(subscriptionIDs: page.ids, run: options.runID, reason: options.reason)
+                summary.enqueued += result.added
+                summary.alreadyQueued += result.alreadyQueued
+            }
+            cursor = page.next
+            summary.seconds = started.duration(to: .now).seconds
+            progress(summary)
+            guard try lock.renew(for: lifetime) else { throw SchedulerError.lostLock }
+        } while cursor != nil
+        summary.finishedAt = Date()
+        if !options.dryRun {
+            let record = String(decoding: try JSONEncoder().encode(summary), as: UTF8.self)
+            _ = try redis.command("SET", keys.schedulerLastRun, record)
+        }
+        return summary
+    }
+}
