@@ -5,6 +5,7 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, Ledger
+//   executables      ledger-benchmark
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -39,6 +40,11 @@ let package = Package(
         ]),
 
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
+
+        // Executables.
+        .executableTarget(
+            name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore"],
+            path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient"], path: "Tests/TestSupport"),

@@ -5,7 +5,7 @@ import PostgresClient
 /// One page of due subscriptions, in check order.
 public struct DuePage: Sendable, Equatable {
     public var subscriptions: [DueSubscription]
-    /// Where the next page starts; nil when this page was the last.
+    /// Where the next page starts; nil when this page was not full, and so the last.
     public var next: DueCursor?
 
     public var ids: [Int64] { subscriptions.map(\.id) }
