@@ -3,9 +3,10 @@ import Foundation
 import PostgresClient
 
 /// The one statement that writes verification results: any number of them, each row of its
-/// `jsonb` parameter one job's result. Its data-modifying CTEs all see the rows `changed` (or
-/// `touched`) returned, so a write that lost the compare-and-set on `version` leaves no trace:
-/// no receipt, transaction, verification or event. A single statement is a transaction of its own.
+/// `jsonb` parameter one job's result. The inserts write only for the rows that the compare-and-set
+/// UPDATE (`changed`) or the attempt-only UPDATE (`touched`) returned, so a write that lost the race
+/// on `version` leaves no trace: no receipt, transaction, verification or event. A single
+/// statement is a transaction of its own.
 ///
 /// The subscription columns are projected from the `state` JSON, so they always agree with it.
 /// Transactions are inserted once; only the facts Apple changes later (a refund's cancellation,
@@ -106,13 +107,15 @@ enum PersistenceStatement {
         ORDER BY w.position
         """
 
-    /// The rows, as the `jsonb` parameter.
+    /// The rows, as the `jsonb` parameter. They go in subscription id order, so that concurrent
+    /// batches lock their rows in the same order and do not deadlock; `position` keeps the callers'.
     static func parameter(_ writes: [VerificationWrite], schedule: CheckSchedule, nextNightlyRun: Date) throws
         -> PostgresValue
     {
-        try Ledger.jsonb(writes.enumerated().map { position, write in
+        let rows = writes.enumerated().map { position, write in
             WriteRow(position: position, write: write, schedule: schedule, nextNightlyRun: nextNightlyRun)
-        })
+        }
+        return try Ledger.jsonb(rows.sorted { $0.subscriptionID < $1.subscriptionID })
     }
 
     /// Reads the outcome of each input row, in input order.
