@@ -19,7 +19,7 @@ import Testing
         try await TestDatabase.with { database in
             let baseline = try await onOwnThread {
                 let connection = try database.connect()
-                try Migrator.migrate(connection)
+                try migrateForTest(connection)
                 return try Ledger(connection).seedVerified("1000")
             }
             let response = try S.response(S.months("1000", 2))

@@ -9,10 +9,24 @@ func withLedger<T: Sendable>(_ body: @escaping @Sendable (Ledger, TestDatabase) 
     try await TestDatabase.with { database in
         try await onOwnThread {
             let connection = try database.connect()
-            try Migrator.migrate(connection)
+            try migrateForTest(connection)
             return try body(Ledger(connection), database)
         }
     }
+}
+
+/// Migrates a test database, with autovacuum off on the tables the tests fill: an autovacuum
+/// worker in the database would make TestDatabase's `DROP DATABASE … WITH (FORCE)` fail, since a
+/// role that is not a superuser may not end it.
+func migrateForTest(_ connection: PostgresConnection) throws {
+    try Migrator.migrate(connection)
+    try connection.runScript("""
+        ALTER TABLE subscriptions SET (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+        ALTER TABLE receipts SET (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+        ALTER TABLE transactions SET (autovacuum_enabled = false);
+        ALTER TABLE verifications SET (autovacuum_enabled = false);
+        ALTER TABLE events SET (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+        """)
 }
 
 extension Ledger {
