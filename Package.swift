@@ -7,7 +7,7 @@ import PackageDescription
 //   domain           AppStore, JobQueue, Ledger
 //   fleet            Fleet (worker pool, scheduler, maintenance)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
-//   executables      receiptfleet, queue-benchmark
+//   executables      receiptfleet, queue-benchmark, ledger-benchmark
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -66,6 +66,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
+        .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient", "AppStoreSimulator"], path: "Tests/TestSupport"),

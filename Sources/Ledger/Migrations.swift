@@ -8,7 +8,8 @@ enum Migrations {
         Migration(version: 1, name: "ledger", sql: """
             -- One row per subscription (one original_transaction_id of one app). The columns are the
             -- latest analysed state, for queries and the scheduler; `state` holds the same state
-            -- exactly as the analysis sees it. `version` makes concurrent writers compare-and-set.
+            -- exactly as the analysis sees it, less the receipt (which lives in `receipts`).
+            -- `version` makes concurrent writers compare-and-set.
             CREATE TABLE subscriptions (
                 id                       bigserial PRIMARY KEY,
                 app                      text NOT NULL DEFAULT 'default',
@@ -32,16 +33,16 @@ enum Migrations {
                 state                    jsonb,
                 last_verified_at         timestamptz,
                 last_outcome             text,
-                next_check_at            timestamptz NOT NULL DEFAULT now(),
+                -- NULL: checked only when a notification asks for it (refunded, invalid).
+                next_check_at            timestamptz DEFAULT now(),
                 version                  bigint NOT NULL DEFAULT 0,
                 created_at               timestamptz NOT NULL DEFAULT now(),
                 updated_at               timestamptz NOT NULL DEFAULT now(),
                 UNIQUE (app, original_transaction_id)
             );
-            -- The scheduler's due query walks this index in keyset order. Refunded and invalid
-            -- subscriptions are checked only when a notification arrives, so they are left out.
-            CREATE INDEX subscriptions_due ON subscriptions (next_check_at, id)
-                WHERE status NOT IN ('refunded', 'invalid');
+            -- The scheduler's due query walks this index in keyset order. Subscriptions that wait for
+            -- a notification (refunded, invalid: next_check_at NULL) are left out of it.
+            CREATE INDEX subscriptions_due ON subscriptions (next_check_at, id) WHERE next_check_at IS NOT NULL;
             CREATE INDEX subscriptions_account ON subscriptions (app, account_id) WHERE account_id IS NOT NULL;
 
             -- Receipts are credentials to a customer's purchase history: they live apart, so that

@@ -1,0 +1,74 @@
+import AppStore
+import Foundation
+
+/// When to verify a subscription next, from the state its last verification left. Pure: the clock
+/// and the time of the next nightly run are parameters.
+///
+/// The scheduler runs nightly and enqueues what is due at its start, so checks a day or more away
+/// are moved to the nightly run on or before them: "every 3 days" then means three nights, not four.
+public struct CheckSchedule: Sendable, Equatable {
+    /// How long after a period ends (expiry, end of grace) to look: Apple needs a moment to renew.
+    public var afterExpiry: TimeInterval
+    /// Between checks of a subscription in billing retry or grace.
+    public var billingRetryInterval: TimeInterval
+    /// Between checks of an expired subscription while Apple may still recover it.
+    public var expiredInterval: TimeInterval
+    /// How long after expiry Apple keeps retrying billing (60 days), so an expired subscription
+    /// may still come back.
+    public var expiredWatchPeriod: TimeInterval
+    /// Between checks of a subscription that expired longer ago than `expiredWatchPeriod`.
+    public var dormantInterval: TimeInterval
+    /// Between checks of a sandbox subscription, whose periods last minutes.
+    public var sandboxInterval: TimeInterval
+
+    public init(
+        afterExpiry: TimeInterval = 10 * CheckSchedule.minute, billingRetryInterval: TimeInterval = CheckSchedule.day,
+        expiredInterval: TimeInterval = 3 * CheckSchedule.day, expiredWatchPeriod: TimeInterval = 60 * CheckSchedule.day,
+        dormantInterval: TimeInterval = 30 * CheckSchedule.day, sandboxInterval: TimeInterval = 5 * CheckSchedule.minute
+    ) {
+        self.afterExpiry = afterExpiry
+        self.billingRetryInterval = billingRetryInterval
+        self.expiredInterval = expiredInterval
+        self.expiredWatchPeriod = expiredWatchPeriod
+        self.dormantInterval = dormantInterval
+        self.sandboxInterval = sandboxInterval
+    }
+
+    /// The time of the next check, or nil when only a notification should trigger one.
+    /// - Parameters:
+    ///   - state: the stored state; nil for a subscription never verified.
+    ///   - now: the time of the verification that produced `state`.
+    ///   - nextNightlyRun: the first nightly scheduler run after `now`; nights are a day apart.
+    public func nextCheck(for state: SubscriptionState?, now: Date, nextNightlyRun: Date) -> Date? {
+        guard let state else { return now }
+        switch state.status {
+        case .refunded, .invalid:
+            return nil
+        case _ where state.environment == .sandbox:  // any other status: periods last minutes
+            return now + sandboxInterval
+        case .active:
+            // Daily at least, to see refunds and renewal switches; just after expiry if sooner.
+            let afterPeriod = state.expiresAt.map { $0.date + afterExpiry } ?? nextNightlyRun
+            return min(afterPeriod, nextNightlyRun)
+        case .inGrace:
+            let afterGrace = state.gracePeriodExpiresAt.map { $0.date + afterExpiry } ?? .distantFuture
+            return min(afterGrace, nightlyRun(notAfter: now + billingRetryInterval, next: nextNightlyRun))
+        case .inBillingRetry:
+            return nightlyRun(notAfter: now + billingRetryInterval, next: nextNightlyRun)
+        case .expired:
+            let recoverable = state.expiresAt.map { now < $0.date + expiredWatchPeriod } ?? true
+            let interval = recoverable ? expiredInterval : dormantInterval
+            return nightlyRun(notAfter: now + interval, next: nextNightlyRun)
+        }
+    }
+
+    /// The last nightly run at or before `date`; `date` itself when it comes before the next run.
+    private func nightlyRun(notAfter date: Date, next: Date) -> Date {
+        guard date >= next else { return date }
+        let nights = (date.timeIntervalSince(next) / Self.day).rounded(.down)
+        return next + nights * Self.day
+    }
+
+    public static let minute: TimeInterval = 60
+    public static let day: TimeInterval = 86_400
+}

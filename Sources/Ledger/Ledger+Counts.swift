@@ -1,0 +1,45 @@
+import Foundation
+import PostgresClient
+
+/// The ledger's numbers for `receiptfleet status`.
+public struct LedgerCounts: Sendable, Equatable {
+    /// Subscriptions per status column value, `unverified` included; statuses with none are absent.
+    public var subscriptionsByStatus: [String: Int]
+    /// Subscriptions whose next check is due.
+    public var dueNow: Int
+    /// Subscriptions verified at or after `since`.
+    public var verifiedSince: Int
+    /// Events written at or after `since`, per type.
+    public var eventsByType: [String: Int]
+    /// Events the relay has not published yet.
+    public var unpublishedEvents: Int
+    /// How long the oldest unpublished event has waited (the outbox lag); nil when none waits.
+    public var oldestUnpublishedAge: TimeInterval?
+}
+
+extension Ledger {
+    /// Counts in one query. The per-status and per-type counts read whole tables: fine for a status
+    /// command, too heavy to poll every few seconds on a large fleet.
+    public func counts(now: Date, since: Date) throws -> LedgerCounts {
+        let row = try connection.query("""
+            SELECT
+                (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
+                    (SELECT status, count(*) AS n FROM subscriptions GROUP BY status) AS s) AS by_status,
+                (SELECT count(*) FROM subscriptions WHERE next_check_at <= $1) AS due,
+                (SELECT count(*) FROM subscriptions WHERE last_verified_at >= $2) AS verified,
+                (SELECT coalesce(jsonb_object_agg(type, n), '{}') FROM
+                    (SELECT type, count(*) AS n FROM events WHERE created_at >= $2 GROUP BY type) AS e) AS by_type,
+                (SELECT count(*) FROM events WHERE published_at IS NULL) AS unpublished,
+                (SELECT greatest(0, extract(epoch FROM $1 - created_at))::float8 FROM events
+                    WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS oldest_unpublished_age
+            """, [.timestamptz(now), .timestamptz(since)])[0]
+        let decoder = JSONDecoder()
+        return try LedgerCounts(
+            subscriptionsByStatus: decoder.decode([String: Int].self, from: row["by_status"].jsonb() ?? Data("{}".utf8)),
+            dueNow: Int(row["due"].int64() ?? 0),
+            verifiedSince: Int(row["verified"].int64() ?? 0),
+            eventsByType: decoder.decode([String: Int].self, from: row["by_type"].jsonb() ?? Data("{}".utf8)),
+            unpublishedEvents: Int(row["unpublished"].int64() ?? 0),
+            oldestUnpublishedAge: row["oldest_unpublished_age"].double())
+    }
+}

@@ -1,0 +1,85 @@
+import AppStore
+import PostgresClient
+
+/// A subscription to start watching: one original_transaction_id of one app, and its receipt.
+public struct NewSubscription: Sendable {
+    public var app: String
+    public var originalTransactionID: String
+    public var environment: AppStoreEnvironment
+    public var receipt: ReceiptData
+    /// The company's own id for the customer, to find their subscriptions by.
+    public var accountID: String?
+
+    public init(
+        app: String = "default", originalTransactionID: String, environment: AppStoreEnvironment = .production,
+        receipt: ReceiptData, accountID: String? = nil
+    ) {
+        self.app = app
+        self.originalTransactionID = originalTransactionID
+        self.environment = environment
+        self.receipt = receipt
+        self.accountID = accountID
+    }
+}
+
+extension Ledger {
+    /// Adds the subscriptions not yet present, unverified and due at once, each with its receipt;
+    /// leaves those present (same app and original_transaction_id) as they are, receipt included,
+    /// since the fleet's own receipt is the newer one. One statement per `batchSize` subscriptions,
+    /// each its own transaction, so running the same import again finishes one that was cut short.
+    /// - Returns: how many were added, and how many were already present (or repeated in the input).
+    @discardableResult
+    public func addSubscriptions(
+        _ subscriptions: [NewSubscription], batchSize: Int = 1000
+    ) throws -> (inserted: Int, alreadyPresent: Int) {
+        let size = max(batchSize, 1)
+        var inserted = 0
+        for start in stride(from: 0, to: subscriptions.count, by: size) {
+            let batch = subscriptions[start..<min(start + size, subscriptions.count)]
+            let rows = try connection.query(Self.insertSubscriptions, [Self.jsonb(batch.map(ImportRow.init))])
+            inserted += Int(try rows[0]["inserted"].int64() ?? 0)
+        }
+        return (inserted, subscriptions.count - inserted)
+    }
+
+    private static let insertSubscriptions = """
+        WITH input AS (
+            SELECT DISTINCT ON (app, original_transaction_id) *
+            FROM jsonb_to_recordset($1) AS n(
+                app text, original_transaction_id text, environment text, receipt text, account_id text)
+        ),
+        added AS (
+            INSERT INTO subscriptions (app, original_transaction_id, environment, account_id)
+            SELECT app, original_transaction_id, environment, account_id FROM input
+            ON CONFLICT (app, original_transaction_id) DO NOTHING
+            RETURNING id, app, original_transaction_id
+        ),
+        receipts_added AS (
+            INSERT INTO receipts (subscription_id, receipt)
+            SELECT added.id, input.receipt FROM added JOIN input USING (app, original_transaction_id)
+        )
+        SELECT count(*) AS inserted FROM added
+        """
+}
+
+private struct ImportRow: Encodable {
+    var app: String
+    var originalTransactionID: String
+    var environment: String
+    var receipt: String
+    var accountID: String?
+
+    init(_ subscription: NewSubscription) {
+        app = subscription.app
+        originalTransactionID = subscription.originalTransactionID
+        environment = subscription.environment.rawValue
+        receipt = subscription.receipt.base64
+        accountID = subscription.accountID
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case app, environment, receipt
+        case originalTransactionID = "original_transaction_id"
+        case accountID = "account_id"
+    }
+}

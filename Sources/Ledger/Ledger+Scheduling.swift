@@ -1,0 +1,99 @@
+import AppStore
+import Foundation
+import PostgresClient
+
+/// One page of due subscriptions, in check order.
+public struct DuePage: Sendable, Equatable {
+    public var subscriptions: [DueSubscription]
+    /// Where the next page starts; nil when this page was not full, and so the last.
+    public var next: DueCursor?
+
+    public var ids: [Int64] { subscriptions.map(\.id) }
+}
+
+public struct DueSubscription: Sendable, Equatable {
+    public var id: Int64
+    public var nextCheckAt: Date
+}
+
+/// A position in the due order, (next_check_at, id): the last row of a page.
+public struct DueCursor: Sendable, Hashable {
+    public var nextCheckAt: Date
+    public var id: Int64
+
+    public init(nextCheckAt: Date, id: Int64) {
+        self.nextCheckAt = nextCheckAt
+        self.id = id
+    }
+}
+
+/// What a worker needs to verify one subscription.
+public struct LoadedSubscription: Sendable {
+    public var id: Int64
+    public var originalTransactionID: String
+    public var app: String
+    public var environment: AppStoreEnvironment
+    /// The receipt to send to Apple; nil if none was ever stored. It prints redacted.
+    public var receipt: ReceiptData?
+    /// The state the last analysis left, without the receipt (that is `receipt`); nil before the first.
+    public var state: SubscriptionState?
+    /// Pass it back with the analysis (`VerificationWrite.analysed`), for the compare-and-set.
+    public var version: Int64
+    public var lastVerifiedAt: Date?
+    public var nextCheckAt: Date?
+}
+
+extension Ledger {
+    /// Subscriptions due for a check at `now`, oldest due first, `limit` at a time. Pass the page's
+    /// `next` as `after` to read the following page: each due subscription comes exactly once, also
+    /// when many share one `next_check_at`. Subscriptions that wait for a notification (refunded,
+    /// invalid) have no `next_check_at` and never appear.
+    /// - Parameter environment: only subscriptions of this environment; nil for all.
+    public func dueSubscriptions(
+        now: Date, after cursor: DueCursor? = nil, limit: Int, environment: AppStoreEnvironment? = nil
+    ) throws -> DuePage {
+        var sql = "SELECT id, next_check_at FROM subscriptions WHERE next_check_at IS NOT NULL AND next_check_at <= $1"
+        var parameters: [PostgresValue] = [.timestamptz(now), .int64(Int64(limit))]
+        if let cursor {
+            // A row comparison, so the index on (next_check_at, id) starts right after the cursor.
+            sql += " AND (next_check_at, id) > ($\(parameters.count + 1), $\(parameters.count + 2))"
+            parameters += [.timestamptz(cursor.nextCheckAt), .int64(cursor.id)]
+        }
+        if let environment {
+            sql += " AND environment = $\(parameters.count + 1)"
+            parameters.append(.text(environment.rawValue))
+        }
+        sql += " ORDER BY next_check_at, id LIMIT $2"
+        let due = try connection.query(sql, parameters).map { row in
+            DueSubscription(id: try row["id"].int64() ?? 0, nextCheckAt: try row["next_check_at"].timestamptz() ?? now)
+        }
+        let next = due.count < limit ? nil : due.last.map { DueCursor(nextCheckAt: $0.nextCheckAt, id: $0.id) }
+        return DuePage(subscriptions: due, next: next)
+    }
+
+    /// The receipts, stored states and versions of `ids`, in one query, in the order of `ids`;
+    /// ids that no longer exist are left out.
+    public func loadForVerification(ids: [Int64]) throws -> [LoadedSubscription] {
+        let rows = try connection.query("""
+            SELECT s.id, s.original_transaction_id, s.app, s.environment, r.receipt, s.state, s.version,
+                s.last_verified_at, s.next_check_at
+            FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
+            JOIN subscriptions s ON s.id = wanted.id
+            LEFT JOIN receipts r ON r.subscription_id = s.id
+            ORDER BY wanted.position
+            """, [Self.idArray(ids)])
+        return try rows.map { row in
+            let id = try row["id"].int64() ?? 0
+            return try LoadedSubscription(
+                id: id,
+                originalTransactionID: row["original_transaction_id"].text() ?? "",
+                app: row["app"].text() ?? "",
+                environment: AppStoreEnvironment(rawValue: row["environment"].text() ?? "") ?? .production,
+                receipt: row["receipt"].text().map(ReceiptData.init(base64:)),
+                state: Self.decodeState(row["state"], subscriptionID: id),
+                version: row["version"].int64() ?? 0,
+                lastVerifiedAt: row["last_verified_at"].timestamptz(),
+                nextCheckAt: row["next_check_at"].timestamptz())
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import AppStore
+import Foundation
+import Ledger
+import Testing
+
+/// The next-check rules as a table: a verification on 10 March at 15:00 UTC, the next nightly run
+/// on 11 March at 02:00.
+@Suite struct CheckScheduleTests {
+    struct Case: Sendable, CustomTestStringConvertible {
+        var name: String
+        var schedule = CheckSchedule()
+        var state: SubscriptionState?
+        /// "2024-03-10T15:10" in UTC, or nil for "only on notification".
+        var expected: String?
+
+        var testDescription: String { name }
+    }
+
+    static let now = at("2024-03-10T15:00")
+    static let nightly = at("2024-03-11T02:00")
+
+    static func at(_ minute: String) -> Date {
+        guard let instant = Instant(iso8601: minute + ":00.000Z") else { fatalError("bad test time \(minute)") }
+        return instant.date
+    }
+
+    static func state(
+        _ status: SubscriptionStatus, expires: String? = nil, graceEnds: String? = nil,
+        environment: AppStoreEnvironment = .production
+    ) -> SubscriptionState {
+        var state = SubscriptionState(originalTransactionID: "1000", status: status, verifiedAt: Instant(now))
+        state.expiresAt = expires.map { Instant(at($0)) }
+        state.gracePeriodExpiresAt = graceEnds.map { Instant(at($0)) }
+        state.environment = environment
+        return state
+    }
+
+    static let cases: [Case] = [
+        Case(name: "never verified: now", state: nil, expected: "2024-03-10T15:00"),
+        Case(name: "active, expiring today: just after expiry",
+             state: state(.active, expires: "2024-03-10T18:00"), expected: "2024-03-10T18:10"),
+        Case(name: "active, expiring after the nightly run: the nightly run",
+             state: state(.active, expires: "2024-04-01T00:00"), expected: "2024-03-11T02:00"),
+        Case(name: "active, no expiry: the nightly run", state: state(.active), expected: "2024-03-11T02:00"),
+        Case(name: "active, wider margin",
+             schedule: CheckSchedule(afterExpiry: 3600), state: state(.active, expires: "2024-03-10T18:00"),
+             expected: "2024-03-10T19:00"),
+        Case(name: "grace ending today: just after grace",
+             state: state(.inGrace, expires: "2024-03-09T00:00", graceEnds: "2024-03-10T20:00"),
+             expected: "2024-03-10T20:10"),
+        Case(name: "grace ending later: daily, at the nightly run",
+             state: state(.inGrace, expires: "2024-03-09T00:00", graceEnds: "2024-03-20T00:00"),
+             expected: "2024-03-11T02:00"),
+        Case(name: "billing retry: daily, at the nightly run",
+             state: state(.inBillingRetry, expires: "2024-03-09T00:00"), expected: "2024-03-11T02:00"),
+        Case(name: "billing retry every 6 h: before the nightly run",
+             schedule: CheckSchedule(billingRetryInterval: 6 * 3600),
+             state: state(.inBillingRetry, expires: "2024-03-09T00:00"), expected: "2024-03-10T21:00"),
+        Case(name: "billing retry every 12 h: moved to the nightly run before it",
+             schedule: CheckSchedule(billingRetryInterval: 12 * 3600),
+             state: state(.inBillingRetry, expires: "2024-03-09T00:00"), expected: "2024-03-11T02:00"),
+        Case(name: "expired 5 days ago: the nightly run 3 days on",
+             state: state(.expired, expires: "2024-03-05T15:00"), expected: "2024-03-13T02:00"),
+        Case(name: "expired 59 days ago: still every 3 days",
+             state: state(.expired, expires: "2024-01-11T15:00"), expected: "2024-03-13T02:00"),
+        Case(name: "expired 61 days ago: monthly",
+             state: state(.expired, expires: "2024-01-09T15:00"), expected: "2024-04-09T02:00"),
+        Case(name: "expired, weekly while recoverable",
+             schedule: CheckSchedule(expiredInterval: 7 * 86_400),
+             state: state(.expired, expires: "2024-03-05T15:00"), expected: "2024-03-17T02:00"),
+        Case(name: "refunded: only on notification", state: state(.refunded, expires: "2024-04-01T00:00"), expected: nil),
+        Case(name: "invalid: only on notification", state: state(.invalid), expected: nil),
+        Case(name: "sandbox, active: minutes",
+             state: state(.active, expires: "2024-03-10T15:03", environment: .sandbox), expected: "2024-03-10T15:05"),
+        Case(name: "sandbox, expired: minutes",
+             state: state(.expired, expires: "2024-03-10T14:00", environment: .sandbox), expected: "2024-03-10T15:05"),
+        Case(name: "sandbox, every 2 min",
+             schedule: CheckSchedule(sandboxInterval: 120), state: state(.active, environment: .sandbox),
+             expected: "2024-03-10T15:02"),
+        Case(name: "sandbox, refunded: only on notification",
+             state: state(.refunded, environment: .sandbox), expected: nil),
+    ]
+
+    @Test(arguments: cases)
+    func nextCheck(_ row: Case) {
+        let next = row.schedule.nextCheck(for: row.state, now: Self.now, nextNightlyRun: Self.nightly)
+        #expect(next == row.expected.map(Self.at))
+    }
+}
