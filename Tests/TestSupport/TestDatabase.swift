@@ -1,3 +1,4 @@
+import Foundation
 import PostgresClient
 
 /// A PostgreSQL database of its own for one test, created empty on the test server and dropped
@@ -34,12 +35,20 @@ public struct TestDatabase: Sendable {
         try PostgresConnection(configuration: PostgresConfiguration(url))
     }
 
-    /// Drops the database, ending any sessions still in it.
+    /// Drops the database, ending any sessions still in it. FORCE cannot end an autovacuum worker
+    /// for a role that is not superuser, so a busy database is tried again a few times.
     public func drop() async throws {
         let name = name
         try await onOwnThread {
-            try PostgresConnection(configuration: PostgresConfiguration(TestServers.postgresURL))
-                .execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+            let server = try PostgresConnection(configuration: PostgresConfiguration(TestServers.postgresURL))
+            for attempt in 1...10 {
+                do {
+                    try server.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+                    return
+                } catch where attempt < 10 {
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+            }
         }
     }
 
