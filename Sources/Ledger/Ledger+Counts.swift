@@ -43,3 +43,17 @@ extension Ledger {
             oldestUnpublishedAge: row["oldest_unpublished_age"].double())
     }
 }
+
+extension Ledger {
+    /// verifyReceipt attempts at or after `since`, per Apple status ("none" when Apple gave none:
+    /// timeouts, error pages), for the status mix.
+    public func appleStatusMix(since: Date) throws -> [String: Int] {
+        let rows = try connection.query("""
+            SELECT coalesce(apple_status::text, 'none') AS status, count(*) AS attempts
+            FROM verifications WHERE attempted_at >= $1 GROUP BY 1
+            """, [.timestamptz(since)])
+        var mix: [String: Int] = [:]
+        for row in rows { mix[try row["status"].text() ?? "none"] = Int(try row["attempts"].int64() ?? 0) }
+        return mix
+    }
+}

@@ -87,6 +87,8 @@ enum Migrations {
                 error            text
             );
             CREATE INDEX verifications_subscription ON verifications (subscription_id, attempted_at);
+            -- The status command reads the last minute of attempts across the fleet.
+            CREATE INDEX verifications_recent ON verifications (attempted_at);
 
             -- The transactional outbox. Written in the same transaction as the state it announces;
             -- the relay publishes rows in `seq` order and stamps published_at.

@@ -6,5 +6,8 @@ struct ReceiptFleet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptfleet",
         abstract: "Re-verifies App Store subscriptions at fleet scale.",
-        subcommands: [Migrate.self, Inspect.self, SimulateAppStore.self])
+        subcommands: [
+            Worker.self, Schedule.self, Status.self, Pause.self, Resume.self, Migrate.self, Inspect.self,
+            SimulateAppStore.self,
+        ])
 }

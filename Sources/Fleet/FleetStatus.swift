@@ -1,0 +1,67 @@
+import Foundation
+import JobQueue
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// Everything `receiptfleet status` shows, read from Redis and PostgreSQL themselves, so every
+/// process that asks sees the same truth.
+public struct FleetStatus: Sendable, Encodable {
+    public var queue: Queue
+    public var subscriptions: [String: Int]
+    public var dueNow: Int
+    /// Verifications in the last minute, and the Apple status mix among them.
+    public var verifiedLastMinute: Int
+    public var appleStatusLastMinute: [String: Int]
+    public var eventsLastHour: [String: Int]
+    public var outbox: Outbox
+    public var lastSchedulerRun: ScheduleSummary?
+
+    public struct Queue: Sendable, Encodable {
+        public var ready: Int
+        public var readyHigh: Int
+        public var reserved: Int
+        public var delayedDue: Int
+        public var delayedLater: Int
+        public var dead: Int
+        public var oldestReadyAgeSeconds: Double?
+        public var liveWorkers: Int
+        public var consumers: Int
+        public var pausedUntil: Date?
+        public var haltedReason: String?
+    }
+
+    public struct Outbox: Sendable, Encodable {
+        public var unpublished: Int
+        public var oldestUnpublishedAgeSeconds: Double?
+    }
+
+    /// Reads the status now.
+    public static func read(settings: FleetSettings) throws -> FleetStatus {
+        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        let keys = try QueueKeys(prefix: settings.keyPrefix)
+        let queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -3))
+        let stats = try queue.stats()
+        let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+        let now = Date()
+        let counts = try ledger.counts(now: now, since: now - 3_600)
+        let lastRun = try redis.command("GET", keys.schedulerLastRun).bytes.flatMap {
+            try? JSONDecoder().decode(ScheduleSummary.self, from: Data($0))
+        }
+        return FleetStatus(
+            queue: Queue(
+                ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,
+                delayedDue: stats.delayedDue, delayedLater: stats.delayedLater, dead: stats.dead,
+                oldestReadyAgeSeconds: stats.oldestReadyAge?.seconds, liveWorkers: stats.liveWorkers,
+                consumers: stats.consumers.count,
+                pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                haltedReason: stats.haltedReason),
+            subscriptions: counts.subscriptionsByStatus,
+            dueNow: counts.dueNow,
+            verifiedLastMinute: try ledger.counts(now: now, since: now - 60).verifiedSince,
+            appleStatusLastMinute: try ledger.appleStatusMix(since: now - 60),
+            eventsLastHour: counts.eventsByType,
+            outbox: Outbox(unpublished: counts.unpublishedEvents, oldestUnpublishedAgeSeconds: counts.oldestUnpublishedAge),
+            lastSchedulerRun: lastRun)
+    }
+}

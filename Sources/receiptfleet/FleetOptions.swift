@@ -1,0 +1,149 @@
+import AppStore
+import ArgumentParser
+import Fleet
+import Foundation
+import JobQueue
+
+/// The options every fleet command shares. Each setting comes from, strongest first: its flag,
+/// the environment variable RECEIPTFLEET_<NAME>, the JSON configuration file (`--config`, or
+/// RECEIPTFLEET_CONFIG), then the default. The shared secret never comes from a flag (flags show
+/// in `ps`): set RECEIPTFLEET_SHARED_SECRET, or name a file with `shared-secret-file`.
+struct FleetOptions: ParsableArguments {
+    @Option(help: "A JSON file of settings (keys as the flags' names, e.g. \"rate-limit\": 50).")
+    var config: String?
+
+    @Option(help: "Redis, e.g. redis://:password@host:6379/0 or unix:///run/redis.sock.")
+    var redisURL: String?
+
+    @Option(help: "PostgreSQL, a URL or conninfo, e.g. postgresql://fleet@db/receiptfleet.")
+    var postgresURL: String?
+
+    @Option(help: "The Redis key prefix of this deployment; it must hold a {hash tag}.")
+    var keyPrefix: String?
+
+    @Option(help: "verifyReceipt in production (default: Apple's).")
+    var appstoreProductionURL: String?
+
+    @Option(help: "verifyReceipt in the sandbox (default: Apple's).")
+    var appstoreSandboxURL: String?
+
+    @Option(help: "Requests per second to Apple, summed over the whole fleet.")
+    var rateLimit: Double?
+
+    @Option(help: "How many requests may go at once after a quiet spell.")
+    var rateBurst: Int?
+
+    @Option(help: "Worker threads in this process, each with its own connections.")
+    var concurrency: Int?
+
+    @Option(help: "Seconds a stopping worker may take to finish the jobs in hand.")
+    var drainGrace: Int?
+
+    @Option(help: "Seconds a reserved job may go without an ack before others take it over.")
+    var visibilityTimeout: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    /// Every setting, resolved and checked.
+    func settings() throws -> FleetSettings {
+        try ResolvedConfiguration(options: self).settings()
+    }
+}
+
+/// The layers of configuration, looked up key by key ("rate-limit" → --rate-limit,
+/// RECEIPTFLEET_RATE_LIMIT, "rate-limit" in the file).
+struct ResolvedConfiguration {
+    private let flags: [String: String]
+    private let environment: [String: String]
+    private let file: [String: String]
+
+    init(options: FleetOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        self.environment = environment
+        var flags: [String: String] = [:]
+        flags["redis-url"] = options.redisURL
+        flags["postgres-url"] = options.postgresURL
+        flags["key-prefix"] = options.keyPrefix
+        flags["appstore-production-url"] = options.appstoreProductionURL
+        flags["appstore-sandbox-url"] = options.appstoreSandboxURL
+        flags["rate-limit"] = options.rateLimit.map { String($0) }
+        flags["rate-burst"] = options.rateBurst.map(String.init)
+        flags["concurrency"] = options.concurrency.map(String.init)
+        flags["drain-grace"] = options.drainGrace.map(String.init)
+        flags["visibility-timeout"] = options.visibilityTimeout.map(String.init)
+        flags["log-level"] = options.logLevel
+        self.flags = flags
+        file = try Self.readFile(options.config ?? environment["RECEIPTFLEET_CONFIG"])
+    }
+
+    /// The value of `key`, and where it came from (for `config check`).
+    func value(_ key: String) -> (value: String, source: String)? {
+        if let value = flags[key] { return (value, "flag --\(key)") }
+        let variable = "RECEIPTFLEET_" + key.uppercased().replacingOccurrences(of: "-", with: "_")
+        if let value = environment[variable], !value.isEmpty { return (value, "environment \(variable)") }
+        if let value = file[key] { return (value, "file") }
+        return nil
+    }
+
+    func string(_ key: String, default fallback: String) -> String { value(key)?.value ?? fallback }
+
+    func number<T: LosslessStringConvertible>(_ key: String, default fallback: T, _ valid: (T) -> Bool, _ rule: String) throws -> T {
+        guard let (text, source) = value(key) else { return fallback }
+        guard let number = T(text), valid(number) else {
+            throw ConfigurationError(key: key, source: source, reason: "'\(text)' is not \(rule)")
+        }
+        return number
+    }
+
+    func sharedSecret() throws -> SharedSecret? {
+        if let (value, _) = value("shared-secret") { return SharedSecret(value) }
+        guard let (path, source) = value("shared-secret-file") else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(key: "shared-secret-file", source: source, reason: "cannot read \(path)")
+        }
+        return SharedSecret(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    func settings() throws -> FleetSettings {
+        let rate = try number("rate-limit", default: 50.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second")
+        let burst = try number("rate-burst", default: 10, { $0 >= 1 }, "a whole number ≥ 1")
+        let prefix = string("key-prefix", default: "{rf}")
+        do {
+            _ = try QueueKeys(prefix: prefix)
+        } catch {
+            throw ConfigurationError(key: "key-prefix", source: value("key-prefix")?.source ?? "default", reason: "\(error)")
+        }
+        return FleetSettings(
+            redisURL: string("redis-url", default: "redis://127.0.0.1:6379/0"),
+            postgresURL: string("postgres-url", default: "postgresql://localhost/receiptfleet"),
+            keyPrefix: prefix,
+            endpoints: AppStoreEndpoints(
+                production: string("appstore-production-url", default: AppStoreEndpoints.apple.production),
+                sandbox: string("appstore-sandbox-url", default: AppStoreEndpoints.apple.sandbox)),
+            sharedSecret: try sharedSecret(),
+            rateLimit: try RateLimit(perSecond: rate, burst: burst),
+            concurrency: try number("concurrency", default: 8, { (1...512).contains($0) }, "a whole number from 1 to 512"),
+            visibilityTimeout: .seconds(try number("visibility-timeout", default: 60, { $0 >= 5 }, "a whole number of seconds ≥ 5")),
+            drainGrace: .seconds(try number("drain-grace", default: 25, { $0 >= 0 }, "a whole number of seconds ≥ 0")),
+            nightlyHourUTC: try number("nightly-hour", default: 2, { (0...23).contains($0) }, "an hour from 0 to 23"))
+    }
+
+    private static func readFile(_ path: String?) throws -> [String: String] {
+        guard let path else { return [:] }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(key: "config", source: path, reason: "cannot read the file")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ConfigurationError(key: "config", source: path, reason: "not a JSON object of settings")
+        }
+        return object.mapValues { "\($0)" }
+    }
+}
+
+struct ConfigurationError: Error, CustomStringConvertible {
+    let key: String
+    let source: String
+    let reason: String
+
+    var description: String { "configuration '\(key)' (from \(source)): \(reason)" }
+}

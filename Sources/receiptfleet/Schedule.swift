@@ -1,0 +1,92 @@
+import AppStore
+import ArgumentParser
+import Fleet
+import Foundation
+
+/// `receiptfleet schedule`
+struct Schedule: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Enqueue one verification job per due subscription.",
+        discussion: """
+            Reads the subscriptions whose next check has come (refunded and invalid ones wait for a \
+            notification) in pages, and enqueues them under one run id, each at most once per run: a \
+            second run the same night adds nothing. A lock keeps two schedulers from overlapping.
+            Run it nightly from cron, a systemd timer or a Kubernetes CronJob; or keep it running with \
+            --every, so that a renewal is seen minutes after it happens.
+
+            Examples:
+              receiptfleet schedule
+              receiptfleet schedule --dry-run
+              receiptfleet schedule --environment Sandbox --limit 1000
+              receiptfleet schedule --every 300
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Option(help: "The run id (default: today's UTC date; with --every, the date and time of each pass).")
+    var runID: String?
+
+    @Flag(help: "Count what is due; enqueue nothing.")
+    var dryRun = false
+
+    @Option(help: "Enqueue at most this many subscriptions.")
+    var limit: Int?
+
+    @Option(help: "Only subscriptions of this environment: Production or Sandbox.")
+    var environment: String?
+
+    @Option(help: "Keep running: a pass every this many seconds.")
+    var every: Int?
+
+    func validate() throws {
+        if let environment, AppStoreEnvironment(rawValue: environment) == nil {
+            throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
+        }
+        if let every, every < 1 { throw ValidationError("--every must be at least 1 second.") }
+        if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
+    }
+
+    func run() throws {
+        let logger = setUpLogging(level: options.logLevel)
+        let scheduler = try Scheduler(settings: options.settings())
+        repeat {
+            let now = Date()
+            var passOptions = Scheduler.Options(
+                runID: runID ?? (every == nil ? Scheduler.nightlyRunID(now) : String(Instant(now).description.prefix(16))))
+            passOptions.dryRun = dryRun
+            passOptions.limit = limit
+            passOptions.environment = environment.flatMap(AppStoreEnvironment.init(rawValue:))
+            let progress = ProgressLine()
+            let summary = try scheduler.run(passOptions, now: now) { summary in
+                progress.show("run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
+                    + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s")
+            }
+            progress.finish()
+            print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
+                + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
+            logger.debug("scheduler pass done", metadata: ["run": "\(summary.runID)"])
+            if let every { Thread.sleep(forTimeInterval: TimeInterval(every)) }
+        } while every != nil
+    }
+}
+
+/// One line of progress on a terminal, redrawn in place; plain lines when output is not a terminal.
+final class ProgressLine {
+    private let interactive = isatty(STDERR_FILENO) == 1
+    private var lastShown = ContinuousClock.now - .seconds(1)
+
+    func show(_ text: String) {
+        guard interactive else {
+            if lastShown.duration(to: .now) >= .seconds(2) {
+                lastShown = .now
+                FileHandle.standardError.write(Data((text + "\n").utf8))
+            }
+            return
+        }
+        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
+    }
+
+    func finish() {
+        if interactive { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

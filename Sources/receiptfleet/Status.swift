@@ -1,0 +1,81 @@
+import ArgumentParser
+import Fleet
+import Foundation
+
+/// `receiptfleet status`
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the queue, the fleet and the ledger at a glance.",
+        discussion: """
+            Ready, reserved, delayed and dead jobs, the oldest job's age, throughput over the last \
+            minute and Apple's status mix, pause and halt, live workers, the last scheduler run and \
+            the outbox lag, all read from Redis and PostgreSQL.
+
+            Examples:
+              receiptfleet status
+              receiptfleet status --watch
+              receiptfleet status --json | jq .queue
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Flag(help: "Refresh every 2 seconds until interrupted.")
+    var watch = false
+
+    @Flag(help: "Print JSON instead of a table.")
+    var json = false
+
+    func run() throws {
+        let settings = try options.settings()
+        repeat {
+            let status = try FleetStatus.read(settings: settings)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                encoder.dateEncodingStrategy = .iso8601
+                print(String(decoding: try encoder.encode(status), as: UTF8.self))
+            } else {
+                if watch { print("\u{1B}[2J\u{1B}[H", terminator: "") }
+                print(Self.render(status))
+            }
+            if watch { Thread.sleep(forTimeInterval: 2) }
+        } while watch
+    }
+
+    static func render(_ status: FleetStatus) -> String {
+        let queue = status.queue
+        var lines: [String] = []
+        func line(_ label: String, _ text: String) {
+            lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + text)
+        }
+        func list(_ counts: [String: Int]) -> String {
+            counts.isEmpty ? "-" : counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        }
+        let delayed = queue.delayedDue + queue.delayedLater
+        line("queue", "\(queue.ready) ready (\(queue.readyHigh) high priority), \(queue.reserved) reserved, "
+            + "\(delayed) delayed (\(queue.delayedDue) due), \(queue.dead) dead")
+        let oldest: String = queue.oldestReadyAgeSeconds.map { String(format: "%.0f s", $0) } ?? "-"
+        line("oldest job", oldest)
+        if let reason = queue.haltedReason {
+            line("gate", "HALTED: \(reason) (fix it, then `receiptfleet resume`)")
+        } else if let until = queue.pausedUntil {
+            line("gate", "paused until \(until) (Apple unavailable; one probe per period)")
+        } else {
+            line("gate", "open")
+        }
+        line("workers", "\(queue.liveWorkers) live (\(queue.consumers) consumers known)")
+        line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
+        line("apple", list(status.appleStatusLastMinute))
+        line("subscriptions", list(status.subscriptions))
+        line("due now", "\(status.dueNow)")
+        line("events (1 h)", list(status.eventsLastHour))
+        let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
+        line("outbox", "\(status.outbox.unpublished) unpublished" + lag)
+        if let run = status.lastSchedulerRun {
+            line("scheduler", "run \(run.runID): \(run.found) due, \(run.enqueued) enqueued")
+        } else {
+            line("scheduler", "no run recorded")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Dispatch
+import Fleet
+import Foundation
+import Synchronization
+
+/// `receiptfleet worker`
+struct Worker: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify queued subscriptions with Apple until stopped.",
+        discussion: """
+            Runs --concurrency worker threads, each with its own Redis, PostgreSQL and HTTP connections: \
+            reserve a batch of jobs, verify each subscription under the fleet-wide rate limit, pause and \
+            halt, write the results in one transaction, then acknowledge the jobs. Delayed jobs are \
+            promoted in the background. Scale out by starting more processes anywhere that reaches \
+            Redis and PostgreSQL.
+
+            SIGTERM or SIGINT: stop reserving, finish the jobs in hand within --drain-grace seconds, \
+            acknowledge them, deregister, exit 0. Jobs still running at the deadline are left for other \
+            workers to reclaim.
+
+            Examples:
+              receiptfleet worker --concurrency 32
+              RECEIPTFLEET_SHARED_SECRET=… receiptfleet worker --config /etc/receiptfleet.json
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    func run() throws {
+        let logger = setUpLogging(level: options.logLevel)
+        let settings = try options.settings()
+        let pool = WorkerPool(settings: settings, logger: logger)
+        pool.start()
+        let signal = waitForTerminationSignal()
+        logger.info("stopping: finishing the jobs in hand", metadata: ["signal": "\(signal)", "grace": "\(settings.drainGrace)"])
+        if pool.drain(grace: settings.drainGrace) {
+            logger.info("stopped cleanly")
+        } else {
+            logger.warning("the grace period ended with jobs still running; they will be reclaimed")
+        }
+    }
+}
+
+/// Blocks until SIGTERM or SIGINT arrives, and returns its name.
+func waitForTerminationSignal() -> String {
+    let received = DispatchSemaphore(value: 0)
+    let name = SignalName()
+    let queue = DispatchQueue(label: "receiptfleet.signals")
+    var sources: [DispatchSourceSignal] = []
+    for (number, label) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+        signal(number, SIG_IGN)  // handled by the source below instead of ending the process
+        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+        source.setEventHandler {
+            name.set(label)
+            received.signal()
+        }
+        source.resume()
+        sources.append(source)
+    }
+    received.wait()
+    return withExtendedLifetime(sources) { name.value }
+}
+
+private final class SignalName: Sendable {
+    private let storage = Mutex("")
+    func set(_ value: String) { storage.withLock { $0 = value } }
+    var value: String { storage.withLock { $0 } }
+}
