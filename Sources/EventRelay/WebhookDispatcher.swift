@@ -36,8 +36,9 @@ public final class WebhookDispatcher {
     /// and returns how many it made: fewer when fewer were due.
     @discardableResult
     public func runOnce(limit: Int? = nil) throws -> Int {
+        let limit = limit ?? configuration.batchSize
         var attempts = 0
-        while attempts < limit ?? configuration.batchSize, try attemptNextDue() { attempts += 1 }
+        while attempts < limit, try attemptNextDue() { attempts += 1 }
         return attempts
     }
 
@@ -89,14 +90,19 @@ public final class WebhookDispatcher {
         }
     }
 
-    private func record(_ outcome: AttemptOutcome, of delivery: DueDelivery, at attemptedAt: Date, on database: PostgresConnection) throws {
+    /// Records the attempt, moves the delivery on (delivered, failed, or due again later), and
+    /// disables the endpoint on a 410, all in the attempt's transaction.
+    private func record(
+        _ outcome: AttemptOutcome, of delivery: DueDelivery, at attemptedAt: Date, on database: PostgresConnection
+    ) throws {
+        let status: PostgresValue = outcome.status.map { .int64(Int64($0)) } ?? .null
+        let error: PostgresValue = outcome.error.map { .text($0) } ?? .null
         try database.execute(
             """
             INSERT INTO webhook_attempts (delivery_id, attempted_at, response_status, error, latency_ms)
             VALUES ($1, $2, $3::integer, $4, $5::integer)
             """,
-            [.int64(delivery.id), .timestamptz(attemptedAt), outcome.status.map { .int64(Int64($0)) } ?? .null,
-             outcome.error.map { .text($0) } ?? .null, .int64(outcome.latency.milliseconds)])
+            [.int64(delivery.id), .timestamptz(attemptedAt), status, error, .int64(outcome.latency.milliseconds)])
 
         let attempts = delivery.attempts + 1
         let next = outcome.retryDelay(after: attempts, schedule: configuration.retryDelays)
@@ -108,8 +114,7 @@ public final class WebhookDispatcher {
                 next_attempt_at = coalesce($6, next_attempt_at), delivered_at = $7
             WHERE id = $1
             """,
-            [.int64(delivery.id), .text(state), .int64(Int64(attempts)),
-             outcome.status.map { .int64(Int64($0)) } ?? .null, outcome.error.map { .text($0) } ?? .null,
+            [.int64(delivery.id), .text(state), .int64(Int64(attempts)), status, error,
              next.map { .timestamptz(attemptedAt.addingTimeInterval($0.seconds)) } ?? .null,
              outcome.isDelivered ? .timestamptz(attemptedAt) : .null])
 
