@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "JobQueue", targets: ["JobQueue"]),
         .library(name: "Ledger", targets: ["Ledger"]),
+        .library(name: "EventRelay", targets: ["EventRelay"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
@@ -47,6 +48,10 @@ let package = Package(
         ]),
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
+        .target(name: "EventRelay", dependencies: [
+            "PostgresClient", "RedisClient", "HTTPClient", "Ledger",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
 
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
@@ -74,6 +79,10 @@ let package = Package(
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(
+            name: "EventRelayTests",
+            dependencies: ["EventRelay", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]
+        ),
         .testTarget(
             name: "AppStoreTests",
             dependencies: [

@@ -144,5 +144,26 @@ enum Migrations {
                 latency_ms       integer
             );
             """),
+        Migration(version: 2, name: "relay", sql: """
+            -- Wakes the outbox relays as soon as events are committed: they LISTEN on this channel
+            -- (and still poll, since a notification sent while a relay reconnects is lost). One
+            -- notification per statement, delivered at commit; PostgreSQL folds repeats in one transaction.
+            CREATE FUNCTION notify_events_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('receiptfleet_events', '');
+                RETURN NULL;
+            END
+            $$;
+            CREATE TRIGGER events_inserted AFTER INSERT ON events
+                FOR EACH STATEMENT EXECUTE FUNCTION notify_events_inserted();
+
+            -- The relay publishes a subscription's event only when no earlier one of it is pending:
+            -- this finds the earliest pending event of each subscription without walking its history.
+            CREATE INDEX events_unpublished_subscription ON events (subscription_id, seq)
+                WHERE published_at IS NULL;
+
+            -- Attempts are read per delivery (support, dashboards) and deleted with it.
+            CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, attempted_at);
+            """),
     ]
 }

@@ -1,12 +1,12 @@
 import Foundation
 import Synchronization
 
-/// A tiny HTTP/1.1 server on 127.0.0.1, just enough to test the client against real sockets.
+/// A tiny HTTP/1.1 server on 127.0.0.1, just enough to test HTTP clients against real sockets.
 /// One thread accepts connections; each connection gets its own thread, which serves its
 /// requests in order (keep-alive) and behaves as the test asks. It understands requests with a
 /// Content-Length body only, which is what the client sends.
-final class TestHTTPServer: Sendable {
-    enum Behavior: Sendable {
+public final class TestHTTPServer: Sendable {
+    public enum Behavior: Sendable {
         /// Answers 200 with the request's body and Content-Type, and its method in X-Echo-Method.
         case echo
         /// Waits, then echoes.
@@ -15,17 +15,33 @@ final class TestHTTPServer: Sendable {
         case hangUp
         /// Reads the request, then resets the connection (TCP RST) without answering.
         case reset
+        /// Answers the first request with the first response, the second with the second, and so
+        /// on, counting over all connections; once they run out, the last one answers every request.
+        case respond([Response])
     }
 
-    struct Request: Sendable {
-        let method: String
-        let target: String
+    /// A canned answer for `.respond`.
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: [(name: String, value: String)]
+        public var body: [UInt8]
+
+        public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    public struct Request: Sendable {
+        public let method: String
+        public let target: String
         /// Header fields by lowercased name.
-        let headers: [String: String]
-        let body: [UInt8]
+        public let headers: [String: String]
+        public let body: [UInt8]
     }
 
-    let port: Int
+    public let port: Int
     private let behavior: Behavior
     private let listener: Int32
     private let stopping = Atomic<Bool>(false)
@@ -35,14 +51,14 @@ final class TestHTTPServer: Sendable {
     private let threads = DispatchGroup()
 
     /// Connections accepted so far.
-    var acceptedConnections: Int { accepted.load(ordering: .relaxed) }
+    public var acceptedConnections: Int { accepted.load(ordering: .relaxed) }
     /// Connections not yet closed (by either side).
-    var openConnections: Int { open.load(ordering: .relaxed) }
+    public var openConnections: Int { open.load(ordering: .relaxed) }
     /// Every request received, in order.
-    var requests: [Request] { received.withLock { $0 } }
-    var sawExpectContinue: Bool { requests.contains { $0.headers["expect"] == "100-continue" } }
+    public var requests: [Request] { received.withLock { $0 } }
+    public var sawExpectContinue: Bool { requests.contains { $0.headers["expect"] == "100-continue" } }
 
-    init(_ behavior: Behavior = .echo) throws {
+    public init(_ behavior: Behavior = .echo) throws {
         (listener, port) = try bindLoopback()
         self.behavior = behavior
         guard listen(listener, 128) == 0 else {
@@ -57,7 +73,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Stops accepting, ends every connection and waits for all the server's threads.
-    func stop() {
+    public func stop() {
         stopping.store(true, ordering: .relaxed)
         threads.wait()
         close(listener)
@@ -82,7 +98,11 @@ final class TestHTTPServer: Sendable {
     private func serve(_ connection: Int32) {
         var buffer: [UInt8] = []
         while let request = readRequest(connection, &buffer) {
-            received.withLock { $0.append(request) }
+            // Appended and counted under one lock, so concurrent requests each get their own turn.
+            let turn = received.withLock { requests in
+                requests.append(request)
+                return requests.count - 1
+            }
             switch behavior {
             case .echo:
                 echo(request, on: connection)
@@ -96,8 +116,17 @@ final class TestHTTPServer: Sendable {
                 var reset = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
                 return
+            case .respond(let responses):
+                guard let response = responses[safe: turn] ?? responses.last else { return }
+                answer(response, on: connection)
             }
         }
+    }
+
+    private func answer(_ response: Response, on connection: Int32) {
+        let fields = response.headers.map { "\($0.name): \($0.value)\r\n" }.joined()
+        let head = "HTTP/1.1 \(response.status) Canned\r\n\(fields)Content-Length: \(response.body.count)\r\n\r\n"
+        sendAll(Array(head.utf8) + response.body, on: connection)
     }
 
     private func echo(_ request: Request, on connection: Int32) {
@@ -177,14 +206,14 @@ final class TestHTTPServer: Sendable {
     }
 }
 
-struct SocketError: Error {
-    let call: String
-    let code = errno
+public struct SocketError: Error {
+    public let call: String
+    public let code = errno
 }
 
 /// A TCP socket bound to an ephemeral port on 127.0.0.1. Until it listens, connections to the
 /// port are refused, and holding it keeps anyone else from taking the port.
-func bindLoopback() throws -> (socket: Int32, port: Int) {
+public func bindLoopback() throws -> (socket: Int32, port: Int) {
     let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socket >= 0 else { throw SocketError(call: "socket") }
     var address = sockaddr_in()
@@ -201,4 +230,8 @@ func bindLoopback() throws -> (socket: Int32, port: Int) {
         throw SocketError(call: "bind")
     }
     return (socket, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+extension Array {
+    fileprivate subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

@@ -1,0 +1,40 @@
+/// How a `WebhookDispatcher` delivers.
+public struct WebhookConfiguration: Sendable {
+    /// The wait before each retry: the first entry after the first failed attempt, and so on. When
+    /// they are used up, the next failure fails the delivery for good. The default is the Standard
+    /// Webhooks schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (eight attempts over about 28 h).
+    /// A longer `Retry-After` from the receiver wins, up to the longest entry.
+    public var retryDelays: [Duration]
+    /// The longest one request may take, connecting included.
+    public var timeout: Duration
+    /// How often the dispatcher looks for due deliveries when it found none.
+    public var pollInterval: Duration
+    /// The most attempts one `runOnce` makes.
+    public var batchSize: Int
+    /// Sent as `User-Agent`.
+    public var userAgent: String
+
+    public init(
+        retryDelays: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map { .seconds($0) },
+        timeout: Duration = .seconds(15),
+        pollInterval: Duration = .seconds(1),
+        batchSize: Int = 50,
+        userAgent: String = "ReceiptFleet-Webhooks/1"
+    ) {
+        self.retryDelays = retryDelays
+        self.timeout = timeout
+        self.pollInterval = pollInterval
+        self.batchSize = batchSize
+        self.userAgent = userAgent
+    }
+
+    func validate() throws(WebhookError) {
+        guard retryDelays.allSatisfy({ $0 >= .zero }) else {
+            throw .invalidConfiguration("retry delays must not be negative")
+        }
+        guard timeout > .zero, pollInterval > .zero else {
+            throw .invalidConfiguration("the timeout and the poll interval must be positive")
+        }
+        guard batchSize > 0 else { throw .invalidConfiguration("the batch size must be at least 1") }
+    }
+}

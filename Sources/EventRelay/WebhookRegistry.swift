@@ -1,0 +1,104 @@
+import AppStore
+import Foundation
+import PostgresClient
+
+/// One receiver of webhooks, as listed. The secret is never part of it.
+public struct WebhookEndpoint: Sendable, Equatable {
+    public let id: Int64
+    public let url: String
+    /// The event types it receives; empty means all.
+    public let eventTypes: [String]
+    public let isEnabled: Bool
+    /// Why it was disabled (by an operator, or by a 410 Gone from the receiver).
+    public let disabledReason: String?
+    public let createdAt: Date
+}
+
+/// Adds, lists, disables and removes webhook endpoints (`receiptfleet webhooks …`), through a
+/// connection used from the calling thread.
+public struct WebhookRegistry {
+    private let database: PostgresConnection
+
+    public init(database: PostgresConnection) {
+        self.database = database
+    }
+
+    /// Adds an endpoint that receives `eventTypes` (names such as "renewed"; none means all) and
+    /// returns it with its new secret, which is stored but never shown again: give it to the receiver.
+    /// Throws `invalidURL` unless `url` is http(s) with a host, `unknownEventTypes` for other names.
+    public func add(url: String, eventTypes: [String]) throws -> (endpoint: WebhookEndpoint, secret: WebhookSecret) {
+        try Self.validate(url: url)
+        let unknown = eventTypes.filter { SubscriptionEventType(rawValue: $0) == nil }
+        guard unknown.isEmpty else { throw WebhookError.unknownEventTypes(unknown) }
+
+        let secret = WebhookSecret.generate()
+        var uniqueTypes: [String] = []
+        for type in eventTypes where !uniqueTypes.contains(type) { uniqueTypes.append(type) }
+        let rows = try database.query(
+            "INSERT INTO webhook_endpoints (url, secret, event_types) VALUES ($1, $2, $3::text[]) RETURNING \(Self.columns)",
+            [.text(url), .text(secret.text), .text(EventSQL.arrayLiteral(uniqueTypes))])
+        return (try Self.endpoint(rows[0]), secret)
+    }
+
+    /// Every endpoint, oldest first.
+    public func list() throws -> [WebhookEndpoint] {
+        try database.query("SELECT \(Self.columns) FROM webhook_endpoints ORDER BY id").map(Self.endpoint)
+    }
+
+    /// Stops deliveries to an endpoint: it gets no new deliveries, and its pending ones fail.
+    public func disable(id: Int64, reason: String = "disabled by an operator") throws {
+        try database.transaction { database in
+            guard try Self.disable(id: id, reason: reason, on: database) else {
+                throw WebhookError.unknownEndpoint(id)
+            }
+        }
+    }
+
+    /// Deletes an endpoint with its deliveries and their attempts.
+    public func remove(id: Int64) throws {
+        guard try database.execute("DELETE FROM webhook_endpoints WHERE id = $1", [.int64(id)]) == 1 else {
+            throw WebhookError.unknownEndpoint(id)
+        }
+    }
+
+    /// Disables an endpoint and fails its pending deliveries, inside the caller's transaction (the
+    /// dispatcher's, on a 410). Returns false if there is no such endpoint.
+    static func disable(id: Int64, reason: String, on database: PostgresConnection) throws -> Bool {
+        let updated = try database.execute(
+            "UPDATE webhook_endpoints SET enabled = false, disabled_reason = $2 WHERE id = $1",
+            [.int64(id), .text(reason)])
+        try database.execute(
+            """
+            UPDATE webhook_deliveries SET state = 'failed', last_error = 'endpoint disabled: ' || $2
+            WHERE endpoint_id = $1 AND state = 'pending'
+            """,
+            [.int64(id), .text(reason)])
+        return updated == 1
+    }
+
+    private static let columns = """
+        id, url, array_to_string(event_types, ',') AS event_types, enabled, disabled_reason, created_at
+        """
+
+    private static func endpoint(_ row: PostgresRow) throws -> WebhookEndpoint {
+        let types = try row["event_types"].text() ?? ""
+        return WebhookEndpoint(
+            id: try row["id"].int64() ?? 0,
+            url: try row["url"].text() ?? "",
+            eventTypes: types.isEmpty ? [] : types.split(separator: ",").map(String.init),
+            isEnabled: try row["enabled"].bool() ?? false,
+            disabledReason: try row["disabled_reason"].text(),
+            createdAt: try row["created_at"].timestamptz() ?? Date(timeIntervalSince1970: 0))
+    }
+
+    /// Only absolute http(s) URLs with a host. The message never repeats the URL, which may hold a token.
+    private static func validate(url: String) throws(WebhookError) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+            throw .invalidURL("it cannot be parsed as a URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw .invalidURL("the scheme '\(scheme)' is not http or https")
+        }
+        guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
+    }
+}

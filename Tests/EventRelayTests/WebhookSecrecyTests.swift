@@ -1,0 +1,57 @@
+import EventRelay
+import Foundation
+import PostgresClient
+import TestSupport
+import Testing
+
+@Suite struct WebhookSecrecyTests {
+    /// Every way an attempt can fail, each recorded somewhere an operator reads: none of those
+    /// places may show a secret, or a token from the endpoint's URL.
+    @Test func noSecretReachesAttemptsDeliveriesOrReasons() async throws {
+        let failing = try TestHTTPServer(.respond([.init(status: 500, body: Array("internal error".utf8))]))
+        defer { failing.stop() }
+        let gone = try TestHTTPServer(.respond([.init(status: 410)]))
+        defer { gone.stop() }
+        let slow = try TestHTTPServer(.delay(.seconds(2)))
+        defer { slow.stop() }
+        let (refusing, refusedPort) = try bindLoopback()  // bound, not listening: connections are refused
+        defer { close(refusing) }
+
+        let (secrets, texts, made) = try await World.with { world in
+            let database = try world.connect()
+            let registry = WebhookRegistry(database: database)
+            let urls = [
+                "http://127.0.0.1:\(failing.port)/hooks?token=url-token-123",
+                "http://127.0.0.1:\(gone.port)/hooks?token=url-token-123",
+                "http://127.0.0.1:\(slow.port)/hooks?token=url-token-123",
+                "http://127.0.0.1:\(refusedPort)/hooks?token=url-token-123",
+                "http://127.0.0.1:\(failing.port)/mangled?token=url-token-123",
+            ]
+            var secrets = try urls.map { try registry.add(url: $0, eventTypes: []).secret.text }
+            // A secret damaged in storage must not be quoted when it cannot be used.
+            secrets[4] = "whsec_!!not-base64-url-token-456"
+            try database.execute("UPDATE webhook_endpoints SET secret = $1 WHERE url LIKE '%mangled%'", [.text(secrets[4])])
+            try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
+            try world.relay().runOnce()
+
+            let configuration = WebhookConfiguration(timeout: .milliseconds(300))
+            let made = try WebhookDispatcher(database: database, configuration: configuration).runOnce()
+            let texts = try database.query(
+                """
+                SELECT error AS text FROM webhook_attempts
+                UNION ALL SELECT last_error FROM webhook_deliveries
+                UNION ALL SELECT disabled_reason FROM webhook_endpoints
+                """
+            ).compactMap { try $0["text"].text() }
+            return (secrets, texts, made)
+        }
+        #expect(made == 5)
+        #expect(texts.count >= 10, "every failed attempt and delivery has its error: \(texts)")
+        #expect(texts.contains { $0.contains("timed out") || $0.contains("timeout") })
+        #expect(texts.contains { $0.contains("whsec_<base64>") }, "the damaged secret is reported, not quoted")
+        let forbidden = secrets.map { String($0.dropFirst("whsec_".count)) } + ["url-token-123"]
+        for text in texts {
+            #expect(!forbidden.contains { text.contains($0) }, "\(text)")
+        }
+    }
+}
