@@ -49,13 +49,14 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
         .target(name: "EventRelay", dependencies: [
+            "Lanes",
             "PostgresClient", "RedisClient", "HTTPClient", "Ledger",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
-            "AppStore", "JobQueue", "Ledger", "HTTPClient", "PostgresClient", "RedisClient",
+            "AppStore", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ]),
 
@@ -81,7 +82,7 @@ let package = Package(
         .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
         .testTarget(
             name: "EventRelayTests",
-            dependencies: ["EventRelay", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]
+            dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]
         ),
         .testTarget(
             name: "AppStoreTests",

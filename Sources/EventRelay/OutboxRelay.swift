@@ -1,4 +1,5 @@
 import Foundation
+import Lanes
 import PostgresClient
 import RedisClient
 
@@ -48,8 +49,8 @@ public final class OutboxRelay {
     /// Publishes until `stop` is set: a round whenever events are committed (woken by NOTIFY), and
     /// at least every `pollInterval`. A round that fails is reported to `onError` and tried again
     /// after `pollInterval`; the clients reconnect by themselves.
-    public func run(until stop: StopFlag, onError: (any Error) -> Void = { _ in }) {
-        while !stop.isStopped {
+    public func run(until stop: StopSignal, onError: (any Error) -> Void = { _ in }) {
+        while !stop.isSet {
             do {
                 // Listening before looking means no event committed from now on can be missed.
                 if !isListening {
@@ -63,7 +64,7 @@ public final class OutboxRelay {
                 try waitForEvents(upTo: batch.deferred > 0 ? Self.deferredRetryDelay : configuration.pollInterval, stop)
             } catch {
                 onError(error)
-                stop.sleep(for: configuration.pollInterval)
+                stop.sleep(configuration.pollInterval)
             }
         }
     }
@@ -71,12 +72,12 @@ public final class OutboxRelay {
     private static let deferredRetryDelay: Duration = .milliseconds(20)
 
     /// Returns when a notification arrives, `duration` passes, or `stop` is set.
-    private func waitForEvents(upTo duration: Duration, _ stop: StopFlag) throws {
+    private func waitForEvents(upTo duration: Duration, _ stop: StopSignal) throws {
         let deadline = ContinuousClock.now + duration
-        while !stop.isStopped {
+        while !stop.isSet {
             let remaining = deadline - .now
             guard remaining > .zero else { return }
-            let timeout = min(remaining, StopFlag.checkInterval)
+            let timeout = min(remaining, .milliseconds(50))
             if !(try database.waitForNotifications(timeout: timeout)).isEmpty { return }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Lanes
 import HTTPClient
 import PostgresClient
 
@@ -44,14 +45,14 @@ public final class WebhookDispatcher {
 
     /// Delivers until `stop` is set, looking for due deliveries every `pollInterval` when idle. A
     /// round that fails is reported to `onError` and tried again after `pollInterval`.
-    public func run(until stop: StopFlag, onError: (any Error) -> Void = { _ in }) {
-        while !stop.isStopped {
+    public func run(until stop: StopSignal, onError: (any Error) -> Void = { _ in }) {
+        while !stop.isSet {
             do {
                 if try runOnce() > 0 { continue }
             } catch {
                 onError(error)
             }
-            stop.sleep(for: configuration.pollInterval)
+            stop.sleep(configuration.pollInterval)
         }
     }
 

@@ -1,3 +1,4 @@
+import Lanes
 import AppStore
 import HTTPClient
 import JobQueue

@@ -1,3 +1,4 @@
+import Lanes
 import Foundation
 import JobQueue
 import Logging

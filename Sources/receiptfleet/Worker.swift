@@ -26,14 +26,21 @@ struct Worker: ParsableCommand {
 
     @OptionGroup var options: FleetOptions
 
+    @Flag(help: "Also run the outbox relay and webhook deliveries in this process.")
+    var withRelay = false
+
     func run() throws {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
         let pool = WorkerPool(settings: settings, logger: logger)
         pool.start()
+        let relay = withRelay ? RelayRunner(settings: settings, logger: logger) : nil
+        relay?.start()
         let signal = waitForTerminationSignal()
         logger.info("stopping: finishing the jobs in hand", metadata: ["signal": "\(signal)", "grace": "\(settings.drainGrace)"])
-        if pool.drain(grace: settings.drainGrace) {
+        let drained = pool.drain(grace: settings.drainGrace)
+        relay?.stop(grace: .seconds(5))
+        if drained {
             logger.info("stopped cleanly")
         } else {
             logger.warning("the grace period ended with jobs still running; they will be reclaimed")

@@ -1,5 +1,6 @@
 import EventRelay
 import Foundation
+import Lanes
 import PostgresClient
 import RedisClient
 import Synchronization
@@ -121,7 +122,7 @@ import Testing
             let database = try world.connect()
             let redis = try world.redis()
             let subscription = try insertSubscriptions(1, on: database)[0]
-            let stop = StopFlag()
+            let stop = StopSignal()
             let finished = DispatchSemaphore(value: 0)
             let errors = Recorder()
             Thread {
@@ -152,7 +153,7 @@ import Testing
             let latency = ContinuousClock.now - inserted
 
             let stopping = ContinuousClock.now
-            stop.stop()
+            stop.set()
             finished.wait()
             return (latency, ContinuousClock.now - stopping, errors.all)
         }

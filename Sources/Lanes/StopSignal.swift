@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A flag every thread of a process watches: set once, when the process should wind down.
+/// A flag that threads' loops watch: set once, from any thread, when they should wind down.
+/// Loops notice it within 50 ms, also while they sleep through `sleep(_:)`.
 public final class StopSignal: Sendable {
     private let stopped = Atomic<Bool>(false)
 
@@ -33,7 +34,7 @@ extension Duration {
     }
 
     /// Up to `fraction` of this duration more, at random: spreads out workers that would wake together.
-    func withJitter(_ fraction: Double = 0.2) -> Duration {
+    public func withJitter(_ fraction: Double = 0.2) -> Duration {
         self + .milliseconds(Int64(Double.random(in: 0...fraction) * seconds * 1000))
     }
 }
