@@ -1,0 +1,139 @@
+import AppStore
+import ArgumentParser
+import Fleet
+import Foundation
+import Ledger
+import PostgresClient
+
+/// `receiptfleet subscriptions import|show`
+struct Subscriptions: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load subscriptions into the ledger, or look at one.",
+        subcommands: [Import.self, Show.self])
+
+    struct Import: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add subscriptions from a CSV or JSON lines file.",
+            discussion: """
+                Each line names one subscription: original_transaction_id, receipt (base64; `receipt_data` \
+                is accepted too), and optionally environment (Production or Sandbox), account_id and app. \
+                CSV files need a header line with those names. Lines already in the ledger are left as \
+                they are; bad lines are reported by number and the good ones kept. New subscriptions are \
+                due at once: the next `schedule` enqueues them.
+
+                Examples:
+                  receiptfleet subscriptions import subscriptions.jsonl
+                  receiptfleet subscriptions import export.csv
+                """)
+
+        @OptionGroup var options: FleetOptions
+
+        @Argument(help: "The file: .csv, or JSON lines (anything else).")
+        var file: String
+
+        func run() throws {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ValidationError("Cannot read \(file) as UTF-8 text: check the path.")
+            }
+            let (subscriptions, problems) = SubscriptionFile.parse(text, csv: file.hasSuffix(".csv"))
+            for problem in problems.prefix(20) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            if problems.count > 20 { FileHandle.standardError.write(Data("… and \(problems.count - 20) more bad lines\n".utf8)) }
+            let settings = try options.settings()
+            let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+            let progress = ProgressLine()
+            var inserted = 0
+            var present = 0
+            for start in stride(from: 0, to: subscriptions.count, by: 10_000) {
+                let batch = Array(subscriptions[start..<min(start + 10_000, subscriptions.count)])
+                let result = try ledger.addSubscriptions(batch)
+                inserted += result.inserted
+                present += result.alreadyPresent
+                progress.show("imported \(start + batch.count) of \(subscriptions.count)")
+            }
+            progress.finish()
+            print("Added \(inserted), already present \(present), bad lines \(problems.count).")
+            if !problems.isEmpty { throw ExitCode(2) }
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show one subscription: state, transactions, events and recent verifications.",
+            discussion: """
+                Examples:
+                  receiptfleet subscriptions show 42
+                  receiptfleet subscriptions show --original-transaction-id 1000000218147500
+                """)
+
+        @OptionGroup var options: FleetOptions
+
+        @Argument(help: "The subscription id.")
+        var id: Int64?
+
+        @Option(name: .customLong("original-transaction-id"), help: "Find it by original_transaction_id instead.")
+        var originalTransactionID: String?
+
+        func validate() throws {
+            guard (id == nil) != (originalTransactionID == nil) else {
+                throw ValidationError("Give either an id or --original-transaction-id.")
+            }
+        }
+
+        func run() throws {
+            let settings = try options.settings()
+            let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+            let ids = try id.map { [$0] } ?? ledger.subscriptions(originalTransactionID: originalTransactionID!).map(\.id)
+            guard !ids.isEmpty else { throw ValidationError("No such subscription.") }
+            for id in ids {
+                guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
+                print(SubscriptionReport(detail).text)
+            }
+        }
+    }
+}
+
+/// Reads subscription files: JSON lines or CSV with a header.
+enum SubscriptionFile {
+    static func parse(_ text: String, csv: Bool) -> ([NewSubscription], [String]) {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var header: [String] = []
+        if csv, !lines.isEmpty { header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
+        var subscriptions: [NewSubscription] = []
+        var problems: [String] = []
+        for (index, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+            let number = index + (csv ? 2 : 1)
+            let fields: [String: String]
+            if csv {
+                let values = line.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard values.count == header.count else {
+                    problems.append("line \(number): \(values.count) fields where the header has \(header.count)")
+                    continue
+                }
+                fields = Dictionary(zip(header, values), uniquingKeysWith: { first, _ in first })
+            } else {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
+                    problems.append("line \(number): not a JSON object")
+                    continue
+                }
+                fields = object.compactMapValues { $0 is NSNull ? nil : "\($0)" }
+            }
+            guard let id = fields["original_transaction_id"], !id.isEmpty else {
+                problems.append("line \(number): original_transaction_id is missing")
+                continue
+            }
+            guard let receipt = fields["receipt"] ?? fields["receipt_data"], !receipt.isEmpty else {
+                problems.append("line \(number): receipt is missing")
+                continue
+            }
+            let environmentName = fields["environment"] ?? "Production"
+            guard let environment = AppStoreEnvironment(rawValue: environmentName) else {
+                problems.append("line \(number): environment must be Production or Sandbox, not '\(environmentName)'")
+                continue
+            }
+            subscriptions.append(NewSubscription(
+                app: fields["app"] ?? "default", originalTransactionID: id, environment: environment,
+                receipt: ReceiptData(base64: receipt), accountID: fields["account_id"]))
+        }
+        return (subscriptions, problems)
+    }
+}
