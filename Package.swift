@@ -97,6 +97,10 @@ let package = Package(
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "FleetTests", dependencies: [
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator",
             .product(name: "Hummingbird", package: "hummingbird"),

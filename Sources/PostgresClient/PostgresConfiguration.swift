@@ -35,7 +35,7 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
     var parameters: [(keyword: String, value: String)] {
         // Decoders read timestamps as ISO in UTC, bytea as hex and floats at full precision, so the
         // session pins those settings; they follow the caller's own `options`, so they win.
-        let session = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3"
+        let session = "-c TimeZone=UTC -c DateStyle=ISO -c bytea_output=hex -c extra_float_digits=3 -c client_min_messages=warning"
         let options = given.first { $0.keyword == "options" }.map { "\($0.value) \(session)" } ?? session
         // Rounded up, and never 0, which libpq reads as "wait forever".
         let seconds = max(1, connectTimeout.components.seconds + (connectTimeout.components.attoseconds > 0 ? 1 : 0))
