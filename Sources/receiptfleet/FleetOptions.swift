@@ -122,6 +122,10 @@ struct ResolvedConfiguration {
                 sandbox: string("appstore-sandbox-url", default: AppStoreEndpoints.apple.sandbox)),
             sharedSecret: try sharedSecret(),
             rateLimit: try RateLimit(perSecond: rate, burst: burst),
+            retryPolicy: try RetryPolicy(
+                base: .milliseconds(Int64(1000 * (try number("retry-base", default: 30.0, { $0 > 0 }, "a number of seconds > 0")))),
+                cap: .milliseconds(Int64(1000 * (try number("retry-cap", default: 3_600.0, { $0 > 0 }, "a number of seconds > 0")))),
+                maxAttempts: try number("retry-max-attempts", default: 8, { $0 >= 1 }, "a whole number ≥ 1")),
             concurrency: try number("concurrency", default: 8, { (1...512).contains($0) }, "a whole number from 1 to 512"),
             visibilityTimeout: .seconds(try number("visibility-timeout", default: 60, { $0 >= 5 }, "a whole number of seconds ≥ 5")),
             drainGrace: .seconds(try number("drain-grace", default: 25, { $0 >= 0 }, "a whole number of seconds ≥ 0")),
