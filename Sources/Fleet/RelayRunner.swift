@@ -1,10 +1,8 @@
 import EventRelay
-import Foundation
 import Lanes
 import Logging
 import PostgresClient
 import RedisClient
-import Synchronization
 
 /// The outbox relay and the webhook dispatcher, each on a thread of its own with its own
 /// connections: `receiptfleet relay`, or `receiptfleet worker --with-relay`. Several may run at
@@ -12,9 +10,7 @@ import Synchronization
 public final class RelayRunner: Sendable {
     private let settings: FleetSettings
     private let logger: Logger
-    private let stop = StopSignal()
-    private let running = Atomic<Int>(0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let threads = ThreadGroup()
 
     public init(settings: FleetSettings, logger: Logger) {
         self.settings = settings
@@ -22,8 +18,7 @@ public final class RelayRunner: Sendable {
     }
 
     public func start() {
-        running.store(2, ordering: .relaxed)
-        spawn("rf-relay") { [settings, stop, logger] in
+        threads.spawn("rf-relay") { [settings, logger] stop in
             keepRunning("outbox relay", stop, logger) {
                 let relay = try OutboxRelay(
                     database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)),
@@ -32,7 +27,7 @@ public final class RelayRunner: Sendable {
                 relay.run(until: stop) { logger.error("relay round failed", metadata: ["error": "\($0)"]) }
             }
         }
-        spawn("rf-webhooks") { [settings, stop, logger] in
+        threads.spawn("rf-webhooks") { [settings, logger] stop in
             keepRunning("webhook dispatcher", stop, logger) {
                 let dispatcher = try WebhookDispatcher(
                     database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
@@ -45,20 +40,7 @@ public final class RelayRunner: Sendable {
     /// Stops both loops after their current round; returns whether they ended within `grace`.
     @discardableResult
     public func stop(grace: Duration) -> Bool {
-        stop.set()
-        let deadline = DispatchTime.now() + grace.seconds
-        while running.load(ordering: .acquiring) > 0 {
-            if finished.wait(timeout: deadline) == .timedOut { return false }
-        }
-        return true
-    }
-
-    private func spawn(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        Thread { [self] in
-            body()
-            running.subtract(1, ordering: .releasing)
-            finished.signal()
-        }.start()
+        threads.stop(grace: grace)
     }
 }
 

@@ -1,8 +1,7 @@
-import Lanes
 import Foundation
 import JobQueue
+import Lanes
 import Logging
-import Synchronization
 
 /// A worker process's threads: `concurrency` processors, each with its own connections, and one
 /// maintenance thread. Scaling out is starting more processes; they share nothing but Redis and
@@ -10,9 +9,7 @@ import Synchronization
 public final class WorkerPool: Sendable {
     private let settings: FleetSettings
     private let logger: Logger
-    private let stop = StopSignal()
-    private let running = Atomic<Int>(0)
-    private let finished = DispatchSemaphore(value: 0)
+    private let threads = ThreadGroup()
 
     public init(settings: FleetSettings, logger: Logger) {
         self.settings = settings
@@ -21,10 +18,8 @@ public final class WorkerPool: Sendable {
 
     /// Starts the threads and returns at once. A processor that cannot connect keeps trying.
     public func start() {
-        let threads = settings.concurrency + 1
-        running.store(threads, ordering: .relaxed)
         for index in 0..<settings.concurrency {
-            spawn(name: "rf-worker-\(index)") { [settings, stop, logger] in
+            threads.spawn("rf-worker-\(index)") { [settings, logger] stop in
                 var logger = logger
                 let consumer = JobQueue.consumerName(thread: index)
                 logger[metadataKey: "consumer"] = "\(consumer)"
@@ -39,7 +34,7 @@ public final class WorkerPool: Sendable {
                 }
             }
         }
-        spawn(name: "rf-maintenance") { [settings, stop, logger] in
+        threads.spawn("rf-maintenance") { [settings, logger] stop in
             Maintenance(settings: settings, stop: stop, logger: logger).run()
         }
         logger.info("worker started", metadata: ["concurrency": "\(settings.concurrency)"])
@@ -50,21 +45,6 @@ public final class WorkerPool: Sendable {
     /// other workers reclaim them after the visibility timeout.
     @discardableResult
     public func drain(grace: Duration) -> Bool {
-        stop.set()
-        let deadline = DispatchTime.now() + grace.seconds
-        while running.load(ordering: .acquiring) > 0 {
-            if finished.wait(timeout: deadline) == .timedOut { return false }
-        }
-        return true
-    }
-
-    private func spawn(name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread { [self] in
-            body()
-            running.subtract(1, ordering: .releasing)
-            finished.signal()
-        }
-        thread.name = name
-        thread.start()
+        threads.stop(grace: grace)
     }
 }

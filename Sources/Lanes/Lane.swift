@@ -103,6 +103,6 @@ private final class Mailbox<Resource>: Sendable {
 /// Names the calling thread for the kernel (`top -H`, `/proc`, debuggers), cut to its 15-byte
 /// limit. Foundation's `Thread.name` does not reliably reach the kernel on Linux, and
 /// `pthread_setname_np` is not visible to Swift there, so this writes the name where Linux keeps it.
-private func nameCurrentThread(_ name: String) {
+func nameCurrentThread(_ name: String) {
     try? String(name.utf8.prefix(15))?.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
 }
