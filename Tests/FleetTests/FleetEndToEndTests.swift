@@ -8,6 +8,7 @@ import Logging
 import PostgresClient
 import RedisClient
 import TestSupport
+import Synchronization
 import Testing
 
 /// The whole fleet in one process: real Redis and PostgreSQL, the simulator over HTTP, the
@@ -51,9 +52,11 @@ import Testing
         }
 
         /// Runs a worker pool until `done` says so (or 60 s pass), then drains it.
-        func work(until done: @escaping @Sendable (FleetStatus) -> Bool) async throws -> FleetStatus {
+        func work(
+            logger: Logger = Logger(label: "e2e"), until done: @escaping @Sendable (FleetStatus) -> Bool
+        ) async throws -> FleetStatus {
             let settings = settings
-            let pool = WorkerPool(settings: settings, logger: Logger(label: "e2e"))
+            let pool = WorkerPool(settings: settings, logger: logger)
             pool.start()
             defer { pool.drain(grace: .seconds(10)) }
             let deadline = ContinuousClock.now + .seconds(60)
@@ -123,14 +126,47 @@ import Testing
             try await LiveSimulator.with(knobs: FaultKnobs(sharedSecret: "the-real-secret"), startMs: nowMs) { simulator in
                 let setup = try Setup(database: database, simulator: simulator, nowMs: nowMs, receipts: 20, secret: "a-wrong-secret")
                 _ = try await setup.load()
-                let final = try await setup.work { $0.queue.haltedReason != nil }
+                let log = CapturedLog()
+                let logger = Logger(label: "e2e") { _ in log.handler }
+                let final = try await setup.work(logger: logger) { $0.queue.haltedReason != nil }
                 #expect(final.queue.haltedReason?.contains("21004") == true)
                 // Give the other workers a moment: they must postpone, not judge.
                 try await Task.sleep(for: .seconds(1))
                 let stored = try await setup.storedStatuses()
                 #expect(Set(stored.values) == ["unverified"], "no subscription was touched")
                 #expect(try await setup.eventCount().all == 0)
+                // The alarm is loud, and carries neither the secret nor any receipt.
+                let text = log.text
+                #expect(text.contains("21004"))
+                #expect(!text.contains("a-wrong-secret"))
+                for receipt in setup.fleet { #expect(!text.contains(receipt.receiptData)) }
             }
+        }
+    }
+}
+
+/// The lines logged through `handler`s, metadata included, for tests that read the logs.
+final class CapturedLog: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    /// A log handler writing here; each logger gets its own, as swift-log expects.
+    var handler: Handler { Handler(log: self) }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let all = metadata.merging(event.metadata ?? [:]) { $1 }
+            log.lines.withLock { $0.append("\(event.level) \(event.message) \(all)") }
         }
     }
 }
