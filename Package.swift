@@ -72,7 +72,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
-        .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore"], path: "Sources/LedgerBenchmark"),
+        .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["PostgresClient", "AppStoreSimulator"], path: "Tests/TestSupport"),

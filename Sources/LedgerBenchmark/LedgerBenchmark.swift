@@ -1,7 +1,9 @@
 import AppStore
 import Foundation
+import EventRelay
 import Ledger
 import PostgresClient
+import RedisClient
 import Synchronization
 
 /// Measures the ledger against a PostgreSQL server, in a database of its own that it drops at the end:
@@ -73,6 +75,7 @@ import Synchronization
         guard events == ids.count else { throw BenchmarkError("expected one renewal event per write, got \(events)") }
         let renewals = try persist(batches, database: database, nextNightlyRun: tonight)
         print("renewals_per_second \(Int(renewals)) (a new transaction and an event each)")
+        try relay(database: database, events: events)
 
         var pages = 0, due = 0
         let paging = try measure {
@@ -85,6 +88,31 @@ import Synchronization
             }
         }
         print("due_pages_per_second \(Int(Double(pages) / paging)) (\(due / 3) due ids, 1000 a page)")
+    }
+
+    /// Publishes the renewals' events to a Redis stream of its own (RECEIPTFLEET_REDIS_URL) with
+    /// one relay, and prints events/s. Skipped when no Redis URL is set.
+    func relay(database: String, events: Int) throws {
+        guard let redisURL = ProcessInfo.processInfo.environment["RECEIPTFLEET_REDIS_URL"] else {
+            print("relay_events_per_second skipped (set RECEIPTFLEET_REDIS_URL)")
+            return
+        }
+        let redis = try RedisConnection(RedisConfiguration(url: redisURL))
+        let configuration = try RelayConfiguration(keyPrefix: "{rfbench\(getpid())}")
+        defer { _ = try? redis.command("DEL", configuration.streamKey) }
+        let relay = try OutboxRelay(
+            database: PostgresConnection(configuration: PostgresConfiguration(database)), redis: redis,
+            configuration: configuration)
+        var published = 0
+        let seconds = try measure {
+            while true {
+                let count = try relay.runOnce()
+                if count == 0 { break }
+                published += count
+            }
+        }
+        guard published == events else { throw BenchmarkError("the relay published \(published) of \(events) events") }
+        print("relay_events_per_second \(Int(Double(published) / seconds)) (one relay, batches of 500)")
     }
 
     /// Loads the subscriptions and analyses an answer for each, in batches.
