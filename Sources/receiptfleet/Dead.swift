@@ -1,0 +1,84 @@
+import ArgumentParser
+import Fleet
+import Foundation
+import JobQueue
+import RedisClient
+
+/// `receiptfleet dead list|replay|purge`
+struct Dead: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Look at, replay or purge dead letters: jobs that will not be retried.",
+        discussion: """
+            A job becomes a dead letter when it runs out of attempts, when it was delivered too often \
+            without an ack (it keeps killing its worker), or when a stream entry is not a job at all. \
+            Each keeps its error class and message. Replay re-enqueues matching jobs with their \
+            attempts reset; purge deletes them. Filters combine.
+
+            Examples:
+              receiptfleet dead list
+              receiptfleet dead list --error-class apple.21002
+              receiptfleet dead replay --run 2026-11-23
+              receiptfleet dead purge --subscription 42 --subscription 43
+            """,
+        subcommands: [List.self, Replay.self, Purge.self])
+
+    struct Filter: ParsableArguments {
+        @Option(help: "Only this error class, e.g. apple.21002, timeout, stalled, undecodable.")
+        var errorClass: String?
+
+        @Option(help: "Only jobs of this scheduler run.")
+        var run: String?
+
+        @Option(help: "Only these subscription ids (repeat the option).")
+        var subscription: [Int64] = []
+
+        var value: DeadLetterFilter {
+            DeadLetterFilter(errorClass: errorClass, runID: run, subscriptionIDs: subscription.isEmpty ? nil : Set(subscription))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List dead letters, oldest first.")
+        @OptionGroup var options: FleetOptions
+        @OptionGroup var filter: Filter
+        @Option(help: "At most this many.") var limit = 100
+
+        func run() throws {
+            let letters = try queue(options).deadLetters(matching: filter.value, limit: limit)
+            if letters.isEmpty { print("No dead letters match.") }
+            for letter in letters {
+                let buried = Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)
+                let subject = letter.job.map { "subscription \($0.subscriptionID), run \($0.runID)" } ?? "not a job: \(letter.jobText)"
+                print("\(letter.id)  \(subject)  \(letter.failure.errorClass): \(letter.failure.message)  "
+                    + "(\(letter.attempts) attempts, buried \(buried))")
+            }
+        }
+    }
+
+    struct Replay: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Re-enqueue matching dead letters (attempts reset).")
+        @OptionGroup var options: FleetOptions
+        @OptionGroup var filter: Filter
+
+        func run() throws {
+            print("Replayed \(try queue(options).replay(matching: filter.value)) dead letters.")
+        }
+    }
+
+    struct Purge: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete matching dead letters for good.")
+        @OptionGroup var options: FleetOptions
+        @OptionGroup var filter: Filter
+
+        func run() throws {
+            print("Purged \(try queue(options).purge(matching: filter.value)) dead letters.")
+        }
+    }
+}
+
+private func queue(_ options: FleetOptions) throws -> JobQueue {
+    let settings = try options.settings()
+    return try JobQueue(
+        connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+        keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
+}
