@@ -67,7 +67,8 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient",
+            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
+            "PostgresClient", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

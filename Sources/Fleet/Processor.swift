@@ -80,23 +80,32 @@ final class Processor {
                 decisions.append((job, .settle(.postpone(.zero))))  // another worker takes it at once
                 continue
             }
-            decisions.append((job, try decide(job, subscriptions[job.job.subscriptionID])))
+            decisions.append((job, try decide(job.job, subscriptions[job.job.subscriptionID])))
         }
-        try settle(decisions)
+        for (reserved, settlement) in zip(decisions.map(\.0), try write(decisions.map(\.1))) {
+            try apply(settlement, to: reserved)
+        }
         if let rest = restBeforeNextBatch {
             restBeforeNextBatch = nil
             stop.sleep(rest)
         }
     }
 
+    /// Verifies one subscription now, outside the queue (`receiptfleet verify ID`): the same steps
+    /// as for a reserved job, up to the settlement, which is returned instead of applied.
+    func verify(_ job: Job) throws -> Settlement {
+        let subscription = try connections.ledger.loadForVerification(ids: [job.subscriptionID]).first
+        return try write([decide(job, subscription)])[0]
+    }
+
     /// What to do with one job: verify its subscription, unless there is nothing to verify.
-    private func decide(_ reserved: ReservedJob, _ subscription: LoadedSubscription?) throws -> Decision {
+    private func decide(_ job: Job, _ subscription: LoadedSubscription?) throws -> Decision {
         guard let subscription else { return .settle(.ack) }  // deleted since it was enqueued
         guard let receipt = subscription.receipt else {
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
         }
-        if let verified = subscription.lastVerifiedAt, !reserved.job.reason.isHighPriority,
-            verified.timeIntervalSince1970 * 1000 > Double(reserved.job.enqueuedAt)
+        if let verified = subscription.lastVerifiedAt, !job.reason.isHighPriority,
+            verified.timeIntervalSince1970 * 1000 > Double(job.enqueuedAt)
         {
             return .settle(.ack)  // verified since it was enqueued (an older run's job, say)
         }
@@ -112,7 +121,7 @@ final class Processor {
         }
         let verification = connections.appStore.verify(
             receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment)
-        return try judge(verification, of: subscription, job: reserved.job, probing: admission == .probe)
+        return try judge(verification, of: subscription, job: job, probing: admission == .probe)
     }
 
     /// Asks the gate until it admits, pauses or halts; waits out the rate limit here.
@@ -176,26 +185,27 @@ final class Processor {
         }
     }
 
-    /// Writes every decision's result in one transaction, then settles each job by its outcome.
-    private func settle(_ decisions: [(ReservedJob, Decision)]) throws {
-        let writes = decisions.compactMap { _, decision -> VerificationWrite? in
+    /// Writes every decision's result in one transaction, and returns how to settle each job now
+    /// that its result is durable.
+    private func write(_ decisions: [Decision]) throws -> [Settlement] {
+        let writes = decisions.compactMap { decision -> VerificationWrite? in
             if case .write(let write, _, _) = decision { write } else { nil }
         }
         let nightly = settings.nextNightlyRun(after: Date())
         var outcomes = try connections.ledger.persist(writes, nextNightlyRun: nightly)[...]
-        for (reserved, decision) in decisions {
+        return try decisions.map { decision in
             switch decision {
             case .settle(let settlement):
-                try apply(settlement, to: reserved)
+                return settlement
             case .write(let write, let reanalyse, let then):
                 var outcome = outcomes.popFirst()!
                 if case .stale = outcome, let reanalyse {
                     outcome = try connections.ledger.persist(write, nextNightlyRun: nightly, reanalysing: reanalyse)
                 }
                 switch outcome {
-                case .written, .missing: try apply(then, to: reserved)
-                case .stale: try apply(.retry(JobFailure(errorClass: "stale", message: "lost the compare-and-set three times")), to: reserved)
-                case .failed(let error): try apply(.retry(JobFailure(errorClass: "database", message: "\(error)")), to: reserved)
+                case .written, .missing: return then
+                case .stale: return .retry(JobFailure(errorClass: "stale", message: "lost the compare-and-set three times"))
+                case .failed(let error): return .retry(JobFailure(errorClass: "database", message: "\(error)"))
                 }
             }
         }
@@ -225,11 +235,21 @@ enum Decision {
     case settle(Settlement)
 }
 
-enum Settlement {
+/// What becomes of a job once its result (if any) is durable.
+public enum Settlement: Sendable, CustomStringConvertible {
     case ack
     case postpone(Duration)
     case retry(JobFailure)
     case bury(JobFailure)
+
+    public var description: String {
+        switch self {
+        case .ack: "done"
+        case .postpone(let delay): "postponed by \(delay)"
+        case .retry(let failure): "failed, worth retrying: \(failure.errorClass): \(failure.message)"
+        case .bury(let failure): "cannot be verified: \(failure.errorClass): \(failure.message)"
+        }
+    }
 }
 
 extension VerificationAction {

@@ -31,6 +31,20 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
         given.removeAll { $0.keyword == "connect_timeout" || $0.keyword == "application_name" }
     }
 
+    /// The same server and credentials, another database.
+    public func database(_ name: String) -> PostgresConfiguration {
+        var other = self
+        other.given.removeAll { $0.keyword == "dbname" }
+        other.given.append(Parameter(keyword: "dbname", value: name, isSecret: false))
+        return other
+    }
+
+    /// The given parameters as one key=value string, secrets included: for handing the
+    /// configuration to a child process, never for showing.
+    public var unmaskedConnectionString: String {
+        given.map { "\($0.keyword)=\(Self.quoted($0.value))" }.joined(separator: " ")
+    }
+
     /// The parameters libpq connects with: the given ones, the properties, and the session settings.
     var parameters: [(keyword: String, value: String)] {
         // Decoders read timestamps as ISO in UTC, bytea as hex and floats at full precision, so the
@@ -49,10 +63,12 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
     /// The password, to scrub it from libpq's messages should one ever quote it.
     var password: String? { given.first { $0.keyword == "password" }?.value }
 
-    /// The connection string with every secret (password, sslpassword) replaced by `***`.
+    /// The connection string with every secret (password, sslpassword) replaced by `***`; the
+    /// session settings this client adds to `options` are left out.
     public var description: String {
         let secrets = Set(given.filter(\.isSecret).map(\.keyword))
-        return parameters.map { keyword, value in
+        let shown = given.map { ($0.keyword, $0.value) } + [("connect_timeout", "\(connectTimeout.components.seconds)"), ("application_name", applicationName)]
+        return shown.map { keyword, value in
             "\(keyword)=\(secrets.contains(keyword) ? "***" : Self.quoted(value))"
         }.joined(separator: " ")
     }

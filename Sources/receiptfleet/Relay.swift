@@ -22,7 +22,7 @@ struct Relay: ParsableCommand {
         let logger = setUpLogging(level: options.logLevel)
         let relay = RelayRunner(settings: try options.settings(), logger: logger)
         relay.start()
-        let signal = waitForTerminationSignal()
+        let signal = TerminationSignals().wait()
         logger.info("stopping the relay", metadata: ["signal": "\(signal)"])
         relay.stop(grace: .seconds(20))
     }

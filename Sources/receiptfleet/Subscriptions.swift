@@ -67,24 +67,12 @@ struct Subscriptions: ParsableCommand {
 
         @OptionGroup var options: FleetOptions
 
-        @Argument(help: "The subscription id.")
-        var id: Int64?
-
-        @Option(name: .customLong("original-transaction-id"), help: "Find it by original_transaction_id instead.")
-        var originalTransactionID: String?
-
-        func validate() throws {
-            guard (id == nil) != (originalTransactionID == nil) else {
-                throw ValidationError("Give either an id or --original-transaction-id.")
-            }
-        }
+        @OptionGroup var selector: SubscriptionSelector
 
         func run() throws {
             let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
-            let ids = try id.map { [$0] } ?? ledger.subscriptions(originalTransactionID: originalTransactionID!).map(\.id)
-            guard !ids.isEmpty else { throw ValidationError("No such subscription.") }
-            for id in ids {
+            for id in try selector.ids(in: ledger) {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
                 print(SubscriptionReport(detail).text)
             }

@@ -1,8 +1,6 @@
 import ArgumentParser
-import Dispatch
 import Fleet
 import Foundation
-import Synchronization
 
 /// `receiptfleet worker`
 struct Worker: ParsableCommand {
@@ -36,7 +34,7 @@ struct Worker: ParsableCommand {
         pool.start()
         let relay = withRelay ? RelayRunner(settings: settings, logger: logger) : nil
         relay?.start()
-        let signal = waitForTerminationSignal()
+        let signal = TerminationSignals().wait()
         logger.info("stopping: finishing the jobs in hand", metadata: ["signal": "\(signal)", "grace": "\(settings.drainGrace)"])
         let drained = pool.drain(grace: settings.drainGrace)
         relay?.stop(grace: .seconds(5))
@@ -46,30 +44,4 @@ struct Worker: ParsableCommand {
             logger.warning("the grace period ended with jobs still running; they will be reclaimed")
         }
     }
-}
-
-/// Blocks until SIGTERM or SIGINT arrives, and returns its name.
-func waitForTerminationSignal() -> String {
-    let received = DispatchSemaphore(value: 0)
-    let name = SignalName()
-    let queue = DispatchQueue(label: "receiptfleet.signals")
-    var sources: [DispatchSourceSignal] = []
-    for (number, label) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-        signal(number, SIG_IGN)  // handled by the source below instead of ending the process
-        let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-        source.setEventHandler {
-            name.set(label)
-            received.signal()
-        }
-        source.resume()
-        sources.append(source)
-    }
-    received.wait()
-    return withExtendedLifetime(sources) { name.value }
-}
-
-private final class SignalName: Sendable {
-    private let storage = Mutex("")
-    func set(_ value: String) { storage.withLock { $0 = value } }
-    var value: String { storage.withLock { $0 } }
 }

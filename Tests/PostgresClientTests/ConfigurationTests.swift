@@ -28,6 +28,20 @@ import Testing
         #expect(configuration.description.contains("connect_timeout=3"))
     }
 
+    @Test func anotherDatabaseOnTheSameServerKeepsTheCredentials() async throws {
+        try await TestDatabase.with { database in
+            let other = try PostgresConfiguration(TestServers.postgresURL).database(database.name)
+            #expect(other.description.contains("dbname=\(database.name)"))
+            #expect(!other.description.contains(Self.password))
+            // A child process gets the whole string, password included, and reaches the same database.
+            let handedOn = try PostgresConfiguration(other.unmaskedConnectionString)
+            let name = try await onOwnThread {
+                try PostgresConnection(configuration: handedOn).query("SELECT current_database() AS d")[0]["d"].text()
+            }
+            #expect(name == database.name)
+        }
+    }
+
     @Test func anUnreadableStringIsRejectedWithoutQuotingIt() throws {
         let error = try #require(throws: PostgresError.self) {
             try PostgresConfiguration("postgresql://app:s3cr%ZZet@db/ledger")

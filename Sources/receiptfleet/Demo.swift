@@ -1,0 +1,96 @@
+import AppStore
+import AppStoreSimulator
+import ArgumentParser
+import Fleet
+import Foundation
+import HTTPClient
+import Ledger
+import PostgresClient
+
+/// `receiptfleet demo`
+struct Demo: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the whole fleet on this machine against the App Store simulator, and show what it found.",
+        discussion: """
+            Uses the Redis and PostgreSQL servers configured as usual (scripts/demo starts throwaway \
+            ones and passes them on), but never their data: it creates the database receiptfleet_demo \
+            next to the configured one and uses the Redis prefix {rfdemo}. It starts the App Store \
+            simulator, seeds simulated subscriptions of every lifecycle kind, and runs two nights: one \
+            a month ago (the first sight of every subscription: a baseline, no events), then tonight, \
+            when renewals, refunds, expiries, billing retries, plan changes … have happened and \
+            become events. The scheduler, --workers worker processes and the relay do the work; \
+            progress shows live, a summary follows. Everything it started stops at the end, and on \
+            Ctrl-C.
+
+            Examples:
+              scripts/demo                              (starts the servers, builds, runs this)
+              receiptfleet demo --subscriptions 50000
+              receiptfleet demo --keep-running          (leave the fleet up to explore)
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Option(help: "Simulated subscriptions to seed (receipts; a few hold two subscriptions).")
+    var subscriptions = 10_000
+
+    @Option(help: "Worker processes to start (the first also runs the relay).")
+    var workers = 3
+
+    @Option(name: .customLong("threads"), help: "Worker threads in each worker process.")
+    var threads = 16
+
+    @Option(help: "The simulator's port.")
+    var simulatorPort = 19190
+
+    @Option(help: "The simulator's response delay: 150ms±50ms, 5ms±5ms, 0ms.")
+    var latency = "5ms±5ms"
+
+    @Option(help: "Where the child processes' logs go.")
+    var logDirectory = ".run/demo"
+
+    @Flag(help: "Keep the fleet running after the summary, until Ctrl-C.")
+    var keepRunning = false
+
+    func validate() throws {
+        guard (1...5_000_000).contains(subscriptions) else { throw ValidationError("--subscriptions must be 1 to 5000000.") }
+        guard (1...16).contains(workers) else { throw ValidationError("--workers must be 1 to 16.") }
+        guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256.") }
+        guard Latency(parsing: latency) != nil else { throw ValidationError("--latency must look like 5ms±5ms, 0ms or 2s.") }
+    }
+
+    func run() throws {
+        let signals = TerminationSignals()
+        let configured = try options.settings()
+        // The default limit suits Apple; the simulator on this machine takes far more.
+        let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
+        let stage = try DemoStage(
+            configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
+            logDirectory: logDirectory, signals: signals)
+        defer { stage.stopAll() }
+
+        say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort)")
+        try stage.prepare()
+        let monthAgo = Date().addingTimeInterval(-30 * 86_400)
+        try stage.startSimulator(clockAt: monthAgo, latency: latency)
+        stage.drawFleet(count: subscriptions)
+        try stage.addSubscriptions(boughtBy: monthAgo)
+
+        say("night 1, a month ago: every subscription is seen for the first time (a baseline, no events)")
+        let first = try stage.night(runID: "month-ago", now: Date(), startingWorkers: workers, threads: threads)
+        say("night 2, tonight: a month of renewals, refunds, expiries and plan changes has happened")
+        try stage.setSimulatorClock(to: Date())
+        try stage.addSubscriptions(boughtBy: Date())  // the month's new customers: seen for the first time tonight
+        // The checks planned in night 1 fall over the month; tonight's run takes every one of them.
+        let second = try stage.night(runID: "tonight", now: Date().addingTimeInterval(31 * 86_400), startingWorkers: 0, threads: threads)
+
+        print(try stage.summary(nights: [("a month ago", first), ("tonight", second)]))
+        if keepRunning {
+            say("the fleet keeps running; Ctrl-C stops it")
+            _ = signals.wait()
+        }
+    }
+}
+
+func say(_ text: String) {
+    FileHandle.standardError.write(Data("demo: \(text)\n".utf8))
+}

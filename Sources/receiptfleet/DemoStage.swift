@@ -1,0 +1,231 @@
+import AppStore
+import AppStoreSimulator
+import ArgumentParser
+import Fleet
+import Foundation
+import HTTPClient
+import JobQueue
+import Lanes
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// What `receiptfleet demo` starts and owns: its database, its Redis keys, the simulator and the
+/// fleet's processes. `stopAll` ends every process it started.
+final class DemoStage {
+    static let keyPrefix = "{rfdemo}"
+    static let database = "receiptfleet_demo"
+    static let sharedSecret = "demo-shared-secret"
+
+    /// The demo's own deployment: its database, prefix and simulator.
+    let settings: FleetSettings
+    private let serverPostgres: PostgresConfiguration
+    private let demoPostgres: PostgresConfiguration
+    private let simulatorBase: String
+    private let simulatorPort: Int
+    private let logDirectory: URL
+    private let signals: TerminationSignals
+    private var children: [Process] = []
+    private var fleet: [SimulatedSubscription] = []
+
+    init(configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, signals: TerminationSignals) throws {
+        serverPostgres = try PostgresConfiguration(configured.postgresURL)
+        demoPostgres = serverPostgres.database(Self.database)
+        self.simulatorPort = simulatorPort
+        simulatorBase = "http://127.0.0.1:\(simulatorPort)"
+        self.logDirectory = URL(fileURLWithPath: logDirectory)
+        self.signals = signals
+        var settings = configured
+        settings.postgresURL = demoPostgres.unmaskedConnectionString
+        settings.keyPrefix = Self.keyPrefix
+        settings.endpoints = AppStoreEndpoints(production: simulatorBase + "/verifyReceipt", sandbox: simulatorBase + "/sandbox/verifyReceipt")
+        settings.sharedSecret = SharedSecret(Self.sharedSecret)
+        settings.rateLimit = try RateLimit(perSecond: rateLimit, burst: configured.rateLimit.burst)
+        // Short retries, so the demo does not wait long on the receipts Apple cannot read (21002).
+        settings.retryPolicy = try RetryPolicy(base: .seconds(1), cap: .seconds(4), maxAttempts: 4)
+        self.settings = settings
+    }
+
+    /// A fresh database and no keys left from an earlier demo.
+    func prepare() throws {
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+        let server = try PostgresConnection(configuration: serverPostgres)
+        _ = try server.query("DROP DATABASE IF EXISTS \(Self.database) WITH (FORCE)")
+        _ = try server.query("CREATE DATABASE \(Self.database)")
+        try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
+        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        var cursor = "0"
+        repeat {
+            let reply = try redis.command("SCAN", cursor, "MATCH", Self.keyPrefix + "*", "COUNT", "1000").array ?? []
+            cursor = reply.first?.string ?? "0"
+            let keys = reply.count > 1 ? reply[1].array?.compactMap(\.string) ?? [] : []
+            if !keys.isEmpty { _ = try redis.command(["DEL"] + keys) }
+        } while cursor != "0"
+    }
+
+    /// Starts the simulator with its clock at `clock`, and waits until it answers.
+    func startSimulator(clockAt clock: Date, latency: String) throws {
+        try start("simulator", [
+            "simulate-appstore", "serve", "--port", "\(simulatorPort)", "--start", clock.formatted(.iso8601),
+            "--latency", latency, "--shared-secret", Self.sharedSecret, "--stats-interval", "0",
+        ])
+        let http = try HTTPClient()
+        for _ in 0..<100 {
+            if (try? http.get(url: simulatorBase + "/stats"))?.status == 200 { return }
+            try pause(.milliseconds(100))
+        }
+        throw ValidationError("The simulator did not start on port \(simulatorPort); see \(logDirectory.path)/simulator.log (is the port taken? use --simulator-port).")
+    }
+
+    func setSimulatorClock(to date: Date) throws {
+        let body = Array(#"{"now_ms": \#(Int64(date.timeIntervalSince1970 * 1000))}"#.utf8)
+        let response = try HTTPClient().post(url: simulatorBase + "/control/clock", json: body)
+        guard response.status == 200 else { throw ValidationError("The simulator refused the clock change (HTTP \(response.status)).") }
+    }
+
+    /// Draws `count` simulated receipts of every lifecycle kind; `addSubscriptions(boughtBy:)` then
+    /// adds their subscriptions to the ledger as their customers buy them.
+    func drawFleet(count: Int) {
+        fleet = SimulatedReceipt.fleet(count: count, seed: 42, anchorMs: Int64(Date().timeIntervalSince1970 * 1000))
+            .flatMap(\.subscriptions)
+    }
+
+    /// Adds the subscriptions bought by `date` and not yet added (a ledger learns of a subscription
+    /// when it is bought, never before).
+    func addSubscriptions(boughtBy date: Date) throws {
+        let dateMs = Int64(date.timeIntervalSince1970 * 1000)
+        let bought = fleet.filter { subscription in
+            subscription.groundTruth(at: dateMs).status != .invalid || [.malformed, .deletedAccount].contains(subscription.receipt.kind)
+        }
+        let ledger = Ledger(try PostgresConnection(configuration: demoPostgres))
+        let progress = ProgressLine()
+        var added = 0
+        for start in stride(from: 0, to: bought.count, by: 10_000) {
+            let batch = bought[start..<min(start + 10_000, bought.count)].map { subscription in
+                NewSubscription(
+                    originalTransactionID: subscription.originalTransactionID,
+                    environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
+                    receipt: ReceiptData(base64: subscription.receipt.receiptData))
+            }
+            added += try ledger.addSubscriptions(batch).inserted
+            progress.show("demo: added \(start + batch.count) of \(bought.count) subscriptions")
+            try checkInterrupted()
+        }
+        progress.finish()
+        say("\(added) new subscriptions in the ledger")
+    }
+
+    /// One night: the scheduler enqueues what is due at `now`, the workers (started now if asked)
+    /// work through it, and the relay publishes its events. Returns the jobs and the time taken.
+    func night(runID: String, now: Date, startingWorkers workers: Int, threads: Int) throws -> (jobs: Int, seconds: Double) {
+        let started = ContinuousClock.now
+        let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now)
+        for index in 0..<workers {
+            try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
+                      environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(9464 + index)"])
+        }
+        let progress = ProgressLine()
+        var last = (done: 0, at: ContinuousClock.now)
+        while true {
+            try pause(.milliseconds(500))
+            let status = try FleetStatus.read(settings: settings)
+            let left = status.queue.ready + status.queue.reserved + status.queue.delayedDue + status.queue.delayedLater
+            let done = max(0, summary.enqueued - left)
+            let rate = Double(done - last.done) / max(0.001, last.at.duration(to: .now).seconds)
+            last = (done, .now)
+            var line = "demo: \(runID): \(done) of \(summary.enqueued) verified, \(Int(rate))/s, \(status.outbox.unpublished) events unpublished"
+            if status.queue.pausedUntil != nil { line += ", paused: Apple unavailable" }
+            if let reason = status.queue.haltedReason { line += ", HALTED: \(reason)" }
+            progress.show(line)
+            if left == 0 && status.outbox.unpublished == 0 { break }
+        }
+        progress.finish()
+        return (summary.enqueued, started.duration(to: .now).seconds)
+    }
+
+    func summary(nights: [(name: String, result: (jobs: Int, seconds: Double))]) throws -> String {
+        let postgres = try PostgresConnection(configuration: demoPostgres)
+        func table(_ sql: String) throws -> [String] {
+            try postgres.query(sql).map { "  \(try $0["k"].text() ?? "-")".padding(toLength: 24, withPad: " ", startingAt: 0) + "\(try $0["n"].int64() ?? 0)" }
+        }
+        var lines = ["", "== ReceiptFleet demo: \(fleet.count) subscriptions =="]
+        for (name, result) in nights {
+            lines.append("night \(name): \(result.jobs) verifications in \(String(format: "%.1f", result.seconds)) s")
+        }
+        lines.append("-- subscription states")
+        lines += try table("SELECT status AS k, count(*) AS n FROM subscriptions GROUP BY 1 ORDER BY 2 DESC")
+        lines.append("-- events (published to \(Self.keyPrefix):events; night 1 only finds the receipts Apple refuses)")
+        lines += try table("SELECT type AS k, count(*) AS n FROM events GROUP BY 1 ORDER BY 2 DESC")
+        let stats = try JSONDecoder().decode(SimulatorStatistics.self, from: Data(HTTPClient().get(url: simulatorBase + "/stats").body))
+        lines.append("-- what Apple (the simulator) saw")
+        lines.append("  \(stats.requestsTotal) requests; at most \(stats.maxRequestsInOneSecond) in one second "
+            + "against a limit of \(Int(settings.rateLimit.perSecond))/s (burst \(settings.rateLimit.burst))")
+        lines.append("  by status: " + stats.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        lines += [
+            "",
+            "Look further (the server addresses and passwords are your configuration's):",
+            "  psql '\(demoPostgres.description)'",
+            "  redis-cli XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
+            "  receiptfleet status --key-prefix '\(Self.keyPrefix)' --postgres-url '…/\(Self.database)'",
+            "  receiptfleet subscriptions show 1 --postgres-url '…/\(Self.database)'",
+            "  curl http://127.0.0.1:9464/metrics     (worker 1; the others on the next ports)",
+            "  logs: \(logDirectory.path)/",
+        ]
+        return lines.joined(separator: "\n")
+    }
+
+    /// Asks every process it started to stop (SIGTERM: workers drain), then kills what is left.
+    func stopAll() {
+        for child in children where child.isRunning { child.terminate() }
+        let deadline = ContinuousClock.now + settings.drainGrace + .seconds(5)
+        while children.contains(where: \.isRunning), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        for child in children where child.isRunning { kill(child.processIdentifier, SIGKILL) }
+        if !children.isEmpty { say("stopped the simulator and the fleet") }
+        children = []
+    }
+
+    /// Starts `receiptfleet arguments…` with the demo's settings; its output goes to `name`.log.
+    private func start(_ name: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+        let log = logDirectory.appendingPathComponent(name + ".log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment.merging(extra) { $1 }) { $1 }
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = process.standardOutput
+        try process.run()
+        children.append(process)
+    }
+
+    /// The demo's settings as the child processes read them.
+    private var environment: [String: String] {
+        [
+            "RECEIPTFLEET_REDIS_URL": settings.redisURL,
+            "RECEIPTFLEET_POSTGRES_URL": settings.postgresURL,
+            "RECEIPTFLEET_KEY_PREFIX": settings.keyPrefix,
+            "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": settings.endpoints.production,
+            "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,
+            "RECEIPTFLEET_SHARED_SECRET": Self.sharedSecret,
+            "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
+            "RECEIPTFLEET_RETRY_BASE": "1",
+            "RECEIPTFLEET_RETRY_CAP": "4",
+            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "4",
+        ]
+    }
+
+    private func pause(_ duration: Duration) throws {
+        Thread.sleep(forTimeInterval: duration.seconds)
+        try checkInterrupted()
+    }
+
+    private func checkInterrupted() throws {
+        if let signal = signals.received {
+            say("\(signal): stopping")
+            throw ExitCode(130)
+        }
+        if let dead = children.first(where: { !$0.isRunning }) {
+            throw ValidationError("A demo process ended early (exit \(dead.terminationStatus)); see the logs in \(logDirectory.path)/.")
+        }
+    }
+}

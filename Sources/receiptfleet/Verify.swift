@@ -1,0 +1,52 @@
+import ArgumentParser
+import Fleet
+import Ledger
+import PostgresClient
+
+/// `receiptfleet verify`
+struct Verify: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify one subscription with Apple now and show the result.",
+        discussion: """
+            Takes the same steps as a worker, outside the queue: the fleet's halt, pause and rate \
+            limit, verifyReceipt, the analysis, and one transaction that stores the new state, \
+            transactions and events. Exits 0 when the subscription was verified (or Apple said it \
+            never can be), 1 when it failed in a way worth retrying, 3 when the fleet is paused or \
+            halted and nothing was sent.
+
+            Examples:
+              receiptfleet verify 42
+              receiptfleet verify --original-transaction-id 1000000218147500
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @OptionGroup var selector: SubscriptionSelector
+
+    func run() throws {
+        let logger = setUpLogging(level: options.logLevel ?? "warning")
+        let settings = try options.settings()
+        let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+        var exit: Int32 = 0
+        for id in try selector.ids(in: ledger) {
+            guard try ledger.subscription(id: id) != nil else { throw ValidationError("No subscription \(id).") }
+            let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
+            if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
+            switch settlement {
+            case .ack, .bury:
+                print("result        \(settlement)")
+            case .retry:
+                print("result        \(settlement)")
+                exit = max(exit, 1)
+            case .postpone:
+                let queue = try FleetStatus.read(settings: settings).queue
+                let why = queue.haltedReason.map { "the fleet is halted (\($0)); `receiptfleet resume` lifts it" }
+                    ?? queue.pausedUntil.map { "the fleet is paused until \($0): Apple is unavailable" }
+                    ?? "Apple did not answer usefully"
+                print("result        not verified: \(why)")
+                exit = 3
+            }
+        }
+        if exit != 0 { throw ExitCode(exit) }
+    }
+}

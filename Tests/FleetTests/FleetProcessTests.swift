@@ -1,0 +1,180 @@
+import AppStoreSimulator
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+import RedisClient
+import TestSupport
+import Testing
+
+/// The fleet as people run it: real `receiptfleet` processes against real Redis, PostgreSQL and the
+/// simulator over HTTP, killed, stopped and starved of Apple, and checked against the simulator's
+/// ground truth afterwards.
+@Suite struct FleetProcessTests {
+    static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Two deployments are fed the same receipts twice: once seen 30 days ago (a baseline), once
+    /// now (so renewals, refunds, expiries … become events). One runs calmly in-process; the
+    /// other through worker processes, one of which is SIGKILLed holding jobs. Both must end with
+    /// the simulator's truth and the very same events.
+    @Test func aKilledWorkerLosesNoJobAndDuplicatesNoEvent() async throws {
+        let nowMs = Self.nowMs
+        let monthAgo = nowMs - 30 * 86_400_000
+        try await TestDatabase.with { calmDatabase in
+            try await TestDatabase.with { chaosDatabase in
+                // 20 ms per answer: the run takes long enough for a worker to die in the middle of it.
+                try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 20)), startMs: monthAgo) { simulator in
+                    let calm = try FleetSetup(database: calmDatabase, simulator: simulator, nowMs: nowMs, receipts: 300, boughtBy: monthAgo)
+                    let chaos = try FleetSetup(database: chaosDatabase, simulator: simulator, nowMs: nowMs, receipts: 300, boughtBy: monthAgo)
+                    for setup in [calm, chaos] {
+                        _ = try await setup.load(runID: "then")
+                        #expect(try await setup.work().isSettled)
+                    }
+                    simulator.store.clock.set(nowMs: Self.nowMs)
+                    let due = Date().addingTimeInterval(400 * 86_400)  // everything is due by then
+                    for setup in [calm, chaos] {
+                        #expect(try await setup.schedule(runID: "now", now: due).enqueued == setup.subscriptions.count)
+                    }
+                    #expect(try await calm.work().isSettled)
+
+                    let first = try FleetProcess(["worker"], environment: chaos.environment)
+                    let second = try FleetProcess(["worker"], environment: chaos.environment)
+                    _ = try await chaos.status(within: .seconds(30)) { status in
+                        status.queue.consumers > 0 && status.queue.reserved > 0
+                    }
+                    while try await chaos.verified(runID: "now") < chaos.subscriptions.count / 4 {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    first.send(SIGKILL)
+                    #expect(try await first.exitStatus(within: .seconds(5)) != nil)
+                    let replacement = try FleetProcess(["worker"], environment: chaos.environment)
+                    let final = try await chaos.status(within: .seconds(90)) { $0.isSettled }
+                    #expect(final.isSettled, "the killed worker's jobs were reclaimed and finished")
+                    #expect(final.queue.dead == 0)
+                    for process in [second, replacement] { process.send(SIGTERM) }
+                    for process in [second, replacement] { #expect(try await process.exitStatus(within: .seconds(30)) == 0) }
+
+                    let nowTruth = Self.nowMs
+                    let mismatches = try await chaos.groundTruthMismatches(at: nowTruth)
+                    #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+                    let expected = try await calm.eventsBySubscriptionAndType()
+                    #expect(Set(expected.keys.map { $0.split(separator: " ")[1] }).count >= 4, "the run found changes of several kinds")
+                    #expect(try await chaos.eventsBySubscriptionAndType() == expected)
+                }
+            }
+        }
+    }
+
+    /// SIGTERM: the worker stops reserving, finishes what it holds, leaves nothing reserved,
+    /// deregisters and exits 0; another worker finishes the run. Meanwhile `status` agrees with
+    /// what Redis and PostgreSQL hold.
+    @Test func aTerminatedWorkerDrainsAndStatusAgreesWithTheDatabase() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 200)), startMs: nowMs) { simulator in
+                let setup = try FleetSetup(
+                    database: database, simulator: simulator, nowMs: nowMs, receipts: 120,
+                    visibilityTimeout: .seconds(120), drainGrace: .seconds(10))
+                _ = try await setup.load()
+                let worker = try FleetProcess(["worker"], environment: setup.environment)
+                while try await setup.verified(runID: "e2e") < 8 { try await Task.sleep(for: .milliseconds(20)) }
+                let held = try await setup.status(within: .zero) { _ in true }.queue.reserved
+                worker.send(SIGTERM)
+                #expect(try await worker.exitStatus(within: .seconds(12)) == 0)
+                #expect(worker.log.contains("stopped cleanly"))
+                let after = try await setup.status(within: .zero) { _ in true }
+                #expect(held > 0, "the worker held jobs when it was told to stop")
+                #expect(after.queue.reserved == 0, "nothing is left reserved: no job waits for the visibility timeout")
+                #expect(after.queue.consumers == 0, "the worker deregistered")
+                #expect(after.queue.ready + after.queue.delayedDue > 0, "the run is unfinished")
+
+                let reported = try await runFleetCommand(["status", "--json"], environment: setup.environment)
+                #expect(reported.status == 0)
+                let json = try #require(try JSONSerialization.jsonObject(with: Data(reported.output.utf8)) as? [String: Any])
+                let queue = try #require(json["queue"] as? [String: Any])
+                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
+                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
+                let streams = try [keys.ready, keys.readyHigh].map { try redis.command("XLEN", $0).int ?? -1 }.reduce(0, +)
+                #expect((queue["ready"] as? Int ?? -1) + (queue["reserved"] as? Int ?? -1) == Int(streams))
+                let delayed = try redis.command("ZCARD", keys.delayed).int ?? -1
+                #expect((queue["delayedDue"] as? Int ?? -1) + (queue["delayedLater"] as? Int ?? -1) == Int(delayed))
+                #expect(queue["dead"] as? Int == Int(try redis.command("XLEN", keys.dead).int ?? -1))
+                let byStatus = try await setup.query("SELECT status, count(*) AS n FROM subscriptions GROUP BY 1") {
+                    (try $0["status"].text() ?? "", Int(try $0["n"].int64() ?? 0))
+                }
+                #expect(json["subscriptions"] as? [String: Int] == Dictionary(uniqueKeysWithValues: byStatus))
+
+                let finisher = try FleetProcess(["worker"], environment: setup.environment)
+                #expect(try await setup.status(within: .seconds(60)) { $0.isSettled }.isSettled)
+                finisher.send(SIGTERM)
+                #expect(try await finisher.exitStatus(within: .seconds(15)) == 0)
+                let mismatches = try await setup.groundTruthMismatches(at: Self.nowMs)
+                #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+            }
+        }
+    }
+
+    /// Apple answers 21005 to everything for a while: the whole fleet pauses, sends Apple no more
+    /// than a probe at a time, and completes the run once Apple is back, with no job charged.
+    @Test func anAppleOutagePausesTheFleetAndTheRunCompletesAfterwards() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 20)), startMs: nowMs) { simulator in
+                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 200, rateLimit: 200)
+                _ = try await setup.load()
+                let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
+                while try await setup.verified(runID: "e2e") < 30 { try await Task.sleep(for: .milliseconds(20)) }
+                simulator.store.startOutage(seconds: 8)
+                let paused = try await setup.status(within: .seconds(5)) { $0.queue.pausedUntil != nil }
+                #expect(paused.queue.pausedUntil != nil, "the fleet paused")
+                // Requests still in flight when the pause began may land; after that, only probes.
+                try await Task.sleep(for: .seconds(1))
+                let before = simulator.store.statistics.requestsTotal
+                try await Task.sleep(for: .seconds(5))
+                let duringPause = simulator.store.statistics.requestsTotal - before
+                #expect(duringPause <= 5, "\(duringPause) requests in 5 s of pause: only probes may go")
+
+                let final = try await setup.status(within: .seconds(90)) { $0.isSettled }
+                #expect(final.isSettled)
+                #expect(final.queue.dead == 0, "waiting for Apple charged no job an attempt")
+                for worker in workers { worker.send(SIGTERM) }
+                for worker in workers { #expect(try await worker.exitStatus(within: .seconds(30)) == 0) }
+                let mismatches = try await setup.groundTruthMismatches(at: Self.nowMs)
+                #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+            }
+        }
+    }
+
+    /// `receiptfleet verify ID` verifies one subscription at once, outside the queue, and refuses
+    /// to call Apple while the fleet is halted.
+    @Test func verifyChecksOneSubscriptionNowAndRespectsAHalt() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: nowMs) { simulator in
+                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 3)
+                _ = try await setup.load()
+                let gate = FleetGate(
+                    connection: try RedisConnection(RedisConfiguration(url: setup.settings.redisURL)),
+                    keys: try QueueKeys(prefix: setup.settings.keyPrefix), limit: setup.settings.rateLimit)
+                try gate.halt(reason: "maintenance window")
+                let subscription = try #require(setup.subscriptions.first)
+                let verify = ["verify", "--original-transaction-id", subscription.originalTransactionID]
+                let refused = try await runFleetCommand(verify, environment: setup.environment)
+                #expect(refused.status == 3)
+                #expect(refused.output.contains("halted (maintenance window)"))
+                #expect(simulator.store.statistics.requestsTotal == 0, "a halted fleet sends Apple nothing")
+
+                try gate.resume()
+                let verified = try await runFleetCommand(verify, environment: setup.environment)
+                #expect(verified.status == 0, "\(verified.output)")
+                let truth = subscription.groundTruth(at: Self.nowMs).status.rawValue
+                #expect(verified.output.contains("status        \(truth)"))
+                let stored = try await setup.query(
+                    "SELECT status FROM subscriptions WHERE original_transaction_id = '\(subscription.originalTransactionID)'"
+                ) { try $0["status"].text() }
+                #expect(stored == [truth])
+                #expect(simulator.store.statistics.requestsTotal >= 1)
+            }
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import AppStore
+import AppStoreSimulator
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+import Logging
+import PostgresClient
+import TestSupport
+
+/// A fleet deployment of its own for one test: a database, a Redis prefix, settings pointing at a
+/// live simulator, and the simulated receipts loaded into it. Works in-process (`work`) or through
+/// real `receiptfleet` processes (`environment` is what they are started with).
+struct FleetSetup: Sendable {
+    let database: TestDatabase
+    let settings: FleetSettings
+    let fleet: [SimulatedReceipt]
+    /// The fleet's subscriptions this deployment holds.
+    let subscriptions: [SimulatedSubscription]
+
+    /// `receipts` simulated receipts with lifecycles around `nowMs`; with `boughtBy`, only the
+    /// subscriptions already bought by then (a ledger never holds one before its purchase).
+    init(
+        database: TestDatabase, simulator: LiveSimulator, nowMs: Int64, receipts: Int, boughtBy: Int64? = nil,
+        secret: String? = nil, rateLimit: Double = 5_000, visibilityTimeout: Duration = .seconds(5),
+        drainGrace: Duration = .seconds(25)
+    ) throws {
+        self.database = database
+        fleet = SimulatedReceipt.fleet(count: receipts, seed: 5, anchorMs: nowMs)
+        subscriptions = fleet.flatMap(\.subscriptions).filter { subscription in
+            boughtBy.map { subscription.groundTruth(at: $0).status != .invalid } ?? true
+        }
+        settings = FleetSettings(
+            redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rff"))}",
+            endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
+            sharedSecret: secret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: rateLimit, burst: 100),
+            retryPolicy: try RetryPolicy(base: .milliseconds(50), cap: .milliseconds(200), maxAttempts: 5),
+            concurrency: 4, visibilityTimeout: visibilityTimeout, drainGrace: drainGrace)
+    }
+
+    /// The settings as a `receiptfleet` process reads them: RECEIPTFLEET_* variables.
+    var environment: [String: String] {
+        [
+            "RECEIPTFLEET_REDIS_URL": settings.redisURL,
+            "RECEIPTFLEET_POSTGRES_URL": settings.postgresURL,
+            "RECEIPTFLEET_KEY_PREFIX": settings.keyPrefix,
+            "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": settings.endpoints.production,
+            "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,
+            "RECEIPTFLEET_SHARED_SECRET": settings.sharedSecret?.value ?? "",
+            "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
+            "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
+            "RECEIPTFLEET_RETRY_BASE": "0.05",
+            "RECEIPTFLEET_RETRY_CAP": "0.2",
+            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
+            "RECEIPTFLEET_CONCURRENCY": "\(settings.concurrency)",
+            "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
+            "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
+            // Several processes on one host: each takes a free port for its metrics.
+            "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
+        ]
+    }
+
+    /// Migrates, adds every simulated subscription and schedules them all.
+    func load(runID: String = "e2e") async throws -> ScheduleSummary {
+        let subscriptions = subscriptions
+        try await onOwnThread {
+            let connection = try database.connect()
+            try Migrator.migrate(connection)
+            try Ledger(connection).addSubscriptions(subscriptions.map { subscription in
+                NewSubscription(
+                    originalTransactionID: subscription.originalTransactionID,
+                    environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
+                    receipt: ReceiptData(base64: subscription.receipt.receiptData))
+            })
+        }
+        return try await schedule(runID: runID, now: Date())
+    }
+
+    /// One scheduler run, as of `now`.
+    func schedule(runID: String, now: Date) async throws -> ScheduleSummary {
+        let settings = settings
+        return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now) }
+    }
+
+    /// Runs a worker pool in this process until `done` says so (or 60 s pass), then drains it.
+    func work(
+        logger: Logger = Logger(label: "e2e"), until done: @escaping @Sendable (FleetStatus) -> Bool = \.isSettled
+    ) async throws -> FleetStatus {
+        let pool = WorkerPool(settings: settings, logger: logger)
+        pool.start()
+        defer { pool.drain(grace: .seconds(10)) }
+        return try await status(within: .seconds(60), until: done)
+    }
+
+    /// Reads the fleet's status every 200 ms until `done` says so or `limit` passes; returns the last.
+    func status(within limit: Duration, until done: @escaping @Sendable (FleetStatus) -> Bool) async throws -> FleetStatus {
+        let settings = settings
+        let deadline = ContinuousClock.now + limit
+        while true {
+            let status = try await onOwnThread { try FleetStatus.read(settings: settings) }
+            if done(status) || ContinuousClock.now > deadline { return status }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// The subscriptions whose stored status differs from the simulator's truth at `atMs`.
+    func groundTruthMismatches(at atMs: Int64) async throws -> [String] {
+        let stored = try await query("SELECT original_transaction_id, status FROM subscriptions") {
+            (try $0["original_transaction_id"].text() ?? "", try $0["status"].text() ?? "")
+        }
+        let statuses = Dictionary(uniqueKeysWithValues: stored)
+        return subscriptions.compactMap { subscription in
+            let truth = subscription.groundTruth(at: atMs).status.rawValue
+            let actual = statuses[subscription.originalTransactionID] ?? "missing"
+            return actual == truth ? nil : "\(subscription.receipt.kind): \(actual) ≠ \(truth)"
+        }
+    }
+
+    /// How many events of each (original_transaction_id, type) the ledger holds.
+    func eventsBySubscriptionAndType() async throws -> [String: Int] {
+        let rows = try await query("SELECT original_transaction_id || ' ' || type AS k, count(*) AS n FROM events GROUP BY 1") {
+            (try $0["k"].text() ?? "", Int(try $0["n"].int64() ?? 0))
+        }
+        return Dictionary(uniqueKeysWithValues: rows)
+    }
+
+    func eventCount() async throws -> Int {
+        try await count("SELECT count(*) AS n FROM events")
+    }
+
+    /// Subscriptions with a verification attempt written by run `runID`.
+    func verified(runID: String) async throws -> Int {
+        try await count("SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)'")
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        try await query(sql) { Int(try $0["n"].int64() ?? 0) }.first ?? 0
+    }
+
+    func query<T: Sendable>(_ sql: String, _ row: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
+        try await onOwnThread { try database.connect().query(sql).map(row) }
+    }
+}
+
+extension FleetStatus {
+    /// No job waits, runs or is delayed: the run is over (dead letters aside).
+    var isSettled: Bool {
+        queue.ready + queue.reserved + queue.delayedDue + queue.delayedLater == 0
+    }
+}
