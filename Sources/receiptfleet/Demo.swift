@@ -22,10 +22,18 @@ struct Demo: ParsableCommand {
             progress shows live, a summary follows. Everything it started stops at the end, and on \
             Ctrl-C.
 
+            At the end the second night is checked against the simulator's ground truth: every job \
+            done or dead (none lost), dead letters only for receipts Apple refuses for good, every \
+            subscription's state equal to the truth at its verification, no event twice. The demo \
+            exits 1 when the check fails. --fault makes something go wrong in the middle of the \
+            second night (scripts/faults drills them all).
+
             Examples:
               scripts/demo                              (starts the servers, builds, runs this)
               receiptfleet demo --subscriptions 50000
               receiptfleet demo --keep-running          (leave the fleet up to explore)
+              receiptfleet demo --fault kill-worker --json
+              receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
             """)
 
     @OptionGroup var options: FleetOptions
@@ -51,11 +59,25 @@ struct Demo: ParsableCommand {
     @Flag(help: "Keep the fleet running after the summary, until Ctrl-C.")
     var keepRunning = false
 
+    @Option(help: "Something to go wrong during the second night: \(DemoFault.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var fault: DemoFault?
+
+    @Option(help: "How long an outage or a wrong shared secret lasts, in seconds.")
+    var faultSeconds = 60.0
+
+    @Option(help: "The shell command that restarts the server, for --fault restart-redis and restart-postgres.")
+    var restartCommand: String?
+
+    @Flag(help: "Print the figures and the check as JSON on standard output (the summary goes to standard error).")
+    var json = false
+
     func validate() throws {
         guard (1...5_000_000).contains(subscriptions) else { throw ValidationError("--subscriptions must be 1 to 5000000.") }
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be 1 to 16.") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256.") }
         guard Latency(parsing: latency) != nil else { throw ValidationError("--latency must look like 5ms±5ms, 0ms or 2s.") }
+        if let problem = fault?.problem(restartCommand: restartCommand) { throw ValidationError(problem) }
+        guard faultSeconds > 0 else { throw ValidationError("--fault-seconds must be more than 0.") }
     }
 
     func run() throws {
@@ -67,6 +89,7 @@ struct Demo: ParsableCommand {
             configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
             logDirectory: logDirectory, signals: signals)
         defer { stage.stopAll() }
+        stage.restartCommand = restartCommand
 
         say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort)")
         try stage.prepare()
@@ -81,13 +104,43 @@ struct Demo: ParsableCommand {
         try stage.setSimulatorClock(to: Date())
         try stage.addSubscriptions(boughtBy: Date())  // the month's new customers: seen for the first time tonight
         // The checks planned in night 1 fall over the month; tonight's run takes every one of them.
-        let second = try stage.night(runID: "tonight", now: Date().addingTimeInterval(31 * 86_400), startingWorkers: 0, threads: threads)
+        let second = try stage.night(
+            runID: "tonight", now: Date().addingTimeInterval(31 * 86_400), startingWorkers: 0, threads: threads,
+            fault: fault.map { ($0, faultSeconds) })
 
-        print(try stage.summary(nights: [("a month ago", first), ("tonight", second)]))
+        let check = try stage.check()
+        let summary = try stage.summary(nights: [("a month ago", first), ("tonight", second)]) + "\n" + check.text
+        if json {
+            FileHandle.standardError.write(Data((summary + "\n").utf8))
+            let report = DemoReport(
+                fault: fault?.rawValue ?? "none", subscriptions: stage.fleetSize, firstNightSeconds: first.seconds,
+                secondNight: second.jobs, secondNightSeconds: second.seconds, check: check)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(summary)
+        }
         if keepRunning {
             say("the fleet keeps running; Ctrl-C stops it")
             _ = signals.wait()
         }
+        if !check.passed { throw ExitCode(1) }
+    }
+}
+
+/// `demo --json`: what scripts/faults tabulates.
+struct DemoReport: Encodable {
+    var fault: String
+    var subscriptions: Int
+    var firstNightSeconds: Double
+    var secondNight: Int
+    var secondNightSeconds: Double
+    var check: DemoCheck
+
+    enum CodingKeys: String, CodingKey {
+        case fault, subscriptions, firstNightSeconds = "first_night_seconds", secondNight = "second_night_jobs"
+        case secondNightSeconds = "second_night_seconds", check
     }
 }
 

@@ -25,8 +25,14 @@ final class DemoStage {
     private let simulatorPort: Int
     private let logDirectory: URL
     private let signals: TerminationSignals
-    private var children: [Process] = []
+    /// The shell command that restarts a server, for the restart faults.
+    var restartCommand: String?
+    /// The processes it started, by name, with what they were started with (to start them again).
+    private var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
+    /// The nights run so far: run id and jobs enqueued.
+    private var nights: [(runID: String, enqueued: Int)] = []
     private var fleet: [SimulatedSubscription] = []
+    var fleetSize: Int { fleet.count }
 
     init(configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, signals: TerminationSignals) throws {
         serverPostgres = try PostgresConfiguration(configured.postgresURL)
@@ -78,9 +84,15 @@ final class DemoStage {
     }
 
     func setSimulatorClock(to date: Date) throws {
-        let body = Array(#"{"now_ms": \#(Int64(date.timeIntervalSince1970 * 1000))}"#.utf8)
-        let response = try HTTPClient().post(url: simulatorBase + "/control/clock", json: body)
-        guard response.status == 200 else { throw ValidationError("The simulator refused the clock change (HTTP \(response.status)).") }
+        try control("/control/clock", #"{"now_ms": \#(Int64(date.timeIntervalSince1970 * 1000))}"#)
+    }
+
+    /// POSTs `json` to one of the simulator's control routes.
+    private func control(_ path: String, _ json: String) throws {
+        let response = try HTTPClient().post(url: simulatorBase + path, json: Array(json.utf8))
+        guard response.status == 200 else {
+            throw ValidationError("The simulator refused \(path) (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")
+        }
     }
 
     /// Draws `count` simulated receipts of every lifecycle kind; `addSubscriptions(boughtBy:)` then
@@ -116,31 +128,96 @@ final class DemoStage {
     }
 
     /// One night: the scheduler enqueues what is due at `now`, the workers (started now if asked)
-    /// work through it, and the relay publishes its events. Returns the jobs and the time taken.
-    func night(runID: String, now: Date, startingWorkers workers: Int, threads: Int) throws -> (jobs: Int, seconds: Double) {
+    /// work through it, and the relay publishes its events; `fault`, if any, strikes once a third
+    /// of the jobs are done. Returns the jobs and the time taken.
+    func night(
+        runID: String, now: Date, startingWorkers workers: Int, threads: Int, fault: (DemoFault, seconds: Double)? = nil
+    ) throws -> (jobs: Int, seconds: Double) {
         let started = ContinuousClock.now
         let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now)
+        nights.append((runID, summary.enqueued))
         for index in 0..<workers {
             try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
                       environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(9464 + index)"])
         }
+        var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? []
+        var faultStarted: ContinuousClock.Instant?
         let progress = ProgressLine()
         var last = (done: 0, at: ContinuousClock.now)
         while true {
             try pause(.milliseconds(500))
-            let status = try FleetStatus.read(settings: settings)
+            let status: FleetStatus
+            do {
+                status = try FleetStatus.read(settings: settings)
+            } catch {
+                progress.show("demo: \(runID): cannot read the fleet's status (\(error)); retrying")
+                continue
+            }
             let left = status.queue.ready + status.queue.reserved + status.queue.delayedDue + status.queue.delayedLater
             let done = max(0, summary.enqueued - left)
+            if let (fault, _) = fault, faultStarted == nil, done * 3 >= summary.enqueued {
+                faultStarted = .now
+                progress.show("demo: \(runID): fault \(fault.rawValue) strikes")
+                progress.finish()
+            }
+            while let begun = faultStarted, let next = steps.first, begun.duration(to: .now) >= next.after {
+                try perform(steps.removeFirst().step)
+            }
             let rate = Double(done - last.done) / max(0.001, last.at.duration(to: .now).seconds)
             last = (done, .now)
             var line = "demo: \(runID): \(done) of \(summary.enqueued) verified, \(Int(rate))/s, \(status.outbox.unpublished) events unpublished"
             if status.queue.pausedUntil != nil { line += ", paused: Apple unavailable" }
             if let reason = status.queue.haltedReason { line += ", HALTED: \(reason)" }
             progress.show(line)
-            if left == 0 && status.outbox.unpublished == 0 { break }
+            if left == 0 && status.outbox.unpublished == 0 && steps.isEmpty { break }
         }
         progress.finish()
         return (summary.enqueued, started.duration(to: .now).seconds)
+    }
+
+    private func perform(_ step: DemoFault.Step) throws {
+        switch step {
+        case .killWorker(let index):
+            let workers = children.filter { $0.name.hasPrefix("worker-") }.count
+            guard let slot = children.firstIndex(where: { $0.name == "worker-\(index % workers + 1)" }) else { return }
+            let victim = children[slot]
+            kill(victim.process.processIdentifier, SIGKILL)
+            victim.process.waitUntilExit()
+            say("SIGKILLed \(victim.name) (pid \(victim.process.processIdentifier)); starting it again")
+            children.remove(at: slot)
+            try start(victim.name, victim.arguments, environment: victim.environment)
+        case .restartServer:
+            guard let command = restartCommand else { return }
+            say("restarting a server: \(command)")
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+            shell.arguments = ["-c", command]
+            try shell.run()
+            shell.waitUntilExit()
+            guard shell.terminationStatus == 0 else { throw ValidationError("The restart command failed (exit \(shell.terminationStatus)).") }
+        case .outage(let seconds):
+            say("Apple is down (21005) for \(Int(seconds)) s")
+            try control("/control/outage", #"{"seconds": \#(seconds)}"#)
+        case .knobs(let json):
+            say("the simulator's knobs change: \(json.contains("shared_secret") ? "the shared secret" : json)")
+            try control("/control/knobs", json)
+        case .resumeFleet:
+            say("an operator resumes the fleet")
+            try FleetGate(
+                connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                keys: QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit
+            ).resume()
+        }
+    }
+
+    /// The last nights' check against the simulator's truth.
+    func check() throws -> DemoCheck {
+        guard let night = nights.last else { return DemoCheck() }
+        return try DemoCheck.run(
+            night.runID, enqueued: night.enqueued, fleet: fleet, postgres: PostgresConnection(configuration: demoPostgres),
+            queue: JobQueue(
+                connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)))
     }
 
     func summary(nights: [(name: String, result: (jobs: Int, seconds: Double))]) throws -> String {
@@ -176,10 +253,11 @@ final class DemoStage {
 
     /// Asks every process it started to stop (SIGTERM: workers drain), then kills what is left.
     func stopAll() {
-        for child in children where child.isRunning { child.terminate() }
+        let processes = children.map(\.process)
+        for process in processes where process.isRunning { process.terminate() }
         let deadline = ContinuousClock.now + settings.drainGrace + .seconds(5)
-        while children.contains(where: \.isRunning), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        for child in children where child.isRunning { kill(child.processIdentifier, SIGKILL) }
+        while processes.contains(where: \.isRunning), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
+        for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
         if !children.isEmpty { say("stopped the simulator and the fleet") }
         children = []
     }
@@ -195,7 +273,7 @@ final class DemoStage {
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = process.standardOutput
         try process.run()
-        children.append(process)
+        children.append((name, arguments, extra, process))
     }
 
     /// The demo's settings as the child processes read them.
@@ -208,6 +286,9 @@ final class DemoStage {
             "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,
             "RECEIPTFLEET_SHARED_SECRET": Self.sharedSecret,
             "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
+            "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
+            "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
+            "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
             "RECEIPTFLEET_RETRY_BASE": "1",
             "RECEIPTFLEET_RETRY_CAP": "4",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "4",
@@ -224,8 +305,8 @@ final class DemoStage {
             say("\(signal): stopping")
             throw ExitCode(130)
         }
-        if let dead = children.first(where: { !$0.isRunning }) {
-            throw ValidationError("A demo process ended early (exit \(dead.terminationStatus)); see the logs in \(logDirectory.path)/.")
+        if let dead = children.first(where: { !$0.process.isRunning }) {
+            throw ValidationError("The demo's \(dead.name) ended early (exit \(dead.process.terminationStatus)); see \(logDirectory.path)/\(dead.name).log.")
         }
     }
 }

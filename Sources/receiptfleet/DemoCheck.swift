@@ -1,0 +1,94 @@
+import AppStoreSimulator
+import Foundation
+import JobQueue
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// What a demo night is checked against: the simulator's ground truth and the queue's books.
+struct DemoCheck: Encodable {
+    /// Jobs the night's scheduler run enqueued.
+    var enqueued = 0
+    /// Of which settled for good: verified, or found unverifiable (a permanent failure).
+    var done = 0
+    /// Of which dead letters, and of those, how many were not receipts Apple refuses for good.
+    var dead = 0
+    var deadForGoodInput = 0
+    /// Jobs neither done nor dead once the queue ran empty.
+    var lost: Int { max(0, enqueued - done - dead) }
+    /// Events that repeat another event of the same subscription with the same type and payload.
+    var duplicatedEvents = 0
+    /// Subscriptions whose stored status differs from the simulator's truth at their last verification.
+    var mismatches = 0
+    var mismatchExamples: [String] = []
+
+    var passed: Bool { lost == 0 && duplicatedEvents == 0 && mismatches == 0 && deadForGoodInput == 0 }
+
+    /// Checks run `runID` against the simulated `fleet`: the books of the queue, the events, and
+    /// every verified subscription's state.
+    static func run(
+        _ runID: String, enqueued: Int, fleet: [SimulatedSubscription], postgres: PostgresConnection,
+        queue: JobQueue
+    ) throws -> DemoCheck {
+        var check = DemoCheck(enqueued: enqueued)
+        check.done = Int(try postgres.query("""
+            SELECT count(DISTINCT subscription_id) AS n FROM verifications
+            WHERE run_id = $1 AND outcome IN ('verified', 'permanent_failure')
+            """, [.text(runID)])[0]["n"].int64() ?? 0)
+        let byID = try Dictionary(postgres.query("SELECT id, original_transaction_id FROM subscriptions").map {
+            (try $0["id"].int64() ?? 0, try $0["original_transaction_id"].text() ?? "")
+        }, uniquingKeysWith: { first, _ in first })
+        let bySubscription = Dictionary(fleet.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
+        let dead = try queue.deadLetters(matching: DeadLetterFilter(runID: runID), limit: 1_000_000)
+        check.dead = dead.count
+        check.deadForGoodInput = dead.filter { letter in
+            guard let id = letter.job?.subscriptionID, let subscription = byID[id].flatMap({ bySubscription[$0] }) else { return true }
+            return ![.malformed, .deletedAccount].contains(subscription.receipt.kind)
+        }.count
+        check.duplicatedEvents = Int(try postgres.query("""
+            SELECT coalesce(sum(n - 1), 0)::bigint AS n FROM (
+                SELECT count(*) AS n FROM events GROUP BY subscription_id, type, payload HAVING count(*) > 1) AS repeated
+            """)[0]["n"].int64() ?? 0)
+        for row in try postgres.query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions WHERE last_verified_at IS NOT NULL") {
+            guard let id = try row["original_transaction_id"].text(), let subscription = bySubscription[id],
+                  let verifiedAt = try row["last_verified_at"].timestamptz() else { continue }
+            let truth = subscription.groundTruth(at: Int64(verifiedAt.timeIntervalSince1970 * 1000)).status.rawValue
+            let stored = try row["status"].text() ?? "-"
+            if stored != truth {
+                check.mismatches += 1
+                if check.mismatchExamples.count < 5 { check.mismatchExamples.append("\(subscription.receipt.kind) \(id): \(stored) ≠ \(truth)") }
+            }
+        }
+        return check
+    }
+
+    var text: String {
+        var lines = [
+            "-- checked against the simulator's ground truth",
+            "  jobs enqueued \(enqueued): done \(done), dead \(dead) (\(deadForGoodInput) for good input), lost \(lost)",
+            "  subscriptions whose state differs from the truth: \(mismatches)",
+            "  duplicated events: \(duplicatedEvents)",
+        ]
+        lines += mismatchExamples.map { "    \($0)" }
+        lines.append(passed ? "  PASSED" : "  FAILED")
+        return lines.joined(separator: "\n")
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case enqueued, done, dead, deadForGoodInput = "dead_for_good_input", lost, duplicatedEvents = "duplicated_events"
+        case mismatches, mismatchExamples = "mismatch_examples", passed
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(enqueued, forKey: .enqueued)
+        try container.encode(done, forKey: .done)
+        try container.encode(dead, forKey: .dead)
+        try container.encode(deadForGoodInput, forKey: .deadForGoodInput)
+        try container.encode(lost, forKey: .lost)
+        try container.encode(duplicatedEvents, forKey: .duplicatedEvents)
+        try container.encode(mismatches, forKey: .mismatches)
+        try container.encode(mismatchExamples, forKey: .mismatchExamples)
+        try container.encode(passed, forKey: .passed)
+    }
+}

@@ -1,0 +1,54 @@
+import ArgumentParser
+
+/// One thing going wrong in the middle of the demo's second night, for fault drills
+/// (`scripts/faults`). Each is a few steps at set times after the night is a third done.
+enum DemoFault: String, CaseIterable, ExpressibleByArgument {
+    /// A worker process SIGKILLed three times (a different one each time), each restarted at once.
+    case killWorker = "kill-worker"
+    /// Redis stopped and started again (`--restart-command`); with appendonly it keeps its data.
+    case restartRedis = "restart-redis"
+    case restartPostgres = "restart-postgres"
+    /// Apple answers 21005 to everything for `--fault-seconds`.
+    case outage
+    /// 5% of Apple's answers are garbage from then on: HTML 502 pages, truncated JSON, wrong types.
+    case garbage
+    /// The shared secret changes under the fleet for `--fault-seconds` (21004: the fleet halts);
+    /// then it is put right and an operator resumes the fleet.
+    case wrongSecret = "wrong-secret"
+
+    /// What the fault needs from the command line, or nil when it has it.
+    func problem(restartCommand: String?) -> String? {
+        switch self {
+        case .restartRedis, .restartPostgres:
+            restartCommand != nil ? nil
+                : "--fault \(rawValue) needs --restart-command, the shell command that restarts the server "
+                    + "(scripts/faults passes `scripts/services restart …`)"
+        case .killWorker, .outage, .garbage, .wrongSecret: nil
+        }
+    }
+
+    /// The steps: when (after the fault starts) and what.
+    func steps(seconds: Double) -> [(after: Duration, step: Step)] {
+        switch self {
+        case .killWorker: [(.zero, .killWorker(0)), (.seconds(3), .killWorker(1)), (.seconds(6), .killWorker(2))]
+        case .restartRedis, .restartPostgres: [(.zero, .restartServer)]
+        case .outage: [(.zero, .outage(seconds: seconds))]
+        case .garbage: [(.zero, .knobs(#"{"garbage_rate": 0.05}"#))]
+        case .wrongSecret:
+            [(.zero, .knobs(#"{"shared_secret": "rotated-by-mistake"}"#)),
+             (.seconds(seconds), .knobs(#"{"shared_secret": "\#(DemoStage.sharedSecret)"}"#)),
+             (.seconds(seconds), .resumeFleet)]
+        }
+    }
+
+    enum Step {
+        /// SIGKILL the n-th worker process (modulo their number) and start it again.
+        case killWorker(Int)
+        case restartServer
+        case outage(seconds: Double)
+        /// A JSON body for the simulator's /control/knobs.
+        case knobs(String)
+        /// `receiptfleet resume`.
+        case resumeFleet
+    }
+}
