@@ -189,12 +189,8 @@ final class DemoStage {
         case .restartServer:
             guard let command = restartCommand else { return }
             say("restarting a server: \(command)")
-            let shell = Process()
-            shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-            shell.arguments = ["-c", command]
-            try shell.run()
-            shell.waitUntilExit()
-            guard shell.terminationStatus == 0 else { throw ValidationError("The restart command failed (exit \(shell.terminationStatus)).") }
+            let status = runShell(command)
+            guard status == 0 else { throw ValidationError("The restart command failed (exit status \(status)).") }
         case .outage(let seconds):
             say("Apple is down (21005) for \(Int(seconds)) s")
             try control("/control/outage", #"{"seconds": \#(seconds)}"#)
@@ -309,4 +305,22 @@ final class DemoStage {
             throw ValidationError("The demo's \(dead.name) ended early (exit \(dead.process.terminationStatus)); see \(logDirectory.path)/\(dead.name).log.")
         }
     }
+}
+
+/// Runs `command` with /bin/sh, its output going to standard error, and returns its wait status.
+/// Not through Foundation's Process: its wait never ends when the command leaves a daemon behind
+/// (a restarted server) that inherited the process's descriptors.
+private func runShell(_ command: String) -> Int32 {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
+    var pid: pid_t = 0
+    let words: [String] = ["/bin/sh", "-c", command]
+    let arguments = words.map { strdup($0) } + [nil]
+    defer { arguments.forEach { free($0) } }
+    guard posix_spawn(&pid, "/bin/sh", &actions, nil, arguments, environ) == 0 else { return -1 }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+    return status
 }
