@@ -22,6 +22,9 @@ final class Processor {
     /// Set when the gate is paused or halted: how long to rest before reserving more jobs, so a
     /// stopped fleet does not churn its backlog through the delayed set.
     private var restBeforeNextBatch: Duration?
+    /// Whether this worker's last call got an answer from Apple: the next admission says so, which
+    /// ends the fleet's streak of unavailable answers.
+    private var appleAnsweredLast = false
 
     init(settings: FleetSettings, connections: Connections, stop: StopSignal, logger: Logger) {
         self.settings = settings
@@ -127,7 +130,8 @@ final class Processor {
     /// Asks the gate until it admits, pauses or halts; waits out the rate limit here.
     private func admit() throws -> Admission {
         while true {
-            let admission = try connections.gate.admit(upTo: 1)
+            let admission = try connections.gate.admit(upTo: 1, afterAnswer: appleAnsweredLast)
+            appleAnsweredLast = false
             guard case .wait(let wait) = admission else { return admission }
             stop.sleep(wait.withJitter(0.1))
         }
@@ -146,7 +150,12 @@ final class Processor {
                 httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency.seconds * 1000),
                 error: error ?? exchange.problem, runID: job.runID)
         }
+        func retryAlone() -> Decision {
+            let failure = JobFailure(errorClass: verification.outcome.errorClass, message: exchange.problem ?? "\(verification.outcome)")
+            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil, then: .retry(failure))
+        }
         let action = policy.action(for: verification.outcome, attempt: job.attempt + 1)
+        appleAnsweredLast = action.meansAppleAnswered
         if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
 
         switch action {
@@ -166,13 +175,14 @@ final class Processor {
             }
         case .retryable(upstreamUnavailable: true):
             let pause = try connections.gate.reportUnavailable()
+            // A stray failure among good answers: this job alone tries again later.
+            guard pause > .zero else { return retryAlone() }
             logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
             // Not the job's fault: it waits for the fleet's recovery without being charged an attempt.
             return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil,
                           then: .postpone(pause.withJitter()))
         case .retryable, .retryOnSandbox, .retryOnProduction:
-            let failure = JobFailure(errorClass: verification.outcome.errorClass, message: exchange.problem ?? "\(verification.outcome)")
-            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil, then: .retry(failure))
+            return retryAlone()
         case .permanent(let reason):
             let write = VerificationWrite.permanentFailure(of: subscription, reason: reason, attempt: attempt(.permanentFailure, reason))
             return .write(write, reanalyse: nil, then: .ack)

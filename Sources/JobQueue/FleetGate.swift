@@ -8,21 +8,27 @@ public struct PausePolicy: Sendable, Hashable {
     /// How long the one probing worker may take to report before another may probe: longer than
     /// one call to Apple, timeouts included.
     public let probeLease: Duration
+    /// How many unavailable answers in a row, fleet-wide, start a pause. A stray 502 or timeout
+    /// among good answers is retried alone; pausing the fleet for it would cost far more.
+    public let streak: Int
 
-    /// Pauses of 5 s, 10 s, 20 s … up to 5 minutes; a probe may take a minute.
-    public static let standard = PausePolicy(checkedBase: .seconds(5), cap: .seconds(300), probeLease: .seconds(60))
+    /// A pause after 5 unavailable answers in a row; pauses of 5 s, 10 s, 20 s … up to 5 minutes;
+    /// a probe may take a minute.
+    public static let standard = PausePolicy(
+        checkedBase: .seconds(5), cap: .seconds(300), probeLease: .seconds(60), streak: 5)
 
-    public init(base: Duration, cap: Duration, probeLease: Duration) throws(QueueError) {
-        guard base >= .milliseconds(1), cap >= base, probeLease >= .milliseconds(1) else {
-            throw .invalidArgument("a pause policy needs base ≥ 1 ms, cap ≥ base and a probe lease ≥ 1 ms")
+    public init(base: Duration, cap: Duration, probeLease: Duration, streak: Int) throws(QueueError) {
+        guard base >= .milliseconds(1), cap >= base, probeLease >= .milliseconds(1), streak >= 1 else {
+            throw .invalidArgument("a pause policy needs base ≥ 1 ms, cap ≥ base, a probe lease ≥ 1 ms and a streak ≥ 1")
         }
-        self.init(checkedBase: base, cap: cap, probeLease: probeLease)
+        self.init(checkedBase: base, cap: cap, probeLease: probeLease, streak: streak)
     }
 
-    private init(checkedBase base: Duration, cap: Duration, probeLease: Duration) {
+    private init(checkedBase base: Duration, cap: Duration, probeLease: Duration, streak: Int) {
         self.base = base
         self.cap = cap
         self.probeLease = probeLease
+        self.streak = streak
     }
 }
 
@@ -58,13 +64,15 @@ public final class FleetGate {
         self.pausePolicy = pausePolicy
     }
 
-    /// Asks to call Apple up to `wanted` times now.
-    public func admit(upTo wanted: Int = 1) throws(QueueError) -> Admission {
+    /// Asks to call Apple up to `wanted` times now. `afterAnswer` says that this caller's last
+    /// call got an answer from Apple, which ends any streak of unavailable ones.
+    public func admit(upTo wanted: Int = 1, afterAnswer: Bool = false) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let reply = try connection.evaluate(
             Scripts.admit,
-            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted],
-            arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds])
+            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak],
+            arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
+                        afterAnswer ? 1 : 0])
         let unexpected = QueueError.unexpectedReply(operation: "admit", reply: "\(reply)")
         guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
         switch (verdict, parts[1].int) {
@@ -77,21 +85,22 @@ public final class FleetGate {
         }
     }
 
-    /// Reports that Apple failed as unavailable (5xx, 21005, timeouts). Starts a fleet-wide pause,
-    /// longer after each consecutive one, unless a pause is already running. Returns the time
-    /// until the pause ends.
+    /// Reports that Apple failed as unavailable (5xx, 21005, timeouts). Once `streak` such
+    /// answers came in a row, starts a fleet-wide pause, longer after each consecutive one,
+    /// unless a pause is already running. Returns the time until the pause ends: zero when the
+    /// fleet does not pause (the caller retries its job alone).
     @discardableResult
     public func reportUnavailable() throws(QueueError) -> Duration {
         let reply = try connection.evaluate(
-            Scripts.reportUnavailable, keys: [keys.paused, keys.pauseFailures, keys.probe],
-            arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds])
+            Scripts.reportUnavailable, keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak],
+            arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportUnavailable", reply: "\(reply)") }
         return .milliseconds(ms)
     }
 
     /// Reports that a probe succeeded: the pause ends for the whole fleet.
     public func reportRecovered() throws(QueueError) {
-        try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe])
+        try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak])
     }
 
     /// Stops the whole fleet until `resume()`. `reason` is shown to operators: sanitized text
@@ -102,6 +111,6 @@ public final class FleetGate {
 
     /// Lifts a halt and any pause.
     public func resume() throws(QueueError) {
-        try connection.execute(["DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe])
+        try connection.execute(["DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak])
     }
 }

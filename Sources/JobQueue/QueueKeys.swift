@@ -47,6 +47,8 @@ public struct QueueKeys: Sendable, Hashable {
     public var paused: String { "\(prefix):paused" }
     /// Consecutive periods of unavailability; each pause is longer than the last.
     public var pauseFailures: String { "\(prefix):pause:failures" }
+    /// Unavailable answers in a row, fleet-wide, with no answer from Apple in between.
+    public var unavailableStreak: String { "\(prefix):pause:streak" }
     /// Held by the one worker allowed to test whether Apple is back.
     public var probe: String { "\(prefix):probe" }
     /// Set while the fleet is halted; the value is the reason.

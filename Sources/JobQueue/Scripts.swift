@@ -247,11 +247,13 @@ enum Scripts {
         """)
 
     /// Decides, in one round trip, whether a worker may call Apple now.
-    /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter.
-    /// ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms.
+    /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
+    /// KEYS[6] unavailable streak. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe
+    /// lease ms, ARGV[5] 1 when the caller's last call got an answer from Apple (the streak ends).
     /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + gcra + """
+        if ARGV[5] == '1' then redis.call('DEL', KEYS[6]) end
         local reason = redis.call('GET', KEYS[1])
         if reason then return {'halted', reason} end
         local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
@@ -268,13 +270,16 @@ enum Scripts {
         return {'wait', wait}
         """)
 
-    /// Starts a fleet-wide pause, unless one is already running (failures of calls that were in
-    /// flight when it began must not lengthen it). Each pause doubles the last, up to a cap.
-    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe. ARGV[1] base ms, ARGV[2] cap ms.
-    /// Returns the ms until the pause ends.
+    /// Counts an unavailable answer; once `streak` came in a row (no answer from Apple between
+    /// them, see `admit`), starts a fleet-wide pause, unless one is already running (failures of
+    /// calls that were in flight when it began must not lengthen it). Each pause doubles the last,
+    /// up to a cap. While paused, the streak stays full, so a failed probe pauses again at once.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak.
+    /// ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak. Returns the ms until the pause ends (0: no pause).
     static let reportUnavailable = RedisScript(clock + """
         local pausedUntil = tonumber(redis.call('GET', KEYS[1]))
         if pausedUntil and now < pausedUntil then return pausedUntil - now end
+        if redis.call('INCR', KEYS[4]) < tonumber(ARGV[3]) then return 0 end
         local failures = redis.call('INCR', KEYS[2])
         local pause = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) * 2 ^ math.min(failures - 1, 40))
         redis.call('SET', KEYS[1], string.format('%d', now + pause))

@@ -34,7 +34,7 @@ import Testing
                 #expect(final.queue.ready + final.queue.reserved + final.queue.delayedLater == 0, "every job settled")
                 #expect(final.queue.dead == 0)
 
-                let mismatches = try await setup.groundTruthMismatches(at: nowMs)
+                let mismatches = try await setup.groundTruthMismatches()
                 #expect(mismatches.isEmpty, "\(mismatches.count) of \(subscriptions.count) differ: \(mismatches.prefix(10))")
                 let types = try await setup.query("SELECT type, count(*) AS n FROM events GROUP BY 1") { "\(try $0["type"].text() ?? "") \(try $0["n"].int64() ?? 0)" }
                 // A first sight is a baseline: the only events are the receipts Apple refuses for good.

@@ -54,8 +54,7 @@ import Testing
                     for process in [second, replacement] { process.send(SIGTERM) }
                     for process in [second, replacement] { #expect(try await process.exitStatus(within: .seconds(30)) == 0) }
 
-                    let nowTruth = Self.nowMs
-                    let mismatches = try await chaos.groundTruthMismatches(at: nowTruth)
+                    let mismatches = try await chaos.groundTruthMismatches()
                     #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
                     let expected = try await calm.eventsBySubscriptionAndType()
                     #expect(Set(expected.keys.map { $0.split(separator: " ")[1] }).count >= 4, "the run found changes of several kinds")
@@ -108,7 +107,7 @@ import Testing
                 #expect(try await setup.status(within: .seconds(60)) { $0.isSettled }.isSettled)
                 finisher.send(SIGTERM)
                 #expect(try await finisher.exitStatus(within: .seconds(15)) == 0)
-                let mismatches = try await setup.groundTruthMismatches(at: Self.nowMs)
+                let mismatches = try await setup.groundTruthMismatches()
                 #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
             }
         }
@@ -139,7 +138,7 @@ import Testing
                 #expect(final.queue.dead == 0, "waiting for Apple charged no job an attempt")
                 for worker in workers { worker.send(SIGTERM) }
                 for worker in workers { #expect(try await worker.exitStatus(within: .seconds(30)) == 0) }
-                let mismatches = try await setup.groundTruthMismatches(at: Self.nowMs)
+                let mismatches = try await setup.groundTruthMismatches()
                 #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
             }
         }

@@ -103,16 +103,21 @@ struct FleetSetup: Sendable {
         }
     }
 
-    /// The subscriptions whose stored status differs from the simulator's truth at `atMs`.
-    func groundTruthMismatches(at atMs: Int64) async throws -> [String] {
-        let stored = try await query("SELECT original_transaction_id, status FROM subscriptions") {
-            (try $0["original_transaction_id"].text() ?? "", try $0["status"].text() ?? "")
+    /// The subscriptions whose stored status differs from the simulator's truth when they were
+    /// verified (or a moment before: Apple answers before the analysis stamps the time). Every one
+    /// must have been verified.
+    func groundTruthMismatches() async throws -> [String] {
+        let stored = try await query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions") {
+            (try $0["original_transaction_id"].text() ?? "", (try $0["status"].text() ?? "", try $0["last_verified_at"].timestamptz()))
         }
-        let statuses = Dictionary(uniqueKeysWithValues: stored)
+        let rows = Dictionary(stored, uniquingKeysWith: { first, _ in first })
         return subscriptions.compactMap { subscription in
-            let truth = subscription.groundTruth(at: atMs).status.rawValue
-            let actual = statuses[subscription.originalTransactionID] ?? "missing"
-            return actual == truth ? nil : "\(subscription.receipt.kind): \(actual) ≠ \(truth)"
+            guard let (status, verifiedAt) = rows[subscription.originalTransactionID], let verifiedAt else {
+                return "\(subscription.receipt.kind): never verified"
+            }
+            let verifiedMs = Int64(verifiedAt.timeIntervalSince1970 * 1000)
+            let truths = [verifiedMs, verifiedMs - 2_000].map { subscription.groundTruth(at: $0).status.rawValue }
+            return truths.contains(status) ? nil : "\(subscription.receipt.kind): \(status) ≠ \(truths[0])"
         }
     }
 

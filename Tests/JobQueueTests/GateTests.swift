@@ -14,7 +14,7 @@ struct GateTests {
         deployment = try Deployment()
         limit = try RateLimit(perSecond: 1000, burst: 50)
         // Pauses long enough that eight threads starting on a busy machine all ask within one.
-        policy = try PausePolicy(base: .seconds(1), cap: .seconds(10), probeLease: .seconds(30))
+        policy = try PausePolicy(base: .seconds(1), cap: .seconds(10), probeLease: .seconds(30), streak: 1)
     }
 
     /// Runs `body` with a gate on a connection of its own, on a thread of its own.
@@ -63,6 +63,24 @@ struct GateTests {
         try await withGate { try $0.reportRecovered() }
         let reopened = try await admitTogether(4)
         #expect(reopened.allSatisfy { $0 == .granted(1) })
+    }
+
+    @Test("stray unavailable answers do not pause the fleet; a streak of them does, and an answer ends a streak")
+    func pauseAfterAStreak() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let streakOfThree = try PausePolicy(base: .seconds(1), cap: .seconds(10), probeLease: .seconds(30), streak: 3)
+        let (stray, afterAnswer, third) = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfThree)
+                let stray = [try gate.reportUnavailable(), try gate.reportUnavailable()]
+                _ = try gate.admit(afterAnswer: true)  // some worker got an answer: the streak starts again
+                let afterAnswer = [try gate.reportUnavailable(), try gate.reportUnavailable()]
+                return (stray, afterAnswer, try gate.reportUnavailable())
+            }
+        }
+        #expect(stray == [.zero, .zero])
+        #expect(afterAnswer == [.zero, .zero])
+        #expect(third == .seconds(1), "the third in a row pauses the fleet")
     }
 
     @Test("a halt stops everyone, paused or not, until resume")

@@ -23,7 +23,7 @@ struct StatsTests {
             try queue.heartbeat()
             let gate = FleetGate(connection: connection, keys: deployment.keys, limit: try RateLimit(perSecond: 10, burst: 5))
             _ = try gate.admit(upTo: 3)
-            try gate.reportUnavailable()
+            for _ in 0..<PausePolicy.standard.streak { try gate.reportUnavailable() }
             try gate.halt(reason: "operator stop")
             return (empty, try queue.stats())
         }
