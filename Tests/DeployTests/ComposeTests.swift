@@ -8,8 +8,8 @@ struct ComposeTests {
     static let compose = Repository.url("deploy/compose/compose.yaml")
 
     @Test func composeMatchesTheComposeSpecification() async throws {
-        let result = try await python(module: "check_jsonschema", ["--builtin-schema", "vendor.compose-spec", Self.compose.path],
-                                      from: "check-jsonschema, from PyPI")
+        let result = try await python(["-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", Self.compose.path],
+                                      needs: "check-jsonschema")
         #expect(result.succeeded, "\(result)")
     }
 

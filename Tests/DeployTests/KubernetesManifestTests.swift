@@ -11,8 +11,7 @@ struct KubernetesManifestTests {
     /// Against the Kubernetes API's own schemas, strictly (an unknown or misspelt field fails).
     @Test func builtInKindsMatchTheKubernetesSchemas() async throws {
         let files = try Repository.files(in: Self.folder, endingIn: [".yaml"]).map(\.path)
-        let result = try await python(module: "kubernetes_validate", ["--strict", "--quiet"] + files,
-                                      from: "kubernetes-validate, from PyPI")
+        let result = try await python(["-m", "kubernetes_validate", "--strict", "--quiet"] + files, needs: "kubernetes-validate")
         #expect(result.succeeded, "\(result)")
         for line in result.output.split(separator: "\n") {
             let expected = line.contains("Couldn't find schema") && Self.customKinds.contains { line.contains("kind \($0) ") }

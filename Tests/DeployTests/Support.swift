@@ -44,11 +44,11 @@ struct CommandResult: Sendable, CustomStringConvertible {
     var description: String { "exit status \(status):\n\(output)" }
 }
 
-/// Runs `tool` (found on PATH) on a thread of its own: the test waits without blocking Swift's pool.
+/// Runs `tool` (a path, or found on PATH) on a thread of its own: the test waits without blocking Swift's pool.
 func run(_ tool: String, _ arguments: [String], from package: String, in directory: URL? = nil) async throws -> CommandResult {
     let searchPath = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-    guard let executable = searchPath.split(separator: ":").map({ "\($0)/\(tool)" })
-        .first(where: FileManager.default.isExecutableFile(atPath:))
+    let candidates = tool.hasPrefix("/") ? [tool] : searchPath.split(separator: ":").map { "\($0)/\(tool)" }
+    guard let executable = candidates.first(where: FileManager.default.isExecutableFile(atPath:))
     else { throw MissingTool(tool: tool, package: package) }
     return try await onOwnThread {
         let process = Process()
@@ -65,10 +65,22 @@ func run(_ tool: String, _ arguments: [String], from package: String, in directo
     }
 }
 
-/// Runs `python3 -m module arguments…`; a module that is not installed is a `MissingTool`.
-func python(module: String, _ arguments: [String], from package: String) async throws -> CommandResult {
-    let result = try await run("python3", ["-m", module] + arguments, from: "python3")
-    if result.output.contains("No module named") { throw MissingTool(tool: "python3 -m \(module)", package: package) }
+/// The python of the tools' virtual environment that scripts/bootstrap makes (with PyYAML,
+/// kubernetes-validate and check-jsonschema): RECEIPTFLEET_TOOLS, else $XDG_CACHE_HOME or ~/.cache,
+/// then receiptfleet/venv.
+let toolsPython: String = {
+    let environment = ProcessInfo.processInfo.environment
+    let cache = environment["XDG_CACHE_HOME"] ?? (environment["HOME"] ?? "/root") + "/.cache"
+    return (environment["RECEIPTFLEET_TOOLS"] ?? cache + "/receiptfleet") + "/venv/bin/python"
+}()
+
+/// Runs the tools' python with `arguments`; a module that is not installed is a `MissingTool`.
+func python(_ arguments: [String], needs package: String) async throws -> CommandResult {
+    guard FileManager.default.isExecutableFile(atPath: toolsPython) else {
+        throw MissingTool(tool: toolsPython, package: "a Python virtual environment with \(package)")
+    }
+    let result = try await run(toolsPython, arguments, from: package)
+    if result.output.contains("ModuleNotFoundError") { throw MissingTool(tool: "the Python module of \(package)", package: package) }
     return result
 }
 
@@ -78,7 +90,7 @@ func yamlDocuments(_ url: URL) async throws -> [YAMLNode] {
     try await yamlDocuments(of: [url])[0]
 }
 
-/// The documents of each file, in one run of python3.
+/// The documents of each file, in one run of python.
 func yamlDocuments(of urls: [URL]) async throws -> [[YAMLNode]] {
     let json = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("yaml") + ".json")
     defer { try? FileManager.default.removeItem(at: json) }
@@ -94,8 +106,7 @@ func yamlDocuments(of urls: [URL]) async throws -> [[YAMLNode]] {
         with open(sys.argv[1], "w") as target:
             json.dump(files, target, default=str)
         """
-    let result = try await run("python3", ["-c", script, json.path] + urls.map(\.path), from: "python3")
-    if result.output.contains("No module named 'yaml'") { throw MissingTool(tool: "PyYAML", package: "PyYAML, from PyPI") }
+    let result = try await python(["-c", script, json.path] + urls.map(\.path), needs: "PyYAML")
     guard result.succeeded else { throw UnreadableFile(reason: result.output) }
     let files = try JSONSerialization.jsonObject(with: Data(contentsOf: json)) as? [[Any]] ?? []
     return files.map { documents in documents.filter { !($0 is NSNull) }.map(YAMLNode.init) }

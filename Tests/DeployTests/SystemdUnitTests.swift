@@ -51,6 +51,12 @@ struct SystemdUnitTests {
         #expect(settings["Environment", default: []].contains("RECEIPTFLEET_SHARED_SECRET_FILE=%d/shared-secret"))
     }
 
+    @Test func theAPIGetsItsTokensAsACredential() throws {
+        let settings = try unitSettings(Repository.url("deploy/systemd/receiptfleet-api.service"))
+        #expect(settings["LoadCredential", default: []].contains("api-tokens:/etc/receiptfleet/api-tokens"))
+        #expect(settings["Environment", default: []].contains("RECEIPTFLEET_API_TOKENS_FILE=%d/api-tokens"))
+    }
+
     @Test func theTimerRunsNightlyAndCatchesUp() throws {
         let settings = try unitSettings(Repository.url("deploy/systemd/receiptfleet-schedule.timer"))
         #expect(settings["OnCalendar"] == ["*-*-* 02:00:00 UTC"])
