@@ -102,6 +102,9 @@ let package = Package(
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Deployment files (dashboards/, deploy/, Dockerfile), checked with promtool, systemd-analyze and
+        // schema validators that scripts/bootstrap installs.
+        .testTarget(name: "DeployTests", dependencies: ["JobQueue", "TestSupport"]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator",
             .product(name: "Hummingbird", package: "hummingbird"),
