@@ -66,12 +66,7 @@ struct FleetSetup: Sendable {
         try await onOwnThread {
             let connection = try database.connect()
             try Migrator.migrate(connection)
-            try Ledger(connection).addSubscriptions(subscriptions.map { subscription in
-                NewSubscription(
-                    originalTransactionID: subscription.originalTransactionID,
-                    environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
-                    receipt: ReceiptData(base64: subscription.receipt.receiptData))
-            })
+            try Ledger(connection).addSubscriptions(subscriptions.map(\.newSubscription))
         }
         return try await schedule(runID: runID, now: Date())
     }
