@@ -92,7 +92,7 @@ let package = Package(
         .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
-        .target(name: "TestSupport", dependencies: ["AppStore", "AppStoreSimulator", "Lanes", "Ledger", "PostgresClient"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient"], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
