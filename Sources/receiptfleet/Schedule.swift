@@ -15,7 +15,7 @@ struct Schedule: AsyncParsableCommand {
             second run the same night adds nothing. A lock keeps two schedulers from overlapping.
             Run it nightly from cron, a systemd timer or a Kubernetes CronJob; or keep it running with \
             --every, so that a renewal is seen minutes after it happens; then it serves /metrics, \
-            /healthz and /readyz on --metrics-address.
+            /healthz and /readyz on --metrics-address, and SIGTERM or SIGINT stops it after the pass in hand.
 
             Examples:
               receiptfleet schedule
@@ -53,8 +53,10 @@ struct Schedule: AsyncParsableCommand {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
         let metrics = ProcessMetrics()
-        // A one-shot run ends before anyone could scrape it; with --every the scheduler is a service.
+        // A one-shot run ends before anyone could scrape it; with --every the scheduler is a service,
+        // which stops between passes on SIGTERM or SIGINT.
         let server = every == nil ? nil : try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
+        let signals = every == nil ? nil : TerminationSignals()
         // The scheduler's connections block: they live on a lane, off Swift's cooperative pool.
         let scheduler = Lane(name: "rf-scheduler") { try Scheduler(settings: settings, metrics: metrics.fleet) }
         defer { scheduler.shutdown() }  // nothing is queued by then: the thread ends at once
@@ -77,8 +79,12 @@ struct Schedule: AsyncParsableCommand {
             print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
                 + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
             logger.debug("scheduler pass done", metadata: ["run": "\(summary.runID)"])
-            if let every { try await Task.sleep(for: .seconds(every)) }
-        } while every != nil
+            if let every, let signals {
+                let next = ContinuousClock.now + .seconds(every)
+                while signals.received == nil, ContinuousClock.now < next { try await Task.sleep(for: .milliseconds(100)) }
+            }
+        } while every != nil && signals?.received == nil
+        if let signal = signals?.received { logger.info("stopping the scheduler", metadata: ["signal": "\(signal)"]) }
         await server?.stop()
     }
 }

@@ -22,6 +22,36 @@ import Testing
         }
     }
 
+    @Test func theRelayAndAPeriodicSchedulerServeMetricsUntilSIGTERM() async throws {
+        try await Deployment.with(receipts: 4) { deployment in
+            let environment = deployment.settings.processEnvironment
+            let scheduler = try FleetProcess(["schedule", "--every", "3600", "--metrics-address", "127.0.0.1:0"], environment: environment)
+            let relay = try FleetProcess(["relay", "--metrics-address", "127.0.0.1:0"], environment: environment)
+
+            let schedulerURL = try await waitForMetricsURL(in: scheduler)
+            let subscriptions = Double(deployment.receipts.flatMap(\.subscriptions).count)
+            var scrape = Scrape(try await fetch(schedulerURL).body)
+            let deadline = ContinuousClock.now + .seconds(30)
+            // The pass counts its jobs page by page, and records its success at its end.
+            while scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                scrape = Scrape(try await fetch(schedulerURL).body)
+            }
+            #expect(scrape.value("receiptfleet_scheduler_jobs_enqueued_total") == subscriptions, "the first pass enqueued every subscription")
+            #expect((scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") ?? 0) > 0)
+
+            let relayScrape = Scrape(try await fetch(try await waitForMetricsURL(in: relay)).body)
+            #expect(relayScrape.value("receiptfleet_events_published_total", ["sink": "stream"]) == 0)
+            #expect(relayScrape.value("receiptfleet_jobs", ["state": "ready"]) == subscriptions, "the same truth from every process")
+
+            for process in [scheduler, relay] {
+                process.send(SIGTERM)
+                #expect(try await process.exitStatus(within: .seconds(30)) == 0, "\(process.log)")
+            }
+            #expect(scheduler.log.contains("stopping the scheduler"))
+        }
+    }
+
     @Test func aTakenMetricsPortStopsTheWorkerWithAClearMessage() async throws {
         try await Deployment.with { deployment in
             try await withMetricsServer(deployment.settings) { taken in
