@@ -5,7 +5,8 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
-//   fleet            Fleet (worker pool, scheduler, maintenance)
+//   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
+//                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
 //   executables      receiptfleet, queue-benchmark, ledger-benchmark
 let package = Package(
@@ -27,6 +28,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -58,6 +63,17 @@ let package = Package(
         .target(name: "Fleet", dependencies: [
             "AppStore", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+        ]),
+        // The metrics server of every fleet process; keeps Hummingbird and Prometheus out of Fleet.
+        .target(name: "Observability", dependencies: [
+            "Fleet", "Lanes",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
@@ -68,7 +84,7 @@ let package = Package(
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
-            "PostgresClient", "RedisClient",
+            "Observability", "PostgresClient", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -76,7 +92,7 @@ let package = Package(
         .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
-        .target(name: "TestSupport", dependencies: ["PostgresClient", "AppStoreSimulator"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient"], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
@@ -105,6 +121,11 @@ let package = Package(
         // Deployment files (dashboards/, deploy/, Dockerfile), checked with promtool, systemd-analyze and
         // schema validators that scripts/bootstrap installs.
         .testTarget(name: "DeployTests", dependencies: ["JobQueue", "TestSupport"]),
+        .testTarget(name: "ObservabilityTests", dependencies: [
+            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
+            "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator",
             .product(name: "Hummingbird", package: "hummingbird"),

@@ -48,3 +48,15 @@ struct AttemptOutcome {
         return max(scheduled, min(retryAfter, longest))
     }
 }
+
+/// What became of one delivery attempt, as `WebhookDispatcher` reports it for metrics.
+public enum DeliveryAttemptResult: String, Sendable, CaseIterable {
+    /// The receiver answered 2xx.
+    case delivered
+    /// It failed; another attempt is scheduled.
+    case retry
+    /// It failed and the retry schedule is used up: the delivery is failed for good.
+    case failed
+    /// The receiver answered 410 Gone: the endpoint is disabled.
+    case disabled
+}

@@ -48,8 +48,11 @@ public final class OutboxRelay {
 
     /// Publishes until `stop` is set: a round whenever events are committed (woken by NOTIFY), and
     /// at least every `pollInterval`. A round that fails is reported to `onError` and tried again
-    /// after `pollInterval`; the clients reconnect by themselves.
-    public func run(until stop: StopSignal, onError: (any Error) -> Void = { _ in }) {
+    /// after `pollInterval`; the clients reconnect by themselves. `onPublished` hears how many
+    /// events each round that published any made durable in the stream (for metrics).
+    public func run(
+        until stop: StopSignal, onError: (any Error) -> Void = { _ in }, onPublished: (Int) -> Void = { _ in }
+    ) {
         while !stop.isSet {
             do {
                 // Listening before looking means no event committed from now on can be missed.
@@ -58,7 +61,10 @@ public final class OutboxRelay {
                     isListening = true
                 }
                 let batch = try publishBatch(limit: configuration.batchSize)
-                if batch.published > 0 { continue }
+                if batch.published > 0 {
+                    onPublished(batch.published)
+                    continue
+                }
                 // Events held back behind another relay's claim are free once it commits, which
                 // notifies nobody: look again soon rather than after a whole poll interval.
                 try waitForEvents(upTo: batch.deferred > 0 ? Self.deferredRetryDelay : configuration.pollInterval, stop)

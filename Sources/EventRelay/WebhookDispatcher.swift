@@ -34,21 +34,28 @@ public final class WebhookDispatcher {
     }
 
     /// Makes up to `limit` attempts (the configured batch size by default), one due delivery each,
-    /// and returns how many it made: fewer when fewer were due.
+    /// and returns how many it made: fewer when fewer were due. `onAttempt` hears what became of
+    /// each attempt once it is recorded (for metrics).
     @discardableResult
-    public func runOnce(limit: Int? = nil) throws -> Int {
+    public func runOnce(limit: Int? = nil, onAttempt: (DeliveryAttemptResult) -> Void = { _ in }) throws -> Int {
         let limit = limit ?? configuration.batchSize
         var attempts = 0
-        while attempts < limit, try attemptNextDue() { attempts += 1 }
+        while attempts < limit, let result = try attemptNextDue() {
+            onAttempt(result)
+            attempts += 1
+        }
         return attempts
     }
 
     /// Delivers until `stop` is set, looking for due deliveries every `pollInterval` when idle. A
     /// round that fails is reported to `onError` and tried again after `pollInterval`.
-    public func run(until stop: StopSignal, onError: (any Error) -> Void = { _ in }) {
+    public func run(
+        until stop: StopSignal, onError: (any Error) -> Void = { _ in },
+        onAttempt: (DeliveryAttemptResult) -> Void = { _ in }
+    ) {
         while !stop.isSet {
             do {
-                if try runOnce() > 0 { continue }
+                if try runOnce(onAttempt: onAttempt) > 0 { continue }
             } catch {
                 onError(error)
             }
@@ -56,15 +63,14 @@ public final class WebhookDispatcher {
         }
     }
 
-    /// Attempts the most overdue delivery, if any is due; false when none is.
-    private func attemptNextDue() throws -> Bool {
+    /// Attempts the most overdue delivery, if any is due, and says what became of it; nil when none is due.
+    private func attemptNextDue() throws -> DeliveryAttemptResult? {
         try database.transaction { database in
             let attemptedAt = now()
-            guard let row = try database.query(Self.claimDue, [.timestamptz(attemptedAt)]).first else { return false }
+            guard let row = try database.query(Self.claimDue, [.timestamptz(attemptedAt)]).first else { return nil }
             let delivery = try DueDelivery(row)
             let outcome = send(delivery, at: attemptedAt)
-            try record(outcome, of: delivery, at: attemptedAt, on: database)
-            return true
+            return try record(outcome, of: delivery, at: attemptedAt, on: database)
         }
     }
 
@@ -95,7 +101,7 @@ public final class WebhookDispatcher {
     /// disables the endpoint on a 410, all in the attempt's transaction.
     private func record(
         _ outcome: AttemptOutcome, of delivery: DueDelivery, at attemptedAt: Date, on database: PostgresConnection
-    ) throws {
+    ) throws -> DeliveryAttemptResult {
         let status: PostgresValue = outcome.status.map { .int64(Int64($0)) } ?? .null
         let error: PostgresValue = outcome.error.map { .text($0) } ?? .null
         try database.execute(
@@ -122,7 +128,9 @@ public final class WebhookDispatcher {
         if outcome.isGone {
             let reason = "the receiver answered 410 Gone at \(attemptedAt.formatted(.iso8601))"
             _ = try WebhookRegistry.disable(id: delivery.endpointID, reason: reason, on: database)
+            return .disabled
         }
+        return outcome.isDelivered ? .delivered : next == nil ? .failed : .retry
     }
 
     /// The most overdue pending delivery to an enabled endpoint that no other dispatcher holds,

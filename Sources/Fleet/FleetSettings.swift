@@ -31,13 +31,16 @@ public struct FleetSettings: Sendable {
     /// The hour (UTC) of the nightly scheduler run; checks are planned against it.
     public var nightlyHourUTC: Int
     public var checkSchedule: CheckSchedule
+    /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
+    public var metricsAddress: MetricsAddress?
 
     public init(
         redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
         sharedSecret: SharedSecret? = nil, rateLimit: RateLimit, pausePolicy: PausePolicy = .standard,
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
-        appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule()
+        appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
+        metricsAddress: MetricsAddress? = .standard
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -55,6 +58,7 @@ public struct FleetSettings: Sendable {
         self.appleTimeout = appleTimeout
         self.nightlyHourUTC = nightlyHourUTC
         self.checkSchedule = checkSchedule
+        self.metricsAddress = metricsAddress
     }
 
     /// The first nightly run strictly after `now`.

@@ -46,9 +46,7 @@ public struct FleetStatus: Sendable, Encodable {
         let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
         let now = Date()
         let counts = try ledger.counts(now: now, since: now - 3_600)
-        let lastRun = try redis.command("GET", keys.schedulerLastRun).bytes.flatMap {
-            try? JSONDecoder().decode(ScheduleSummary.self, from: Data($0))
-        }
+        let lastRun = try ScheduleSummary.last(on: redis, keys: keys)
         return FleetStatus(
             queue: Queue(
                 ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,

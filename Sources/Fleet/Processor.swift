@@ -15,6 +15,7 @@ final class Processor {
     private let settings: FleetSettings
     private let connections: Connections
     private let stop: StopSignal
+    private let metrics: FleetMetrics
     private let logger: Logger
     private let policy = StatusPolicy()
     private var lastReclaim = ContinuousClock.now
@@ -26,10 +27,11 @@ final class Processor {
     /// ends the fleet's streak of unavailable answers.
     private var appleAnsweredLast = false
 
-    init(settings: FleetSettings, connections: Connections, stop: StopSignal, logger: Logger) {
+    init(settings: FleetSettings, connections: Connections, stop: StopSignal, metrics: FleetMetrics, logger: Logger) {
         self.settings = settings
         self.connections = connections
         self.stop = stop
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -67,6 +69,7 @@ final class Processor {
                 idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries,
                 limit: settings.batchSize)
             if reclaimed.buried > 0 {
+                metrics.settled(.dead, count: reclaimed.buried)
                 logger.warning("jobs delivered too often went to the dead letters", metadata: ["count": "\(reclaimed.buried)"])
             }
             if !reclaimed.jobs.isEmpty { return reclaimed.jobs }
@@ -103,14 +106,14 @@ final class Processor {
 
     /// What to do with one job: verify its subscription, unless there is nothing to verify.
     private func decide(_ job: Job, _ subscription: LoadedSubscription?) throws -> Decision {
-        guard let subscription else { return .settle(.ack) }  // deleted since it was enqueued
+        guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         guard let receipt = subscription.receipt else {
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
         }
         if let verified = subscription.lastVerifiedAt, !job.reason.isHighPriority,
             verified.timeIntervalSince1970 * 1000 > Double(job.enqueuedAt)
         {
-            return .settle(.ack)  // verified since it was enqueued (an older run's job, say)
+            return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
         let admission = try admit()
         switch admission {
@@ -120,10 +123,12 @@ final class Processor {
         case .halted:
             restBeforeNextBatch = .seconds(5)
             return .settle(.postpone(.seconds(30)))
-        case .granted, .probe, .wait: break
+        case .probe: metrics.probed()
+        case .granted, .wait: break
         }
         let verification = connections.appStore.verify(
             receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment)
+        for exchange in verification.exchanges { metrics.answered(exchange) }
         return try judge(verification, of: subscription, job: job, probing: admission == .probe)
     }
 
@@ -133,7 +138,9 @@ final class Processor {
             let admission = try connections.gate.admit(upTo: 1, afterAnswer: appleAnsweredLast)
             appleAnsweredLast = false
             guard case .wait(let wait) = admission else { return admission }
+            let started = ContinuousClock.now
             stop.sleep(wait.withJitter(0.1))
+            metrics.waitedForToken(started.duration(to: .now))
         }
     }
 
@@ -167,11 +174,11 @@ final class Processor {
             }
             do {
                 return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified)),
-                              reanalyse: analyse, then: .ack)
+                              reanalyse: analyse, then: .ack(.verified))
             } catch let error as AnalysisError {
                 let write = VerificationWrite.permanentFailure(
                     of: subscription, reason: error.description, attempt: attempt(.permanentFailure, error.description))
-                return .write(write, reanalyse: nil, then: .ack)
+                return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
             }
         case .retryable(upstreamUnavailable: true):
             let pause = try connections.gate.reportUnavailable()
@@ -185,7 +192,7 @@ final class Processor {
             return retryAlone()
         case .permanent(let reason):
             let write = VerificationWrite.permanentFailure(of: subscription, reason: reason, attempt: attempt(.permanentFailure, reason))
-            return .write(write, reanalyse: nil, then: .ack)
+            return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
         case .configurationError(let reason):
             // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
             try connections.gate.halt(reason: reason)
@@ -202,7 +209,9 @@ final class Processor {
             if case .write(let write, _, _) = decision { write } else { nil }
         }
         let nightly = settings.nextNightlyRun(after: Date())
+        let started = ContinuousClock.now
         var outcomes = try connections.ledger.persist(writes, nextNightlyRun: nightly)[...]
+        if !writes.isEmpty { metrics.persisted(in: started.duration(to: .now)) }
         return try decisions.map { decision in
             switch decision {
             case .settle(let settlement):
@@ -221,18 +230,26 @@ final class Processor {
         }
     }
 
+    /// Settles the job in Redis and counts it, unless another worker reclaimed it meanwhile (then
+    /// nothing changed here, and the job is that worker's to settle and count).
     private func apply(_ settlement: Settlement, to reserved: ReservedJob) throws {
         let queue = connections.queue
+        let outcome: FleetMetrics.JobOutcome?
         switch settlement {
-        case .ack: _ = try queue.ack(reserved)
-        case .postpone(let delay): _ = try queue.postpone(reserved, for: delay)
+        case .ack(let done): outcome = try queue.ack(reserved) ? done : nil
+        case .postpone(let delay): outcome = try queue.postpone(reserved, for: delay) ? .postponed : nil
         case .retry(let failure):
-            if case .buried = try queue.retry(reserved, after: failure) {
+            switch try queue.retry(reserved, after: failure) {
+            case .delayed: outcome = .retried
+            case .buried:
+                outcome = .dead
                 logger.warning("a job ran out of attempts and went to the dead letters",
                                metadata: ["subscription": "\(reserved.job.subscriptionID)", "error": "\(failure.errorClass)"])
+            case .notReserved: outcome = nil
             }
-        case .bury(let failure): _ = try queue.bury(reserved, failure: failure)
+        case .bury(let failure): outcome = try queue.bury(reserved, failure: failure) ? .dead : nil
         }
+        if let outcome { metrics.settled(outcome) }
     }
 }
 
@@ -247,7 +264,8 @@ enum Decision {
 
 /// What becomes of a job once its result (if any) is durable.
 public enum Settlement: Sendable, CustomStringConvertible {
-    case ack
+    /// Done with it: the job leaves the queue, counted as this outcome.
+    case ack(FleetMetrics.JobOutcome)
     case postpone(Duration)
     case retry(JobFailure)
     case bury(JobFailure)

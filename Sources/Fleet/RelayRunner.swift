@@ -9,29 +9,35 @@ import RedisClient
 /// once; the relay publishes each event once and in per-subscription order.
 public final class RelayRunner: Sendable {
     private let settings: FleetSettings
+    private let metrics: FleetMetrics
     private let logger: Logger
     private let threads = ThreadGroup()
 
-    public init(settings: FleetSettings, logger: Logger) {
+    public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics(), logger: Logger) {
         self.settings = settings
+        self.metrics = metrics
         self.logger = logger
     }
 
     public func start() {
-        threads.spawn("rf-relay") { [settings, logger] stop in
+        threads.spawn("rf-relay") { [settings, metrics, logger] stop in
             keepRunning("outbox relay", stop, logger) {
                 let relay = try OutboxRelay(
                     database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)),
                     redis: RedisConnection(RedisConfiguration(url: settings.redisURL)),
                     configuration: RelayConfiguration(keyPrefix: settings.keyPrefix))
-                relay.run(until: stop) { logger.error("relay round failed", metadata: ["error": "\($0)"]) }
+                relay.run(
+                    until: stop, onError: { logger.error("relay round failed", metadata: ["error": "\($0)"]) },
+                    onPublished: metrics.published)
             }
         }
-        threads.spawn("rf-webhooks") { [settings, logger] stop in
+        threads.spawn("rf-webhooks") { [settings, metrics, logger] stop in
             keepRunning("webhook dispatcher", stop, logger) {
                 let dispatcher = try WebhookDispatcher(
                     database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
-                dispatcher.run(until: stop) { logger.error("webhook round failed", metadata: ["error": "\($0)"]) }
+                dispatcher.run(
+                    until: stop, onError: { logger.error("webhook round failed", metadata: ["error": "\($0)"]) },
+                    onAttempt: metrics.attempted)
             }
         }
         logger.info("relay started")

@@ -24,6 +24,15 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
     }
 }
 
+extension ScheduleSummary {
+    /// The last finished run, as the scheduler recorded it in Redis; nil before the first.
+    static func last(on redis: RedisConnection, keys: QueueKeys) throws -> ScheduleSummary? {
+        try redis.command("GET", keys.schedulerLastRun).bytes.flatMap {
+            try? JSONDecoder().decode(ScheduleSummary.self, from: Data($0))
+        }
+    }
+}
+
 public enum SchedulerError: Error, CustomStringConvertible {
     case alreadyRunning
     case lostLock
@@ -59,8 +68,10 @@ public final class Scheduler {
     private let lock: FleetLock
     private let redis: RedisConnection
     private let keys: QueueKeys
+    private let metrics: FleetMetrics
 
-    public init(settings: FleetSettings) throws {
+    public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics()) throws {
+        self.metrics = metrics
         redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
         keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2))
@@ -89,6 +100,7 @@ public final class Scheduler {
             if !options.dryRun, !page.ids.isEmpty {
                 let result = try queue.enqueue(subscriptionIDs: page.ids, run: options.runID, reason: options.reason)
                 summary.enqueued += result.added
+                metrics.enqueued(result.added)
                 summary.alreadyQueued += result.alreadyQueued
             }
             cursor = page.next

@@ -8,25 +8,27 @@ import Logging
 /// PostgreSQL.
 public final class WorkerPool: Sendable {
     private let settings: FleetSettings
+    private let metrics: FleetMetrics
     private let logger: Logger
     private let threads = ThreadGroup()
 
-    public init(settings: FleetSettings, logger: Logger) {
+    public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics(), logger: Logger) {
         self.settings = settings
+        self.metrics = metrics
         self.logger = logger
     }
 
     /// Starts the threads and returns at once. A processor that cannot connect keeps trying.
     public func start() {
         for index in 0..<settings.concurrency {
-            threads.spawn("rf-worker-\(index)") { [settings, logger] stop in
+            threads.spawn("rf-worker-\(index)") { [settings, metrics, logger] stop in
                 var logger = logger
                 let consumer = JobQueue.consumerName(thread: index)
                 logger[metadataKey: "consumer"] = "\(consumer)"
                 while !stop.isSet {
                     do {
                         let connections = try Connections(settings: settings, consumer: consumer)
-                        Processor(settings: settings, connections: connections, stop: stop, logger: logger).run()
+                        Processor(settings: settings, connections: connections, stop: stop, metrics: metrics, logger: logger).run()
                     } catch {
                         logger.error("worker cannot connect; retrying in 2 s", metadata: ["error": "\(error)"])
                         stop.sleep(.seconds(2))

@@ -18,8 +18,8 @@ public struct LedgerCounts: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Counts in one query. The per-status and per-type counts read whole tables: fine for a status
-    /// command, too heavy to poll every few seconds on a large fleet.
+    /// Counts in two queries. The per-status and per-type counts read whole tables: fine for a
+    /// status command, too heavy to poll every few seconds on a large fleet (`outboxBacklog` is not).
     public func counts(now: Date, since: Date) throws -> LedgerCounts {
         let row = try connection.query("""
             SELECT
@@ -28,20 +28,38 @@ extension Ledger {
                 (SELECT count(*) FROM subscriptions WHERE next_check_at <= $1) AS due,
                 (SELECT count(*) FROM subscriptions WHERE last_verified_at >= $2) AS verified,
                 (SELECT coalesce(jsonb_object_agg(type, n), '{}') FROM
-                    (SELECT type, count(*) AS n FROM events WHERE created_at >= $2 GROUP BY type) AS e) AS by_type,
-                (SELECT count(*) FROM events WHERE published_at IS NULL) AS unpublished,
-                (SELECT greatest(0, extract(epoch FROM $1 - created_at))::float8 FROM events
-                    WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS oldest_unpublished_age
+                    (SELECT type, count(*) AS n FROM events WHERE created_at >= $2 GROUP BY type) AS e) AS by_type
             """, [.timestamptz(now), .timestamptz(since)])[0]
         let decoder = JSONDecoder()
+        let outbox = try outboxBacklog(now: now)
         return try LedgerCounts(
             subscriptionsByStatus: decoder.decode([String: Int].self, from: row["by_status"].jsonb() ?? Data("{}".utf8)),
             dueNow: Int(row["due"].int64() ?? 0),
             verifiedSince: Int(row["verified"].int64() ?? 0),
             eventsByType: decoder.decode([String: Int].self, from: row["by_type"].jsonb() ?? Data("{}".utf8)),
-            unpublishedEvents: Int(row["unpublished"].int64() ?? 0),
-            oldestUnpublishedAge: row["oldest_unpublished_age"].double())
+            unpublishedEvents: outbox.unpublished,
+            oldestUnpublishedAge: outbox.oldestAge)
     }
+
+    /// The events the relay has not published yet: cheap enough to read at every metrics scrape,
+    /// since both parts use the partial index on unpublished events.
+    public func outboxBacklog(now: Date) throws -> OutboxBacklog {
+        let row = try connection.query("""
+            SELECT
+                (SELECT count(*) FROM events WHERE published_at IS NULL) AS unpublished,
+                (SELECT greatest(0, extract(epoch FROM $1 - created_at))::float8 FROM events
+                    WHERE published_at IS NULL ORDER BY seq LIMIT 1) AS oldest_age
+            """, [.timestamptz(now)])[0]
+        return OutboxBacklog(unpublished: Int(try row["unpublished"].int64() ?? 0), oldestAge: try row["oldest_age"].double())
+    }
+}
+
+/// The outbox's backlog: what `receiptfleet status` and the metrics call the outbox lag.
+public struct OutboxBacklog: Sendable, Equatable {
+    /// Events the relay has not published yet.
+    public var unpublished: Int
+    /// How long the oldest of them has waited, in seconds; nil when none waits.
+    public var oldestAge: TimeInterval?
 }
 
 extension Ledger {

@@ -46,6 +46,7 @@ struct Config: ParsableCommand {
             row("retry-cap", "\(settings.retryPolicy.cap)")
             row("retry-max-attempts", "\(settings.retryPolicy.maxAttempts)")
             row("nightly-hour", "\(settings.nightlyHourUTC):00 UTC")
+            row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
             print("The configuration is valid.")
         }
 

@@ -45,6 +45,9 @@ struct FleetOptions: ParsableArguments {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(help: "Where worker, relay and schedule --every serve /metrics, /healthz and /readyz: HOST:PORT (port 0 picks a free one), or off.")
+    var metricsAddress: String?
+
     /// Every setting, resolved and checked.
     func settings() throws -> FleetSettings {
         try ResolvedConfiguration(options: self).settings()
@@ -72,6 +75,7 @@ struct ResolvedConfiguration {
         flags["drain-grace"] = options.drainGrace.map(String.init)
         flags["visibility-timeout"] = options.visibilityTimeout.map(String.init)
         flags["log-level"] = options.logLevel
+        flags["metrics-address"] = options.metricsAddress
         self.flags = flags
         file = try Self.readFile(options.config ?? environment["RECEIPTFLEET_CONFIG"])
     }
@@ -93,6 +97,15 @@ struct ResolvedConfiguration {
             throw ConfigurationError(key: key, source: source, reason: "'\(text)' is not \(rule)")
         }
         return number
+    }
+
+    func metricsAddress() throws -> MetricsAddress? {
+        guard let (text, source) = value("metrics-address") else { return .standard }
+        do {
+            return try MetricsAddress.parse(text)
+        } catch {
+            throw ConfigurationError(key: "metrics-address", source: source, reason: error.description)
+        }
     }
 
     func sharedSecret() throws -> SharedSecret? {
@@ -129,7 +142,8 @@ struct ResolvedConfiguration {
             concurrency: try number("concurrency", default: 8, { (1...512).contains($0) }, "a whole number from 1 to 512"),
             visibilityTimeout: .seconds(try number("visibility-timeout", default: 60, { $0 >= 5 }, "a whole number of seconds ≥ 5")),
             drainGrace: .seconds(try number("drain-grace", default: 25, { $0 >= 0 }, "a whole number of seconds ≥ 0")),
-            nightlyHourUTC: try number("nightly-hour", default: 2, { (0...23).contains($0) }, "an hour from 0 to 23"))
+            nightlyHourUTC: try number("nightly-hour", default: 2, { (0...23).contains($0) }, "an hour from 0 to 23"),
+            metricsAddress: try metricsAddress())
     }
 
     private static func readFile(_ path: String?) throws -> [String: String] {

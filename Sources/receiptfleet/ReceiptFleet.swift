@@ -1,4 +1,5 @@
 import ArgumentParser
+import Fleet
 
 /// The `receiptfleet` command line.
 @main
@@ -6,6 +7,7 @@ struct ReceiptFleet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptfleet",
         abstract: "Re-verifies App Store subscriptions at fleet scale.",
+        version: BuildInfo.version,
         subcommands: [
             Worker.self, Relay.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Config.self, Pause.self, Resume.self, Migrate.self, Inspect.self,
             SimulateAppStore.self, Demo.self,

@@ -2,9 +2,11 @@ import AppStore
 import ArgumentParser
 import Fleet
 import Foundation
+import Lanes
+import Observability
 
 /// `receiptfleet schedule`
-struct Schedule: ParsableCommand {
+struct Schedule: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Enqueue one verification job per due subscription.",
         discussion: """
@@ -12,13 +14,14 @@ struct Schedule: ParsableCommand {
             notification) in pages, and enqueues them under one run id, each at most once per run: a \
             second run the same night adds nothing. A lock keeps two schedulers from overlapping.
             Run it nightly from cron, a systemd timer or a Kubernetes CronJob; or keep it running with \
-            --every, so that a renewal is seen minutes after it happens.
+            --every, so that a renewal is seen minutes after it happens; then it serves /metrics, \
+            /healthz and /readyz on --metrics-address, and SIGTERM or SIGINT stops it after the pass in hand.
 
             Examples:
               receiptfleet schedule
               receiptfleet schedule --dry-run
               receiptfleet schedule --environment Sandbox --limit 1000
-              receiptfleet schedule --every 300
+              receiptfleet schedule --every 300 --metrics-address 127.0.0.1:9467
             """)
 
     @OptionGroup var options: FleetOptions
@@ -46,9 +49,17 @@ struct Schedule: ParsableCommand {
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
     }
 
-    func run() throws {
+    func run() async throws {
         let logger = setUpLogging(level: options.logLevel)
-        let scheduler = try Scheduler(settings: options.settings())
+        let settings = try options.settings()
+        let metrics = ProcessMetrics()
+        // A one-shot run ends before anyone could scrape it; with --every the scheduler is a service,
+        // which stops between passes on SIGTERM or SIGINT.
+        let server = every == nil ? nil : try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
+        let signals = every == nil ? nil : TerminationSignals()
+        // The scheduler's connections block: they live on a lane, off Swift's cooperative pool.
+        let scheduler = Lane(name: "rf-scheduler") { try Scheduler(settings: settings, metrics: metrics.fleet) }
+        defer { scheduler.shutdown() }  // nothing is queued by then: the thread ends at once
         repeat {
             let now = Date()
             var passOptions = Scheduler.Options(
@@ -56,17 +67,25 @@ struct Schedule: ParsableCommand {
             passOptions.dryRun = dryRun
             passOptions.limit = limit
             passOptions.environment = environment.flatMap(AppStoreEnvironment.init(rawValue:))
-            let progress = ProgressLine()
-            let summary = try scheduler.run(passOptions, now: now) { summary in
-                progress.show("run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
-                    + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s")
+            let pass = passOptions
+            let summary = try await scheduler.run { scheduler in
+                let progress = ProgressLine()
+                defer { progress.finish() }
+                return try scheduler.run(pass, now: now) { summary in
+                    progress.show("run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
+                        + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s")
+                }
             }
-            progress.finish()
             print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
                 + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
             logger.debug("scheduler pass done", metadata: ["run": "\(summary.runID)"])
-            if let every { Thread.sleep(forTimeInterval: TimeInterval(every)) }
-        } while every != nil
+            if let every, let signals {
+                let next = ContinuousClock.now + .seconds(every)
+                while signals.received == nil, ContinuousClock.now < next { try await Task.sleep(for: .milliseconds(100)) }
+            }
+        } while every != nil && signals?.received == nil
+        if let signal = signals?.received { logger.info("stopping the scheduler", metadata: ["signal": "\(signal)"]) }
+        await server?.stop()
     }
 }
 

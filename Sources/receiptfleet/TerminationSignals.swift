@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Lanes
 import Synchronization
 
 /// SIGTERM and SIGINT, caught instead of ending the process, so that a command can stop cleanly:
@@ -26,6 +27,17 @@ final class TerminationSignals {
     func wait() -> String {
         state.arrived.wait()
         state.arrived.signal()  // for any later waiter
+        return received ?? "signal"
+    }
+
+    /// Waits until a signal arrives, and returns its name; the waiting blocks a thread of its
+    /// own, never one of Swift's cooperative threads (which an async command's server needs).
+    func wait() async -> String {
+        let state = state
+        _ = try? await onNewThread(named: "rf-signals") {
+            state.arrived.wait()
+            state.arrived.signal()  // for any later waiter
+        }
         return received ?? "signal"
     }
 

@@ -1,9 +1,11 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import Lanes
+import Observability
 
 /// `receiptfleet worker`
-struct Worker: ParsableCommand {
+struct Worker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Verify queued subscriptions with Apple until stopped.",
         discussion: """
@@ -11,7 +13,8 @@ struct Worker: ParsableCommand {
             reserve a batch of jobs, verify each subscription under the fleet-wide rate limit, pause and \
             halt, write the results in one transaction, then acknowledge the jobs. Delayed jobs are \
             promoted in the background. Scale out by starting more processes anywhere that reaches \
-            Redis and PostgreSQL.
+            Redis and PostgreSQL. Serves /metrics, /healthz and /readyz on --metrics-address \
+            (127.0.0.1:9464 unless set; one port per process on a host).
 
             SIGTERM or SIGINT: stop reserving, finish the jobs in hand within --drain-grace seconds, \
             acknowledge them, deregister, exit 0. Jobs still running at the deadline are left for other \
@@ -19,6 +22,7 @@ struct Worker: ParsableCommand {
 
             Examples:
               receiptfleet worker --concurrency 32
+              receiptfleet worker --metrics-address 0.0.0.0:9464 --with-relay
               RECEIPTFLEET_SHARED_SECRET=… receiptfleet worker --config /etc/receiptfleet.json
             """)
 
@@ -27,17 +31,23 @@ struct Worker: ParsableCommand {
     @Flag(help: "Also run the outbox relay and webhook deliveries in this process.")
     var withRelay = false
 
-    func run() throws {
+    func run() async throws {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
-        let pool = WorkerPool(settings: settings, logger: logger)
+        let metrics = ProcessMetrics()
+        let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
+        let pool = WorkerPool(settings: settings, metrics: metrics.fleet, logger: logger)
         pool.start()
-        let relay = withRelay ? RelayRunner(settings: settings, logger: logger) : nil
+        let relay = withRelay ? RelayRunner(settings: settings, metrics: metrics.fleet, logger: logger) : nil
         relay?.start()
-        let signal = TerminationSignals().wait()
+        let signal = await TerminationSignals().wait()
         logger.info("stopping: finishing the jobs in hand", metadata: ["signal": "\(signal)", "grace": "\(settings.drainGrace)"])
-        let drained = pool.drain(grace: settings.drainGrace)
-        relay?.stop(grace: .seconds(5))
+        let drained = try await onNewThread(named: "rf-stop") {
+            let drained = pool.drain(grace: settings.drainGrace)
+            relay?.stop(grace: .seconds(5))
+            return drained
+        }
+        await server?.stop()
         if drained {
             logger.info("stopped cleanly")
         } else {

@@ -40,12 +40,7 @@ struct FleetSetup: Sendable {
 
     /// The settings as a `receiptfleet` process reads them: RECEIPTFLEET_* variables.
     var environment: [String: String] {
-        [
-            "RECEIPTFLEET_REDIS_URL": settings.redisURL,
-            "RECEIPTFLEET_POSTGRES_URL": settings.postgresURL,
-            "RECEIPTFLEET_KEY_PREFIX": settings.keyPrefix,
-            "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": settings.endpoints.production,
-            "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,
+        settings.processEnvironment.merging([
             "RECEIPTFLEET_SHARED_SECRET": settings.sharedSecret?.value ?? "",
             "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
             "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
@@ -57,7 +52,7 @@ struct FleetSetup: Sendable {
             "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
             // Several processes on one host: each takes a free port for its metrics.
             "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
-        ]
+        ]) { $1 }
     }
 
     /// Migrates, adds every simulated subscription and schedules them all.
@@ -66,12 +61,7 @@ struct FleetSetup: Sendable {
         try await onOwnThread {
             let connection = try database.connect()
             try Migrator.migrate(connection)
-            try Ledger(connection).addSubscriptions(subscriptions.map { subscription in
-                NewSubscription(
-                    originalTransactionID: subscription.originalTransactionID,
-                    environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
-                    receipt: ReceiptData(base64: subscription.receipt.receiptData))
-            })
+            try Ledger(connection).addSubscriptions(subscriptions.map(\.newSubscription))
         }
         return try await schedule(runID: runID, now: Date())
     }

@@ -1,22 +1,21 @@
 import Foundation
-import TestSupport
 
 /// A real `receiptfleet` process, started from the binary that `swift build` put beside the test
 /// runner, with its output in a file the test can read.
-final class FleetProcess {
-    let pid: Int32
+public final class FleetProcess {
+    public let pid: Int32
     private let process: Process
     private let output: URL
 
     /// The `receiptfleet` binary next to this test runner (RECEIPTFLEET_BINARY overrides it).
-    static var binary: URL {
+    public static var binary: URL {
         if let path = ProcessInfo.processInfo.environment["RECEIPTFLEET_BINARY"] { return URL(fileURLWithPath: path) }
         return URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("receiptfleet")
     }
 
     /// Starts `receiptfleet arguments…` with `environment` added to this process's own.
-    init(_ arguments: [String], environment: [String: String]) throws {
+    public init(_ arguments: [String], environment: [String: String]) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary.path) else {
             throw MissingBinary(path: Self.binary.path)
         }
@@ -38,17 +37,17 @@ final class FleetProcess {
         try? FileManager.default.removeItem(at: output)
     }
 
-    func send(_ signal: Int32) { kill(pid, signal) }
+    public func send(_ signal: Int32) { kill(pid, signal) }
 
     /// Waits up to `limit` for the process to end; its exit status, or nil if it still runs.
-    func exitStatus(within limit: Duration) async throws -> Int32? {
+    public func exitStatus(within limit: Duration) async throws -> Int32? {
         let deadline = ContinuousClock.now + limit
         while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         return process.isRunning ? nil : process.terminationStatus
     }
 
     /// Everything it printed so far (standard output and error together).
-    var log: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
+    public var log: String { (try? String(contentsOf: output, encoding: .utf8)) ?? "" }
 
     struct MissingBinary: Error, CustomStringConvertible {
         let path: String
@@ -57,7 +56,7 @@ final class FleetProcess {
 }
 
 /// Runs `receiptfleet arguments…` to its end (at most 60 s) and returns its exit status and output.
-func runFleetCommand(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
+public func runFleetCommand(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String) {
     let process = try FleetProcess(arguments, environment: environment)
     guard let status = try await process.exitStatus(within: .seconds(60)) else {
         process.send(SIGKILL)
@@ -66,8 +65,8 @@ func runFleetCommand(_ arguments: [String], environment: [String: String]) async
     return (status, process.log)
 }
 
-struct CommandDidNotEnd: Error, CustomStringConvertible {
+public struct CommandDidNotEnd: Error, CustomStringConvertible {
     let arguments: [String]
     let output: String
-    var description: String { "receiptfleet \(arguments.joined(separator: " ")) did not end within 60 s:\n\(output)" }
+    public var description: String { "receiptfleet \(arguments.joined(separator: " ")) did not end within 60 s:\n\(output)" }
 }

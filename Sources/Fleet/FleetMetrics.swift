@@ -1,0 +1,154 @@
+import AppStore
+import EventRelay
+import Metrics
+import Synchronization
+
+/// A fleet process's own counters and histograms (docs/metrics.md), made through swift-metrics on
+/// the factory given: the process's Prometheus registry in `receiptfleet`, one of their own in
+/// tests. Recorded where the work happens: the processors, the relay runner, the scheduler. The
+/// fleet-wide gauges are `FleetGauges`.
+///
+/// Every series with a fixed set of label values exists from the start (at 0), so a dashboard or
+/// an alert finds it before the first event.
+public final class FleetMetrics: Sendable {
+    /// How a job left this process's hands: the `outcome` label of `receiptfleet_jobs_processed_total`.
+    public enum JobOutcome: String, Sendable, CaseIterable {
+        /// Apple's answer was analysed and written.
+        case verified
+        /// The receipt failed for good; the subscription is now invalid.
+        case permanentFailure = "permanent_failure"
+        /// Back to the delayed set for another attempt.
+        case retried
+        /// Moved to later without an attempt charged (the fleet paused or halted, or this worker stopping).
+        case postponed
+        /// To the dead letters.
+        case dead
+        /// Nothing to do: the subscription is gone or was verified since the job was enqueued.
+        case skipped
+    }
+
+    private let factory: any MetricsFactory
+    private let jobsProcessed: [JobOutcome: Counter]
+    private let appleResponses: Mutex<[AppleResponse: Counter]>
+    private let verifyReceiptDuration: [AppStoreEnvironment: Timer]
+    private let limiterWaits: Counter
+    private let limiterWaitSeconds: FloatingPointCounter
+    private let pauseProbes: Counter
+    private let persistDuration: Timer
+    private let eventsPublished: Counter
+    private let webhookDeliveries: [DeliveryAttemptResult: Counter]
+    private let schedulerJobsEnqueued: Counter
+
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
+        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Counter {
+            Counter(label: name, dimensions: dimensions, factory: factory)
+        }
+        jobsProcessed = Dictionary(uniqueKeysWithValues: JobOutcome.allCases.map {
+            ($0, counter(MetricName.jobsProcessed, [("outcome", $0.rawValue)]))
+        })
+        verifyReceiptDuration = Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
+            ($0, Timer(label: MetricName.verifyReceiptDuration, dimensions: [("environment", $0.label)], factory: factory))
+        })
+        limiterWaits = counter(MetricName.rateLimiterWaits)
+        limiterWaitSeconds = FloatingPointCounter(label: MetricName.rateLimiterWaitSeconds, factory: factory)
+        pauseProbes = counter(MetricName.pauseProbes)
+        persistDuration = Timer(label: MetricName.persistDuration, factory: factory)
+        eventsPublished = counter(MetricName.eventsPublished, [("sink", "stream")])
+        webhookDeliveries = Dictionary(uniqueKeysWithValues: DeliveryAttemptResult.allCases.map {
+            ($0, counter(MetricName.webhookDeliveries, [("outcome", $0.rawValue)]))
+        })
+        schedulerJobsEnqueued = counter(MetricName.schedulerJobsEnqueued)
+        // Answers of every status appear as they come; these two are there from the start.
+        appleResponses = Mutex(Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
+            let response = AppleResponse(status: "0", environment: $0.label)
+            return (response, counter(MetricName.appleResponses, response.dimensions))
+        }))
+        Gauge(label: MetricName.buildInfo, dimensions: [("version", BuildInfo.version), ("swift", BuildInfo.swift)],
+              factory: factory).record(1)
+    }
+
+    func settled(_ outcome: JobOutcome, count: Int = 1) {
+        jobsProcessed[outcome]!.increment(by: Int64(count))
+    }
+
+    /// One verifyReceipt exchange: its answer and how long it took.
+    func answered(_ exchange: VerificationExchange) {
+        let response = AppleResponse(status: exchange.outcome.statusLabel, environment: exchange.environment.label)
+        let counter = appleResponses.withLock { counters in
+            if let counter = counters[response] { return counter }
+            let counter = Counter(label: MetricName.appleResponses, dimensions: response.dimensions, factory: factory)
+            counters[response] = counter
+            return counter
+        }
+        counter.increment()
+        verifyReceiptDuration[exchange.environment]!.record(duration: exchange.latency)
+    }
+
+    func waitedForToken(_ duration: Duration) {
+        limiterWaits.increment()
+        limiterWaitSeconds.increment(by: duration.seconds)
+    }
+
+    func probed() { pauseProbes.increment() }
+
+    func persisted(in duration: Duration) { persistDuration.record(duration: duration) }
+
+    func published(_ events: Int) { eventsPublished.increment(by: Int64(events)) }
+
+    func attempted(_ delivery: DeliveryAttemptResult) { webhookDeliveries[delivery]!.increment() }
+
+    func enqueued(_ jobs: Int) { schedulerJobsEnqueued.increment(by: Int64(jobs)) }
+}
+
+/// The names of the fleet's metrics: the contract with the dashboards and alert rules (docs/metrics.md).
+public enum MetricName {
+    public static let jobs = "receiptfleet_jobs"
+    public static let oldestJobAge = "receiptfleet_oldest_job_age_seconds"
+    public static let liveWorkers = "receiptfleet_live_workers"
+    public static let fleetPaused = "receiptfleet_fleet_paused"
+    public static let fleetHalted = "receiptfleet_fleet_halted"
+    public static let rateLimit = "receiptfleet_rate_limit_per_second"
+    public static let rateLimiterTokensGranted = "receiptfleet_rate_limiter_tokens_granted_total"
+    public static let outboxUnpublished = "receiptfleet_outbox_unpublished_events"
+    public static let outboxLag = "receiptfleet_outbox_lag_seconds"
+    public static let schedulerLastSuccess = "receiptfleet_scheduler_last_success_timestamp_seconds"
+
+    public static let jobsProcessed = "receiptfleet_jobs_processed_total"
+    public static let verifyReceiptDuration = "receiptfleet_verify_receipt_duration_seconds"
+    public static let appleResponses = "receiptfleet_apple_responses_total"
+    public static let rateLimiterWaits = "receiptfleet_rate_limiter_waits_total"
+    public static let rateLimiterWaitSeconds = "receiptfleet_rate_limiter_wait_seconds_total"
+    public static let pauseProbes = "receiptfleet_pause_probes_total"
+    public static let persistDuration = "receiptfleet_persist_duration_seconds"
+    public static let eventsPublished = "receiptfleet_events_published_total"
+    public static let webhookDeliveries = "receiptfleet_webhook_deliveries_total"
+    public static let schedulerJobsEnqueued = "receiptfleet_scheduler_jobs_enqueued_total"
+    public static let buildInfo = "receiptfleet_build_info"
+}
+
+/// The labels of one `receiptfleet_apple_responses_total` series.
+private struct AppleResponse: Hashable {
+    let status: String
+    let environment: String
+
+    var dimensions: [(String, String)] { [("status", status), ("environment", environment)] }
+}
+
+extension AppStoreEnvironment {
+    /// "production" or "sandbox": the `environment` label.
+    var label: String { rawValue.lowercased() }
+}
+
+extension VerificationOutcome {
+    /// The `status` label: Apple's status as text (documented codes only, so the label stays
+    /// bounded), or what kept Apple's answer from us.
+    var statusLabel: String {
+        switch self {
+        case .status(let status, _): status == 0 || (21_000...21_199).contains(status) ? String(status) : "other"
+        case .unreadableBody(let httpStatus): (200...299).contains(httpStatus) ? "unreadable" : "http_error"
+        case .transportFailure(.timeout): "timeout"
+        case .transportFailure: "transport"
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Fleet
+import Foundation
+import Observability
+import TestSupport
+import Testing
+
+/// The `receiptfleet` binary itself: its flag, its errors, and a worker process serving metrics.
+@Suite struct CommandLineTests {
+    @Test func aWorkerProcessServesMetricsUntilSIGTERMThenStopsCleanly() async throws {
+        try await Deployment.with { deployment in
+            let worker = try FleetProcess(
+                ["worker", "--concurrency", "1", "--metrics-address", "127.0.0.1:0"], environment: deployment.settings.processEnvironment)
+            let url = try await waitForMetricsURL(in: worker)
+            let metrics = try await fetch(url)
+            #expect(metrics.status == 200)
+            #expect(metrics.body.contains(#"receiptfleet_build_info{version="\#(BuildInfo.version)""#))
+            #expect(metrics.body.contains("receiptfleet_jobs_processed_total"))
+            #expect(try await fetch(url.replacingOccurrences(of: "/metrics", with: "/readyz")).status == 200)
+            worker.send(SIGTERM)
+            #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
+            #expect(worker.log.contains("stopped cleanly"))
+        }
+    }
+
+    @Test func theRelayAndAPeriodicSchedulerServeMetricsUntilSIGTERM() async throws {
+        try await Deployment.with(receipts: 4) { deployment in
+            let environment = deployment.settings.processEnvironment
+            let scheduler = try FleetProcess(["schedule", "--every", "3600", "--metrics-address", "127.0.0.1:0"], environment: environment)
+            let relay = try FleetProcess(["relay", "--metrics-address", "127.0.0.1:0"], environment: environment)
+
+            let schedulerURL = try await waitForMetricsURL(in: scheduler)
+            let subscriptions = Double(deployment.receipts.flatMap(\.subscriptions).count)
+            var scrape = Scrape(try await fetch(schedulerURL).body)
+            let deadline = ContinuousClock.now + .seconds(30)
+            // The pass counts its jobs page by page, and records its success at its end.
+            while scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                scrape = Scrape(try await fetch(schedulerURL).body)
+            }
+            #expect(scrape.value("receiptfleet_scheduler_jobs_enqueued_total") == subscriptions, "the first pass enqueued every subscription")
+            #expect((scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") ?? 0) > 0)
+
+            let relayScrape = Scrape(try await fetch(try await waitForMetricsURL(in: relay)).body)
+            #expect(relayScrape.value("receiptfleet_events_published_total", ["sink": "stream"]) == 0)
+            #expect(relayScrape.value("receiptfleet_jobs", ["state": "ready"]) == subscriptions, "the same truth from every process")
+
+            for process in [scheduler, relay] {
+                process.send(SIGTERM)
+                #expect(try await process.exitStatus(within: .seconds(30)) == 0, "\(process.log)")
+            }
+            #expect(scheduler.log.contains("stopping the scheduler"))
+        }
+    }
+
+    @Test func aTakenMetricsPortStopsTheWorkerWithAClearMessage() async throws {
+        try await Deployment.with { deployment in
+            try await withMetricsServer(deployment.settings) { taken in
+                let (status, output) = try await runFleetCommand(
+                    ["worker", "--metrics-address", "\(taken.address)"], environment: deployment.settings.processEnvironment)
+                #expect(status != 0)
+                #expect(output.contains("cannot serve metrics on \(taken.address)") && output.contains("in use"), "\(output)")
+                #expect(output.contains("--metrics-address"))
+            }
+        }
+    }
+
+    @Test func configCheckShowsAndChecksTheMetricsAddress() async throws {
+        // An empty variable counts as unset.
+        let standard = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_METRICS_ADDRESS": ""])
+        #expect(standard.status == 0)
+        #expect(standard.output.contains("127.0.0.1:9464 (/metrics, /healthz, /readyz)   (default)"))
+
+        let off = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_METRICS_ADDRESS": "off"])
+        #expect(off.output.contains("off   (environment RECEIPTFLEET_METRICS_ADDRESS)"))
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("metrics-config") + ".json")
+        try Data(#"{"metrics-address": "[::1]:9500"}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try await runFleetCommand(
+            ["config", "check", "--config", file.path], environment: ["RECEIPTFLEET_METRICS_ADDRESS": ""])
+        #expect(fromFile.output.contains("[::1]:9500 (/metrics, /healthz, /readyz)   (file)"))
+
+        let bad = try await runFleetCommand(["config", "check", "--metrics-address", "127.0.0.1"], environment: [:])
+        #expect(bad.status != 0)
+        #expect(bad.output.contains("configuration 'metrics-address' (from flag --metrics-address): '127.0.0.1' is not HOST:PORT"))
+    }
+
+    @Test func metricsAddressesAreReadStrictly() throws {
+        #expect(try MetricsAddress.parse("0.0.0.0:9464") == MetricsAddress(host: "0.0.0.0", port: 9464))
+        #expect(try MetricsAddress.parse("metrics.internal:0") == MetricsAddress(host: "metrics.internal", port: 0))
+        #expect(try MetricsAddress.parse("[::1]:9464") == MetricsAddress(host: "::1", port: 9464))
+        #expect(try MetricsAddress.parse("[::1]:9464")?.description == "[::1]:9464")
+        #expect(try MetricsAddress.parse("OFF") == nil)
+        for bad in ["9464", ":9464", "localhost:", "localhost:65536", "localhost:-1", "::1:9464", "localhost:http"] {
+            #expect(throws: MetricsAddressError.self, "\(bad)") { try MetricsAddress.parse(bad) }
+        }
+    }
+
+    /// The URL a process logs once its metrics server listens (within 30 s).
+    private func waitForMetricsURL(in process: FleetProcess) async throws -> String {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let match = process.log.firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\/metrics/) { return String(match.output) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw Timeout(what: "the metrics URL in the log: \(process.log)")
+    }
+}
