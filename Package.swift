@@ -5,7 +5,7 @@ import PackageDescription
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
-//   fleet            Fleet (worker pool, scheduler, maintenance)
+//   fleet            Fleet (worker pool, scheduler, maintenance), APIService (receiptfleet serve)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
 //   executables      receiptfleet, queue-benchmark, ledger-benchmark
 let package = Package(
@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -60,6 +62,16 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
+        .target(name: "APIService", dependencies: [
+            "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
         .target(name: "AppStoreSimulator", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -67,7 +79,7 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
+            "APIService", "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
             "PostgresClient", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
@@ -100,6 +112,14 @@ let package = Package(
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "APIServiceTests", dependencies: [
+            "APIService", "AppStore", "AppStoreSimulator", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "RedisClient", "TestSupport",
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -7,7 +7,7 @@ struct ReceiptFleet: AsyncParsableCommand {
         commandName: "receiptfleet",
         abstract: "Re-verifies App Store subscriptions at fleet scale.",
         subcommands: [
-            Worker.self, Relay.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Config.self, Pause.self, Resume.self, Migrate.self, Inspect.self,
+            Worker.self, Relay.self, Serve.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Config.self, Pause.self, Resume.self, Migrate.self, Inspect.self,
             SimulateAppStore.self, Demo.self,
         ])
 }
