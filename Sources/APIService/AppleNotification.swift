@@ -6,7 +6,7 @@ import Foundation
 /// subscription something happened to. The fleet then asks verifyReceipt *what* happened.
 struct AppleNotification: Sendable {
     var version: Int
-    /// V2: `v2:` + notificationUUID. V1 has no id: `v1:sha256:` + the body's hash (Apple re-sends the same body).
+    /// V2: `v2:` + notificationUUID. V1 has no id: `v1:sha256:` + the hash of its content, keys sorted.
     var dedupeKey: String
     var type: String
     var subtype: String?
@@ -51,8 +51,10 @@ struct NotificationReader: Sendable {
         else {
             throw .unauthenticated(version: 1, "the password is not the app's shared secret")
         }
+        // The hash of the content, keys sorted, so that a copy re-serialized on the way still matches.
+        let canonical = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? body
         var notification = AppleNotification(
-            version: 1, dedupeKey: "v1:sha256:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(),
+            version: 1, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
             type: object["notification_type"] as? String ?? "")
         notification.environment = (object["environment"] as? String).flatMap(Self.v1Environment)
         let unified = object["unified_receipt"] as? [String: Any]

@@ -13,7 +13,7 @@ public struct NotificationRecord: Sendable {
         case noSubscription = "no_subscription"
     }
 
-    /// `v2:` + notificationUUID, or `v1:sha256:` + the body's hash.
+    /// `v2:` + notificationUUID, or `v1:sha256:` + the hash of the body's JSON, keys sorted.
     public var dedupeKey: String
     public var version: Int
     public var notificationType: String
