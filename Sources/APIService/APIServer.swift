@@ -44,8 +44,16 @@ public final class APIServer: Sendable {
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
-        defer { lanes.shutdown() }
-        try await app.runService()
+        var failure: (any Error)?
+        do { try await app.runService() } catch { failure = error }
+        // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
+        await withCheckedContinuation { finished in
+            Thread { [lanes] in
+                lanes.shutdown()
+                finished.resume()
+            }.start()
+        }
+        if let failure { throw failure }
     }
 
     func router() -> Router<APIRequestContext> {

@@ -117,6 +117,16 @@ struct APIHarness: Sendable {
         }
     }
 
+    /// Halts the fleet, as an operator's `receiptfleet pause` does.
+    func haltFleet() async throws {
+        let fleet = fleet
+        try await onOwnThread {
+            let connection = try RedisConnection(RedisConfiguration(url: fleet.redisURL))
+            try FleetGate(connection: connection, keys: try QueueKeys(prefix: fleet.keyPrefix), limit: fleet.rateLimit)
+                .halt(reason: "halted by the test")
+        }
+    }
+
     /// One number from the test database, e.g. `SELECT count(*) AS n FROM events`.
     func count(_ sql: String) async throws -> Int {
         let database = database

@@ -88,3 +88,30 @@ import Testing
         }
     }
 }
+
+/// When Apple cannot be asked, a registration that names its original_transaction_id is stored
+/// and queued at high priority; one that does not is told to come back.
+@Suite struct PendingRegistrationTests {
+    @Test func aHaltedFleetQueuesARegistrationThatNamesItsSubscription() async throws {
+        try await APIHarness.with { api in
+            try await api.haltFleet()
+            let receipt = api.receipt()
+            let otid = receipt.subscriptions[0].originalTransactionID
+            let refused = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
+            #expect(refused.status == 503)
+            #expect(refused.code == "fleet_halted")
+            #expect(refused.headers["Retry-After"] != nil)
+
+            let queued = try await api.post("/v1/receipts", [
+                "receipt": receipt.receiptData, "original_transaction_id": otid, "account_id": "acct-9",
+            ])
+            #expect(queued.status == 202)
+            #expect(queued.json["verification"] as? String == "pending")
+            let item = try #require((queued.json["subscriptions"] as? [[String: Any]])?.first)
+            #expect((item["subscription"] as? [String: Any])?["status"] as? String == "unverified")
+            #expect(item["account"] as? String == "linked")
+            #expect(try await api.streamLength(\.readyHigh) == 1, "a registration job, ahead of the nightly backlog")
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications") == 0, "Apple was not asked")
+        }
+    }
+}
