@@ -53,7 +53,7 @@ public struct APISettings: Sendable {
         do {
             if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
                 return try text.components(separatedBy: "-----END CERTIFICATE-----").dropLast().map {
-                    try Certificate(pemEncoded: $0 + "-----END CERTIFICATE-----")
+                    try Certificate(pemEncoded: $0.trimmingCharacters(in: .whitespacesAndNewlines) + "\n-----END CERTIFICATE-----")
                 }
             }
             return [try Certificate(derEncoded: Array(data))]

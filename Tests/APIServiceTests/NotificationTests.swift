@@ -1,5 +1,7 @@
+import APIService
 import Fleet
 import Foundation
+import TestSupport
 import Logging
 import Testing
 
@@ -123,5 +125,20 @@ import Testing
             #expect(sandbox.json["status"] as? String == "ignored_environment")
             #expect(try await api.streamLength(\.readyHigh) == 0)
         }
+    }
+
+    @Test func theTrustedRootIsReadFromPEMOrDER() throws {
+        let ca = try TestCA()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("roots"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pem = directory.appendingPathComponent("roots.pem")
+        let der = directory.appendingPathComponent("root.cer")
+        let other = try TestCA(name: "Second Root").root
+        try (ca.root.serializeAsPEM().pemString + "\n" + other.serializeAsPEM().pemString).write(to: pem, atomically: true, encoding: .utf8)
+        try Data(ca.root.serializeAsPEM().derBytes).write(to: der)
+        #expect(try APISettings.certificates(at: pem.path) == [ca.root, other])
+        #expect(try APISettings.certificates(at: der.path) == [ca.root])
+        #expect(throws: CertificateFileError.self) { try APISettings.certificates(at: directory.appendingPathComponent("none").path) }
     }
 }
