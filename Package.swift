@@ -6,7 +6,8 @@ import PackageDescription
 //   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
 //   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
-//                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus)
+//                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
+//                    APIService (receiptfleet serve)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
 //   executables      receiptfleet, queue-benchmark, ledger-benchmark
 let package = Package(
@@ -32,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -76,6 +78,16 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
+        // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
+        .target(name: "APIService", dependencies: [
+            "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
         .target(name: "AppStoreSimulator", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
@@ -83,8 +95,8 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
-            "Observability", "PostgresClient", "RedisClient",
+            "APIService", "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
+            "Ledger", "Observability", "PostgresClient", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -124,6 +136,14 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
             "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "APIServiceTests", dependencies: [
+            "APIService", "AppStore", "AppStoreSimulator", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "RedisClient", "TestSupport",
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -6,15 +6,15 @@ import Ledger
 import PostgresClient
 import RedisClient
 
-/// One worker thread's own connections and the handles over them. Created on that thread and
-/// never shared: each is a blocking, non-`Sendable` handle.
-final class Connections {
-    let queue: JobQueue
-    let gate: FleetGate
-    let ledger: Ledger
-    let appStore: AppStoreClient
+/// One thread's own connections and the handles over them: a fleet worker's, or an API lane's.
+/// Created on that thread and never shared: each is a blocking, non-`Sendable` handle.
+public final class Connections {
+    public let queue: JobQueue
+    public let gate: FleetGate
+    public let ledger: Ledger
+    public let appStore: AppStoreClient
 
-    init(settings: FleetSettings, consumer: String) throws {
+    public init(settings: FleetSettings, consumer: String) throws {
         let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy)

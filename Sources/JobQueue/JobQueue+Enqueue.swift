@@ -46,6 +46,20 @@ extension JobQueue {
         return EnqueueResult(added: added, alreadyQueued: subscriptionIDs.count - added)
     }
 
+    /// Enqueues one job for `subscriptionID` now, in the stream the reason's priority selects,
+    /// without the per-run memory of the bulk enqueue: each call adds a job. For jobs that answer
+    /// one event (an App Store notification), whose caller de-duplicates the events itself.
+    @discardableResult
+    public func enqueue(subscriptionID: Int64, run runID: String, reason: Job.Reason) throws(QueueError) -> Job {
+        try Job.validate(runID: runID)
+        try Job.validate(subscriptionID: subscriptionID)
+        let reply = try connection.evaluate(
+            Scripts.enqueueOne, keys: [reason.isHighPriority ? keys.readyHigh : keys.ready],
+            arguments: [subscriptionID, runID, reason.rawValue])
+        guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
+        return try Job(encoded: text)
+    }
+
     /// Puts `job` in the delayed set, due at `dueAt` (ms since the epoch); `promoteDue` moves it to
     /// its ready stream then. Idempotent per job: scheduling an equal job again only sets its due
     /// time (so give a "check after renewal" job a fixed `enqueuedAt`, such as its due time).

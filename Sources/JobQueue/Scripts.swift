@@ -88,6 +88,15 @@ enum Scripts {
         return added
         """)
 
+    /// Adds one job now, remembered by no run: for a job that answers one event (a notification).
+    /// KEYS[1] ready stream. ARGV[1] subscription id, ARGV[2] run id, ARGV[3] reason letter.
+    /// Returns the job's text.
+    static let enqueueOne = RedisScript(clock + freshJob + """
+        local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
+        redis.call('XADD', KEYS[1], '*', 'j', job)
+        return job
+        """)
+
     /// Reserves up to `count` new entries without blocking, draining the streams in KEYS order
     /// (high priority first). KEYS ready streams. ARGV[1] group, ARGV[2] consumer, ARGV[3] count.
     /// Returns {stream, entry id, {field, value, …}} per entry.

@@ -98,7 +98,7 @@ extension Ledger {
             subscription: subscription, transactions: transactions, events: events, verifications: verifications)
     }
 
-    private func records(where condition: StaticString, _ parameters: [PostgresValue]) throws -> [SubscriptionRecord] {
+    func records(where condition: StaticString, _ parameters: [PostgresValue]) throws -> [SubscriptionRecord] {
         try connection.query("""
             SELECT id, app, original_transaction_id, account_id, environment, status, state, last_verified_at,
                 last_outcome, next_check_at, version, created_at, updated_at

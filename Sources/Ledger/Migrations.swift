@@ -165,5 +165,34 @@ enum Migrations {
             -- Attempts are read per delivery (support, dashboards) and deleted with it.
             CREATE INDEX webhook_attempts_delivery ON webhook_attempts (delivery_id, attempted_at);
             """),
+        Migration(version: 3, name: "api", sql: """
+            -- App Store Server Notifications, one row per notification Apple sent (it re-sends until it
+            -- gets a 200, so the same one may arrive many times). `dedupe_key` is V2's notificationUUID
+            -- ('v2:…') or a hash of a V1 body ('v1:sha256:…'). Never the body itself: a V1 body holds the
+            -- shared secret and a receipt.
+            CREATE TABLE notifications (
+                id                       bigserial PRIMARY KEY,
+                dedupe_key               text NOT NULL UNIQUE,
+                version                  smallint NOT NULL CHECK (version IN (1, 2)),
+                notification_type        text NOT NULL,
+                subtype                  text,
+                environment              text,
+                original_transaction_id  text,
+                subscription_id          bigint REFERENCES subscriptions (id) ON DELETE SET NULL,
+                -- queued: a high-priority verification job was (or is being) enqueued for the subscription;
+                -- the others are acknowledged and kept for support, with nothing to do.
+                outcome                  text NOT NULL
+                                         CHECK (outcome IN ('queued', 'ignored_environment', 'unknown_subscription',
+                                                            'no_subscription')),
+                received_at              timestamptz NOT NULL DEFAULT now(),
+                -- Set just before the job is enqueued (and cleared if that fails), so a re-sent copy
+                -- enqueues nothing more, while a copy of one whose enqueue failed tries again.
+                job_enqueued_at          timestamptz
+            );
+            CREATE INDEX notifications_subscription ON notifications (subscription_id, received_at);
+
+            -- Subscriptions are linked to the app's own accounts by subscriptions.account_id (migration 1),
+            -- set once by the first registration that names an account.
+            """),
     ]
 }

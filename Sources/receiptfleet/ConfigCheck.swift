@@ -19,13 +19,15 @@ struct Config: ParsableCommand {
                 Examples:
                   receiptfleet config check
                   receiptfleet config check --config /etc/receiptfleet.json --rate-limit 20
+                  receiptfleet config check --address 0.0.0.0:8080     (serve's settings are checked when api tokens are set)
                 """)
 
         @OptionGroup var options: FleetOptions
+        @OptionGroup var api: APIOptions
 
         func run() throws {
             let settings = try options.settings()
-            let resolved = try ResolvedConfiguration(options: options)
+            let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
             func row(_ key: String, _ value: String) {
                 let source = resolved.value(key)?.source ?? "default"
                 print(key.padding(toLength: 26, withPad: " ", startingAt: 0) + value + "   (\(source))")
@@ -47,6 +49,20 @@ struct Config: ParsableCommand {
             row("retry-max-attempts", "\(settings.retryPolicy.maxAttempts)")
             row("nightly-hour", "\(settings.nightlyHourUTC):00 UTC")
             row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
+            if resolved.value("api-tokens") == nil, resolved.value("api-tokens-file") == nil {
+                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")
+            } else {
+                let serve = try resolved.apiSettings()
+                row("address", "\(serve.host):\(serve.port)")
+                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0)
+                    + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
+                row("apple-root-certificate", serve.trustedRoots.isEmpty ? "not set (V2 notifications are refused)" : "\(serve.trustedRoots.count) certificate(s)")
+                row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))
+                row("max-body-bytes", "\(serve.maxBodyBytes)")
+                row("client-rate-limit", "\(serve.clientRateLimit)/s")
+                row("client-rate-burst", "\(serve.clientRateBurst)")
+                row("lanes", "\(serve.lanes)")
+            }
             print("The configuration is valid.")
         }
 

@@ -61,9 +61,13 @@ struct ResolvedConfiguration {
     private let environment: [String: String]
     private let file: [String: String]
 
-    init(options: FleetOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    /// `commandFlags`: the settings of the command's own flags (e.g. `serve --address`), by key.
+    init(
+        options: FleetOptions, commandFlags: [String: String?] = [:],
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         self.environment = environment
-        var flags: [String: String] = [:]
+        var flags = commandFlags.compactMapValues { $0 }
         flags["redis-url"] = options.redisURL
         flags["postgres-url"] = options.postgresURL
         flags["key-prefix"] = options.keyPrefix

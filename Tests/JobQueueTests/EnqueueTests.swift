@@ -32,6 +32,27 @@ struct EnqueueTests {
         #expect(sample?.firstFailedAt == nil)
     }
 
+    @Test("one job for one event: each call adds a job, in its reason's stream, with no run memory")
+    func singleJobs() async throws {
+        let (jobs, high, ready, runKeyExists, reserved) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("api", on: connection)
+            let jobs = try [
+                queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification),
+                queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification),
+                queue.enqueue(subscriptionID: 8, run: "registration", reason: .registration),
+            ]
+            let high = try connection.length(ofStream: deployment.keys.readyHigh)
+            let ready = try connection.length(ofStream: deployment.keys.ready)
+            let runKeyExists = try connection.command("EXISTS", deployment.keys.run("notification-1")).int
+            let reserved = try queue.reserve(count: 3, block: .zero).map(\.job)
+            return (jobs, high, ready, runKeyExists, reserved)
+        }
+        #expect(high == 3 && ready == 0, "notification and registration jobs go ahead of the nightly backlog")
+        #expect(runKeyExists == 0)
+        #expect(reserved == jobs)
+        #expect(jobs[0].reason == .notification && jobs[0].attempt == 0 && jobs[0].enqueuedAt > 0)
+    }
+
     @Test("invalid ids and run ids are refused before anything is enqueued; the edge ids are fine")
     func invalidInput() async throws {
         let (errors, lengthAfterErrors, edges) = try await withDeployment { deployment, connection in

@@ -1,0 +1,156 @@
+import AppStore
+import Metrics
+import Fleet
+import Foundation
+import Hummingbird
+import JobQueue
+import Lanes
+import Logging
+
+/// Lanes, each a thread with its own Redis, PostgreSQL and verifyReceipt connections: the only
+/// way the async handlers reach the blocking clients.
+typealias APILanes = LanePool<Connections>
+
+/// `receiptfleet serve`: the HTTP API an app's back end talks to (docs/api.md, docs/openapi.yaml).
+///
+///     POST /v1/receipts                    register a purchase: verify now, store, answer the entitlement
+///     GET  /v1/subscriptions/{id}          one subscription with its history
+///     GET  /v1/subscriptions?original_transaction_id=… | ?account_id=…
+///     POST /v1/notifications/apple         App Store Server Notifications V1 and V2 (no token: Apple signs)
+public final class APIServer: Sendable {
+    public static let notificationPath = "/v1/notifications/apple"
+
+    let settings: APISettings
+    let fleet: FleetSettings
+    let logger: Logger
+    let metrics: APIMetrics
+    let lanes: APILanes
+
+    /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
+    public init(settings: APISettings, fleet: FleetSettings, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory) {
+        self.settings = settings
+        self.fleet = fleet
+        self.logger = logger
+        self.metrics = APIMetrics(factory: metrics)
+        let consumer = "api-" + JobQueue.consumerName(thread: 0)  // enqueues only; never reserves
+        lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer) }
+    }
+
+    /// Serves until SIGTERM or SIGINT (or the task is cancelled), then closes the lanes.
+    /// `onListening` receives the bound port (useful with port 0).
+    public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        var failure: (any Error)?
+        do { try await app.runService() } catch { failure = error }
+        // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
+        await withCheckedContinuation { finished in
+            Thread { [lanes] in
+                lanes.shutdown()
+                finished.resume()
+            }.start()
+        }
+        if let failure { throw failure }
+    }
+
+    func router() -> Router<APIRequestContext> {
+        let router = Router(context: APIRequestContext.self)
+        router.add(middleware: ProtectionMiddleware(
+            tokens: settings.tokens, limiter: ClientRateLimiter(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst),
+            maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath]))
+        let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, logger: logger)
+        router.post("/v1/receipts") { request, context in
+            let body = try await self.decode(RegistrationRequest.self, from: request)
+            do {
+                let (answer, pending) = try await registrar.register(body)
+                self.metrics.registration(pending ? "pending" : "registered")
+                return try Self.json(answer, status: pending ? .accepted : .ok)
+            } catch let error as APIError {
+                self.metrics.registration(error.status == .serviceUnavailable ? "apple_unavailable" : "rejected")
+                throw error
+            }
+        }
+        router.get("/v1/subscriptions/:id") { _, context in
+            guard let id = context.parameters.get("id").flatMap(Int64.init), id > 0 else {
+                throw APIError.badRequest("invalid_id", "the subscription id must be a positive whole number")
+            }
+            let now = Date()
+            let view = try await self.lanes.run { connections -> SubscriptionView? in
+                guard let detail = try connections.ledger.detail(id: id, events: 50, verifications: 0) else { return nil }
+                return SubscriptionView(detail.subscription, history: .init(
+                    transactions: detail.transactions, events: detail.events.map(\.event)), now: now)
+            }
+            guard let view else { throw APIError(.notFound, "subscription_not_found", "no subscription has id \(id)") }
+            return try Self.json(view)
+        }
+        router.get("/v1/subscriptions") { request, _ in
+            let query = request.uri.queryParameters
+            let byTransaction = query["original_transaction_id"].map(String.init)
+            let byAccount = query["account_id"].map(String.init)
+            guard (byTransaction == nil) != (byAccount == nil), byTransaction?.isEmpty != true, byAccount?.isEmpty != true else {
+                throw APIError.badRequest("invalid_query", "give exactly one of original_transaction_id or account_id")
+            }
+            let (app, now) = (self.settings.app, Date())
+            let records = try await self.lanes.run { connections in
+                if let byTransaction {
+                    return try connections.ledger.subscription(originalTransactionID: byTransaction, app: app).map { [$0] } ?? []
+                }
+                return try connections.ledger.subscriptions(accountID: byAccount ?? "", app: app)
+            }
+            return try Self.json(["subscriptions": records.map { SubscriptionView($0, now: now) }])
+        }
+        router.post(RouterPath(Self.notificationPath)) { request, _ in try await self.receiveNotification(request) }
+        return router
+    }
+
+    /// Apple re-sends until it gets a 200, so everything that is not a forgery or garbage answers
+    /// 200 at once; the verification itself is the job's.
+    private func receiveNotification(_ request: Request) async throws -> Response {
+        let body = try await request.body.collect(upTo: settings.maxBodyBytes)
+        let reader = NotificationReader(
+            sharedSecret: fleet.sharedSecret,
+            verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots))
+        let notification: AppleNotification
+        do throws(NotificationReader.Failure) {
+            notification = try await reader.read(Data(buffer: body), now: Date())
+        } catch .unauthenticated(let version, let reason) {
+            metrics.notification(version: version, "unauthenticated")
+            logger.warning("a notification failed authentication", metadata: ["version": "\(version)", "reason": "\(reason)"])
+            throw APIError(.unauthorized, "notification_unauthenticated", "not accepted as Apple's: \(reason)")
+        } catch .unconfigured(let version, let reason) {
+            metrics.notification(version: version, "unconfigured")
+            logger.error("a notification cannot be checked", metadata: ["version": "\(version)", "reason": "\(reason)"])
+            throw APIError.unavailable("notifications_unconfigured", reason, retryAfter: .seconds(3600))
+        } catch .malformed(let reason) {
+            metrics.notification(version: nil, "malformed")
+            throw APIError.badRequest("invalid_notification", reason)
+        }
+        let intake = NotificationIntake(acceptedEnvironments: settings.notificationEnvironments, app: settings.app)
+        let result = try await lanes.run { try intake.take(notification, connections: $0) }
+        metrics.notification(version: notification.version, result.status)
+        return try Self.json(result)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+        let body = try await request.body.collect(upTo: settings.maxBodyBytes)
+        do {
+            return try JSONDecoder().decode(type, from: Data(buffer: body))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw APIError.badRequest("missing_field", "the body needs '\(key.stringValue)'")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw APIError.badRequest("invalid_field", "'\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type")
+        } catch {
+            throw APIError.badRequest("invalid_json", "the body must be a JSON object")
+        }
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Response(status: status, headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+}

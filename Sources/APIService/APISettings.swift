@@ -1,0 +1,70 @@
+import AppStore
+import Foundation
+import X509
+
+/// Everything `receiptfleet serve` needs beyond the fleet's own settings.
+public struct APISettings: Sendable {
+    public var host: String
+    /// 0 picks a free port (the server reports the one it bound).
+    public var port: Int
+    public var tokens: APITokens
+    /// Notifications for other environments are acknowledged and ignored.
+    public var notificationEnvironments: Set<AppStoreEnvironment>
+    /// The roots a V2 notification's x5c chain must lead to: Apple Root CA - G3 in production.
+    /// Empty: V2 notifications are refused with 503 (Apple keeps re-sending them meanwhile).
+    public var trustedRoots: [Certificate]
+    /// The largest request body accepted, in bytes.
+    public var maxBodyBytes: Int
+    /// Requests per second per client, and how many may come at once.
+    public var clientRateLimit: Double
+    public var clientRateBurst: Int
+    /// Lanes (threads, each with Redis, PostgreSQL and HTTP connections) serving the requests.
+    public var lanes: Int
+    /// How long a registration may wait for the fleet's rate limiter before answering 503.
+    public var appleWait: Duration
+    /// The ledger's app of every subscription this server registers.
+    public var app: String
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens,
+        notificationEnvironments: Set<AppStoreEnvironment> = [.production], trustedRoots: [Certificate] = [],
+        maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40, lanes: Int = 4,
+        appleWait: Duration = .seconds(10), app: String = "default"
+    ) {
+        self.host = host
+        self.port = port
+        self.tokens = tokens
+        self.notificationEnvironments = notificationEnvironments
+        self.trustedRoots = trustedRoots
+        self.maxBodyBytes = maxBodyBytes
+        self.clientRateLimit = clientRateLimit
+        self.clientRateBurst = clientRateBurst
+        self.lanes = lanes
+        self.appleWait = appleWait
+        self.app = app
+    }
+
+    /// Reads root certificates from a file: PEM (one or more) or DER (Apple publishes
+    /// AppleRootCA-G3.cer as DER).
+    public static func certificates(at path: String) throws -> [Certificate] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CertificateFileError(path: path, reason: "cannot read the file")
+        }
+        do {
+            if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+                return try text.components(separatedBy: "-----END CERTIFICATE-----").dropLast().map {
+                    try Certificate(pemEncoded: $0.trimmingCharacters(in: .whitespacesAndNewlines) + "\n-----END CERTIFICATE-----")
+                }
+            }
+            return [try Certificate(derEncoded: Array(data))]
+        } catch {
+            throw CertificateFileError(path: path, reason: "not a PEM or DER certificate (\(error))")
+        }
+    }
+}
+
+public struct CertificateFileError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public var description: String { "root certificate \(path): \(reason)" }
+}

@@ -1,0 +1,116 @@
+import AppStore
+import Crypto
+import Foundation
+
+/// What an App Store Server Notification says, once it has been authenticated: which
+/// subscription something happened to. The fleet then asks verifyReceipt *what* happened.
+struct AppleNotification: Sendable {
+    var version: Int
+    /// V2: `v2:` + notificationUUID. V1 has no id: `v1:sha256:` + the hash of its content, keys sorted.
+    var dedupeKey: String
+    var type: String
+    var subtype: String?
+    /// nil when the notification does not say (then it is accepted).
+    var environment: AppStoreEnvironment?
+    var originalTransactionID: String?
+    /// V1 only: `unified_receipt.latest_receipt`, to start watching a subscription the ledger lacks.
+    var latestReceipt: ReceiptData?
+}
+
+/// Reads notifications of both versions and checks that Apple sent them.
+struct NotificationReader: Sendable {
+    /// V1 carries the app's shared secret as `password`; nil: V1 notifications cannot be accepted.
+    let sharedSecret: AppStore.SharedSecret?
+    /// nil (no trusted root configured): V2 notifications cannot be accepted.
+    let verifier: SignedPayloadVerifier?
+
+    enum Failure: Error {
+        /// Not a notification of either version.
+        case malformed(String)
+        /// Not from Apple: wrong password, or a signature or chain that does not verify.
+        case unauthenticated(version: Int, String)
+        /// This server cannot check this version (no shared secret / no trusted root).
+        case unconfigured(version: Int, String)
+    }
+
+    func read(_ body: Data, now: Date) async throws(Failure) -> AppleNotification {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
+            throw .malformed("the body is not a JSON object")
+        }
+        if let signed = object["signedPayload"] as? String { return try await readV2(signed, now: now) }
+        if object["notification_type"] is String { return try readV1(object, body: body) }
+        throw .malformed("neither a V2 notification (signedPayload) nor a V1 one (notification_type, password)")
+    }
+
+    private func readV1(_ object: [String: Any], body: Data) throws(Failure) -> AppleNotification {
+        guard let sharedSecret else {
+            throw .unconfigured(version: 1, "V1 notifications need the shared secret (RECEIPTFLEET_SHARED_SECRET) to be checked")
+        }
+        guard let password = object["password"] as? String,
+              digestsEqual(Array(SHA256.hash(data: Array(password.utf8))), Array(SHA256.hash(data: Array(sharedSecret.value.utf8))))
+        else {
+            throw .unauthenticated(version: 1, "the password is not the app's shared secret")
+        }
+        // The hash of the content, keys sorted, so that a copy re-serialized on the way still matches.
+        let canonical = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? body
+        var notification = AppleNotification(
+            version: 1, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
+            type: object["notification_type"] as? String ?? "")
+        notification.environment = (object["environment"] as? String).flatMap(Self.v1Environment)
+        let unified = object["unified_receipt"] as? [String: Any]
+        if let unified, let data = try? JSONSerialization.data(withJSONObject: unified),
+           let receipt = try? VerifyReceiptResponse(body: data, httpStatus: 200)
+        {
+            notification.latestReceipt = receipt.latestReceipt
+            let latest = receipt.latestReceiptInfo.max {
+                ($0.expiresDate?.millisecondsSince1970 ?? 0) < ($1.expiresDate?.millisecondsSince1970 ?? 0)
+            }
+            notification.originalTransactionID = latest?.originalTransactionID
+        }
+        if let top = object["original_transaction_id"] {
+            notification.originalTransactionID = "\(top)"
+        }
+        return notification
+    }
+
+    private func readV2(_ signedPayload: String, now: Date) async throws(Failure) -> AppleNotification {
+        guard let verifier else {
+            throw .unconfigured(version: 2, "V2 notifications need a trusted root certificate (apple-root-certificate)")
+        }
+        let payload = try await verified(signedPayload, by: verifier, now: now)
+        guard let type = payload["notificationType"] as? String, let uuid = payload["notificationUUID"] as? String else {
+            throw .malformed("the signed payload has no notificationType or notificationUUID")
+        }
+        var notification = AppleNotification(
+            version: 2, dedupeKey: "v2:" + uuid, type: type, subtype: payload["subtype"] as? String)
+        let data = payload["data"] as? [String: Any] ?? payload["summary"] as? [String: Any]
+        notification.environment = (data?["environment"] as? String).flatMap { AppStoreEnvironment(rawValue: $0) }
+        if let signedTransaction = data?["signedTransactionInfo"] as? String {
+            let transaction = try await verified(signedTransaction, by: verifier, now: now)
+            notification.originalTransactionID = transaction["originalTransactionId"].map { "\($0)" }
+        }
+        return notification
+    }
+
+    private func verified(_ jws: String, by verifier: SignedPayloadVerifier, now: Date) async throws(Failure) -> [String: Any] {
+        let payload: Data
+        do {
+            payload = try await verifier.payload(of: jws, at: now)
+        } catch {
+            throw .unauthenticated(version: 2, error.description)
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
+            throw .malformed("the signed payload is not a JSON object")
+        }
+        return object
+    }
+
+    /// V1 spells production "PROD".
+    private static func v1Environment(_ text: String) -> AppStoreEnvironment? {
+        switch text.uppercased() {
+        case "PROD", "PRODUCTION": .production
+        case "SANDBOX": .sandbox
+        default: nil
+        }
+    }
+}

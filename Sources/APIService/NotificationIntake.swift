@@ -1,0 +1,52 @@
+import AppStore
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+
+/// Stores an authenticated notification once, and turns it into one high-priority verification
+/// job for its subscription: the notification says *that* something changed; the worker asks
+/// verifyReceipt *what*, and only then are events written.
+struct NotificationIntake: Sendable {
+    let acceptedEnvironments: Set<AppStoreEnvironment>
+    let app: String
+
+    /// What became of a notification: `queued`, `duplicate`, or why nothing is to be done.
+    struct Result: Encodable, Sendable {
+        var status: String
+    }
+
+    /// On a lane.
+    func take(_ notification: AppleNotification, connections: Connections) throws -> Result {
+        let ledger = connections.ledger
+        var record = NotificationRecord(
+            dedupeKey: notification.dedupeKey, version: notification.version, notificationType: notification.type,
+            subtype: notification.subtype, environment: notification.environment?.rawValue,
+            originalTransactionID: notification.originalTransactionID, outcome: .noSubscription)
+        if let environment = notification.environment, !acceptedEnvironments.contains(environment) {
+            record.outcome = .ignoredEnvironment
+        } else if let originalTransactionID = notification.originalTransactionID {
+            var subscription = try ledger.subscription(originalTransactionID: originalTransactionID, app: app)
+            if subscription == nil, let receipt = notification.latestReceipt {
+                // A purchase nobody registered: start watching it from the receipt Apple sent along.
+                try ledger.addSubscriptions([NewSubscription(
+                    app: app, originalTransactionID: originalTransactionID,
+                    environment: notification.environment ?? .production, receipt: receipt)])
+                subscription = try ledger.subscription(originalTransactionID: originalTransactionID, app: app)
+            }
+            record.subscriptionID = subscription?.id
+            record.outcome = subscription == nil ? .unknownSubscription : .queued
+        }
+        let recorded = try ledger.record(record)
+        if let subscriptionID = recorded.claimedJobFor {
+            do {
+                try connections.queue.enqueue(subscriptionID: subscriptionID, run: "notification-\(recorded.id)", reason: .notification)
+            } catch {
+                try? ledger.releaseJobClaim(notificationID: recorded.id)
+                throw error
+            }
+        }
+        if recorded.claimedJobFor != nil { return Result(status: "queued") }
+        return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
+    }
+}

@@ -1,0 +1,50 @@
+import Hummingbird
+import Logging
+
+/// In front of every route: the body size limit, the per-client rate limit, bearer-token
+/// authentication (for everything but Apple's notification endpoint), and errors as JSON.
+struct ProtectionMiddleware: RouterMiddleware {
+    typealias Context = APIRequestContext
+
+    let tokens: APITokens
+    let limiter: ClientRateLimiter
+    let maxBodyBytes: Int
+    let metrics: APIMetrics
+    /// Paths Apple calls, which carry their own proof (a password or a signature) instead of a token.
+    let openPaths: Set<String>
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+                metrics.rejected("body_too_large")
+                throw APIError.bodyTooLarge(limit: maxBodyBytes)
+            }
+            var context = context
+            context.client = bearerToken(of: request).flatMap { tokens.client(presenting: $0) }
+            // Callers without a valid token are limited by address, so guessing tokens is slow too.
+            if let wait = limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.remoteIP ?? "unknown")") {
+                metrics.rejected("rate_limited")
+                throw APIError.rateLimited(retryAfter: wait)
+            }
+            if context.client == nil, !openPaths.contains(request.uri.path) {
+                metrics.rejected("unauthorized")
+                throw APIError.unauthorized
+            }
+            return try await next(request, context)
+        } catch let error as APIError {
+            return error.response
+        } catch let error as any HTTPResponseError {
+            if error.status == .contentTooLarge { metrics.rejected("body_too_large") }
+            return APIError.from(error).response
+        } catch {
+            // Errors from the clients name hosts and causes, never secrets or receipts.
+            context.logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            return APIError(.internalServerError, "internal_error", "the request failed on the server; it is logged, try again").response
+        }
+    }
+
+    private func bearerToken(of request: Request) -> Substring? {
+        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
+        return value.dropFirst("bearer ".count).drop(while: { $0 == " " })
+    }
+}

@@ -1,0 +1,231 @@
+import AppStore
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+import Logging
+
+/// `POST /v1/receipts`: what the app's back end sends when a customer buys (or restores).
+struct RegistrationRequest: Decodable, Sendable {
+    /// The base64 receipt from the device.
+    var receipt: String
+    /// The app's own id for the customer.
+    var accountID: String?
+    /// The purchase's original_transaction_id, if the app knows it: lets the registration be
+    /// queued (202) when Apple cannot be asked right now, instead of failing with 503.
+    var originalTransactionID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case receipt
+        case accountID = "account_id"
+        case originalTransactionID = "original_transaction_id"
+    }
+
+    /// The request's own mistakes, said plainly.
+    func validated() throws(APIError) -> (ReceiptData, accountID: String?, originalTransactionID: String?) {
+        let receipt = receipt.filter { !$0.isWhitespace }
+        guard !receipt.isEmpty, receipt.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+/=".contains($0)) }) else {
+            throw .badRequest("invalid_receipt", "'receipt' must be the receipt's base64 text, as the device gives it")
+        }
+        if let accountID, accountID.isEmpty || accountID.count > 256 {
+            throw .badRequest("invalid_account_id", "'account_id' must be 1 to 256 characters")
+        }
+        if let id = originalTransactionID,
+           id.isEmpty || id.count > 64 || !id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) {
+            throw .badRequest("invalid_original_transaction_id", "'original_transaction_id' must be 1 to 64 letters or digits")
+        }
+        return (ReceiptData(base64: receipt), accountID, originalTransactionID)
+    }
+}
+
+/// The answer: every subscription on the receipt, with how it stands and whom it belongs to.
+struct RegistrationResponse: Encodable, Sendable {
+    struct Item: Encodable, Sendable {
+        var subscription: SubscriptionView
+        /// `linked`: to the account the request named (now or before); `other_account`: an
+        /// earlier registration linked it to `subscription.account_id`, and it stays there (the
+        /// restore case: the receipt is this Apple ID's, the account is someone else's);
+        /// `none`: the request named no account.
+        var account: String
+        /// True when the ledger had not seen the subscription before.
+        var created: Bool
+    }
+
+    /// `verified` (Apple answered now) or `pending` (queued; Apple could not be asked now).
+    var verification: String
+    var subscriptions: [Item]
+}
+
+/// Registers receipts: verifies them with Apple at once, under the fleet's halt, pause and rate
+/// limit, and stores the result through the same analysis and persistence as the workers (so
+/// the same receipt twice updates, never duplicates, and events are only those verifyReceipt shows).
+struct Registrar: Sendable {
+    let fleet: FleetSettings
+    let settings: APISettings
+    let lanes: APILanes
+    let logger: Logger
+
+    func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
+        let (receipt, accountID, originalTransactionID) = try request.validated()
+        do {
+            let probing = try await admission()
+            let (fleet, app, logger) = (fleet, settings.app, logger)
+            let response = try await lanes.run { connections in
+                try Self.verifyAndStore(receipt, accountID: accountID, probing: probing, fleet: fleet, app: app,
+                                        connections: connections, logger: logger)
+            }
+            return (response, false)
+        } catch let error as APIError where error.status == .serviceUnavailable {
+            // Apple cannot be asked now: queue the check if the app told us which subscription it is.
+            guard let originalTransactionID else { throw error }
+            let (app, logger) = (settings.app, logger)
+            let response = try await lanes.run { connections in
+                try Self.queue(receipt, originalTransactionID: originalTransactionID, accountID: accountID, app: app,
+                               connections: connections)
+            }
+            logger.info("registration queued: Apple cannot be asked now", metadata: ["reason": "\(error.code)"])
+            return (response, true)
+        }
+    }
+
+    /// Waits for the fleet's rate limiter (up to `appleWait`); refuses while the fleet is paused
+    /// or halted. Returns whether this call is the fleet's probe after a pause.
+    private func admission() async throws -> Bool {
+        let deadline = ContinuousClock.now + settings.appleWait
+        while true {
+            switch try await lanes.run({ try $0.gate.admit(upTo: 1) }) {
+            case .granted: return false
+            case .probe: return true
+            case .paused(let wait):
+                throw APIError.unavailable("apple_unavailable", "Apple is unavailable and the fleet is paused; try again later",
+                                           retryAfter: wait)
+            case .halted:
+                throw APIError.unavailable("fleet_halted", "verification is halted by the operator or a configuration error; "
+                                           + "try again later", retryAfter: .seconds(60))
+            case .wait(let wait):
+                guard ContinuousClock.now + wait < deadline else {
+                    throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
+                                               retryAfter: wait)
+                }
+                try await Task.sleep(for: wait)
+            }
+        }
+    }
+
+    /// On a lane: asks Apple, judges the answer like a worker does, and stores every subscription on the receipt.
+    private static func verifyAndStore(
+        _ receipt: ReceiptData, accountID: String?, probing: Bool, fleet: FleetSettings, app: String,
+        connections: Connections, logger: Logger
+    ) throws -> RegistrationResponse {
+        let verification = connections.appStore.verify(receipt, sharedSecret: fleet.sharedSecret)
+        let policy = StatusPolicy()
+        // A person is waiting: Apple's answer now is final for this request (21002 included).
+        let action = policy.action(for: verification.outcome, attempt: policy.malformedReceiptAttempts)
+        if probing {
+            if case .retryable(upstreamUnavailable: true) = action {} else { try connections.gate.reportRecovered() }
+        }
+        switch action {
+        case .success, .expiredButValid:
+            guard let response = verification.response else { break }
+            return try store(response, verification: verification, receipt: receipt, accountID: accountID, fleet: fleet,
+                             app: app, ledger: connections.ledger)
+        case .retryable(upstreamUnavailable: true):
+            let pause = try connections.gate.reportUnavailable()
+            throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(verification.outcome.summary)); try again later",
+                                       retryAfter: pause)
+        case .retryable, .retryOnSandbox, .retryOnProduction:
+            break
+        case .permanent(let reason):
+            throw APIError(.unprocessableContent, "receipt_rejected", "Apple rejected the receipt: \(reason)")
+        case .configurationError(let reason):
+            // Not a halt: a client's receipt of another app also answers 21004. The workers halt
+            // the fleet if the configuration is really wrong.
+            logger.error("registration: Apple reports a configuration error", metadata: ["reason": "\(reason)"])
+            throw APIError.unavailable("verification_misconfigured", "Apple reports a configuration error (\(reason))",
+                                       retryAfter: .seconds(60))
+        }
+        throw APIError.unavailable("apple_retry", "Apple asked to try again later (\(verification.outcome.summary))",
+                                   retryAfter: .seconds(5))
+    }
+
+    private static func store(
+        _ response: VerifyReceiptResponse, verification: Verification, receipt: ReceiptData, accountID: String?,
+        fleet: FleetSettings, app: String, ledger: Ledger
+    ) throws -> RegistrationResponse {
+        let now = Date()
+        let ids = Set(response.allTransactions.filter { $0.expiresDate != nil }.map(\.originalTransactionID)).sorted()
+        guard !ids.isEmpty else {
+            throw APIError(.unprocessableContent, "no_subscription", "the receipt holds no auto-renewable subscription")
+        }
+        let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
+        try ledger.addSubscriptions(ids.map {
+            NewSubscription(app: app, originalTransactionID: $0, environment: response.effectiveEnvironment ?? verification.environment,
+                            receipt: response.latestReceipt ?? receipt)
+        })
+        let records = try ids.compactMap { try ledger.subscription(originalTransactionID: $0, app: app) }
+        let exchange = verification.exchanges[verification.exchanges.count - 1]
+        let attempt = VerificationAttempt(
+            attemptedAt: now, outcome: .verified, environment: exchange.environment, appleStatus: response.status,
+            httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency / .milliseconds(1)),
+            error: nil, runID: "registration")
+        for loaded in try ledger.loadForVerification(ids: records.map(\.id)) {
+            let analyse = { (stored: SubscriptionState?) throws -> Analysis in
+                try SubscriptionAnalyzer.analyze(
+                    stored: stored, response: response, originalTransactionID: loaded.originalTransactionID, now: now)
+            }
+            let outcome = try ledger.persist(
+                .analysed(try analyse(loaded.state), of: loaded, attempt: attempt),
+                nextNightlyRun: fleet.nextNightlyRun(after: now), reanalysing: analyse)
+            if case .failed(let error) = outcome { throw error }
+        }
+        return try answer(ids: records.map(\.id), accountID: accountID, existing: existing, verification: "verified",
+                          app: app, ledger: ledger, now: now)
+    }
+
+    /// On a lane: stores the receipt under the subscription the app named, unverified, and
+    /// enqueues a high-priority registration job, which the workers run ahead of the nightly backlog.
+    private static func queue(
+        _ receipt: ReceiptData, originalTransactionID: String, accountID: String?, app: String, connections: Connections
+    ) throws -> RegistrationResponse {
+        let ledger = connections.ledger
+        let existing = try ledger.subscription(originalTransactionID: originalTransactionID, app: app)
+        if existing == nil {
+            try ledger.addSubscriptions([NewSubscription(app: app, originalTransactionID: originalTransactionID, receipt: receipt)])
+        }
+        guard let record = try ledger.subscription(originalTransactionID: originalTransactionID, app: app) else {
+            throw APIError(.conflict, "subscription_deleted", "the subscription was deleted while registering; try again")
+        }
+        try connections.queue.enqueue(subscriptionID: record.id, run: "registration", reason: .registration)
+        return try answer(ids: [record.id], accountID: accountID, existing: existing == nil ? [] : [originalTransactionID],
+                          verification: "pending", app: app, ledger: ledger, now: Date())
+    }
+
+    private static func answer(
+        ids: [Int64], accountID: String?, existing: Set<String>, verification: String, app: String, ledger: Ledger, now: Date
+    ) throws -> RegistrationResponse {
+        let accounts = try accountID.map { try ledger.linkAccount($0, to: ids, app: app) } ?? [:]
+        let items = try ids.compactMap { id -> RegistrationResponse.Item? in
+            guard let record = try ledger.subscription(id: id) else { return nil }
+            let account = switch (accountID, accounts[id]) {
+            case (nil, _): "none"
+            case (let wanted?, let linked?) where wanted != linked: "other_account"
+            default: "linked"
+            }
+            return RegistrationResponse.Item(
+                subscription: SubscriptionView(record, now: now), account: account,
+                created: !existing.contains(record.originalTransactionID))
+        }
+        return RegistrationResponse(verification: verification, subscriptions: items)
+    }
+}
+
+extension VerificationOutcome {
+    /// For messages: Apple's status or what went wrong on the way, never a body.
+    var summary: String {
+        switch self {
+        case .status(let status, _): "status \(status)"
+        case .unreadableBody(let httpStatus): "HTTP \(httpStatus) with an unreadable body"
+        case .transportFailure(let failure): "\(failure)"
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import X509
+
+/// Checks a JWS that Apple signed (a V2 notification's `signedPayload`, and the
+/// `signedTransactionInfo` inside it) and returns its payload.
+///
+/// Apple signs with ES256 and puts its certificate chain in the header's `x5c`: the signing
+/// certificate, then Apple's intermediate, then the root. The chain must verify (RFC 5280,
+/// signatures and validity at `time`) to one of the configured trusted roots, whatever root the
+/// sender included; the signing certificate and the intermediate must carry the markers Apple
+/// puts on App Store signing certificates; and the JWS signature must verify with the signing
+/// certificate's key. Revocation is not checked (that would need OCSP requests to Apple).
+struct SignedPayloadVerifier: Sendable {
+    let trustedRoots: [Certificate]
+
+    /// Apple's marker extensions: on the signing certificate, and on the intermediate.
+    static let signingCertificateMarker = "1.2.840.113635.100.6.11.1"
+    static let intermediateMarker = "1.2.840.113635.100.6.2.1"
+
+    func payload(of jws: some StringProtocol, at time: Date) async throws(SignatureError) -> Data {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
+              let signatureBytes = Data(base64URL: parts[2])
+        else { throw .malformed("not a compact JWS (three base64url parts)") }
+        guard let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any] else {
+            throw .malformed("the JWS header is not a JSON object")
+        }
+        guard header["alg"] as? String == "ES256" else { throw .rejected("the JWS algorithm is not ES256") }
+        guard let x5c = header["x5c"] as? [String], x5c.count >= 2 else {
+            throw .rejected("the JWS header has no x5c certificate chain")
+        }
+        let chain: [Certificate]
+        do {
+            chain = try x5c.map { text throws -> Certificate in
+                guard let der = Data(base64Encoded: text) else { throw SignatureError.malformed("an x5c entry is not base64") }
+                return try Certificate(derEncoded: Array(der))
+            }
+        } catch {
+            throw .malformed("an x5c entry is not a DER certificate")
+        }
+
+        var verifier = Verifier(rootCertificates: CertificateStore(trustedRoots)) { RFC5280Policy(validationTime: time) }
+        let result = await verifier.validate(leaf: chain[0], intermediates: CertificateStore(chain.dropFirst()))
+        guard case .validCertificate(let validated) = result else {
+            throw .rejected("the x5c chain does not verify to a trusted root")
+        }
+        let path = Array(validated)
+        guard path.count >= 3, Self.has(Self.signingCertificateMarker, path[0]), Self.has(Self.intermediateMarker, path[1]) else {
+            throw .rejected("the x5c chain is not an App Store signing chain")
+        }
+        guard let key = P256.Signing.PublicKey(path[0].publicKey),
+              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+              key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { throw .rejected("the JWS signature does not verify") }
+        return payload
+    }
+
+    private static func has(_ marker: String, _ certificate: Certificate) -> Bool {
+        certificate.extensions.contains { "\($0.oid)" == marker }
+    }
+}
+
+/// Why a signed payload was refused.
+enum SignatureError: Error, Sendable, CustomStringConvertible {
+    /// Not a JWS at all, or unreadable parts.
+    case malformed(String)
+    /// A JWS whose signature or chain does not hold.
+    case rejected(String)
+
+    var description: String {
+        switch self {
+        case .malformed(let reason), .rejected(let reason): reason
+        }
+    }
+}
+
+extension Data {
+    /// Base64url without padding (RFC 7515), as JWS uses it.
+    init?(base64URL text: some StringProtocol) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        self.init(base64Encoded: base64)
+    }
+}

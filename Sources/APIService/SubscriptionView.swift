@@ -1,0 +1,97 @@
+import AppStore
+import Foundation
+import Ledger
+
+/// A subscription as the API shows it (docs/openapi.yaml `Subscription`): the stored state, and
+/// the entitlement an app grants by it. Never the receipt.
+struct SubscriptionView: Encodable, Sendable {
+    struct Entitlement: Encodable, Sendable {
+        /// Whether the customer has access now.
+        var active: Bool
+        /// Until when, as far as the fleet knows (the period's end, or the grace period's).
+        var until: Instant?
+    }
+
+    struct History: Encodable, Sendable {
+        var transactions: [TransactionRecord]
+        /// The latest events, newest first.
+        var events: [SubscriptionEvent]
+    }
+
+    var id: Int64
+    var originalTransactionID: String
+    var accountID: String?
+    var environment: String
+    /// `unverified` until the fleet's first verification.
+    var status: String
+    var productID: String?
+    var expiresAt: Instant?
+    var autoRenew: Bool?
+    var autoRenewProductID: String?
+    var gracePeriodExpiresAt: Instant?
+    var entitlement: Entitlement
+    var lastVerifiedAt: Instant?
+    var history: History?
+
+    init(_ record: SubscriptionRecord, history: History? = nil, now: Date) {
+        id = record.id
+        originalTransactionID = record.originalTransactionID
+        accountID = record.accountID
+        environment = record.environment.rawValue
+        status = record.status?.rawValue ?? "unverified"
+        let state = record.state
+        productID = state?.productID
+        expiresAt = state?.expiresAt
+        autoRenew = state?.autoRenew
+        autoRenewProductID = state?.autoRenewProductID
+        gracePeriodExpiresAt = state?.gracePeriodExpiresAt
+        let until: Instant? = switch record.status {
+        case .active: state?.expiresAt
+        case .inGrace: state?.gracePeriodExpiresAt ?? state?.expiresAt
+        default: nil
+        }
+        entitlement = Entitlement(active: until.map { $0 > Instant(now) } ?? false, until: until)
+        lastVerifiedAt = record.lastVerifiedAt.map(Instant.init)
+        self.history = history
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, environment, status, entitlement, history
+        case originalTransactionID = "original_transaction_id"
+        case accountID = "account_id"
+        case productID = "product_id"
+        case expiresAt = "expires_at"
+        case autoRenew = "auto_renew"
+        case autoRenewProductID = "auto_renew_product_id"
+        case gracePeriodExpiresAt = "grace_period_expires_at"
+        case lastVerifiedAt = "last_verified_at"
+    }
+
+    /// Encodes optionals as null rather than leaving them out, so every documented field is always there.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(originalTransactionID, forKey: .originalTransactionID)
+        try container.encode(accountID, forKey: .accountID)
+        try container.encode(environment, forKey: .environment)
+        try container.encode(status, forKey: .status)
+        try container.encode(productID, forKey: .productID)
+        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encode(autoRenew, forKey: .autoRenew)
+        try container.encode(autoRenewProductID, forKey: .autoRenewProductID)
+        try container.encode(gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
+        try container.encode(entitlement, forKey: .entitlement)
+        try container.encode(lastVerifiedAt, forKey: .lastVerifiedAt)
+        try container.encodeIfPresent(history, forKey: .history)
+    }
+}
+
+extension SubscriptionView.Entitlement {
+    enum CodingKeys: String, CodingKey { case active, until }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(active, forKey: .active)
+        try container.encode(until, forKey: .until)
+    }
+}

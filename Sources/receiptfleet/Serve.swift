@@ -1,0 +1,142 @@
+import APIService
+import AppStore
+import ArgumentParser
+import Fleet
+import Foundation
+
+/// `receiptfleet serve`
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the HTTP API: register receipts, read subscription state, take App Store notifications.",
+        discussion: """
+            POST /v1/receipts verifies a new purchase with Apple at once (under the fleet's rate limit, \
+            pause and halt) and answers its entitlement; GET /v1/subscriptions/{id} and GET \
+            /v1/subscriptions?original_transaction_id=…|account_id=… read state; POST \
+            /v1/notifications/apple takes App Store Server Notifications V1 and V2 and queues a \
+            high-priority verification for the workers. See docs/api.md and docs/openapi.yaml.
+
+            Every endpoint but the notifications needs 'Authorization: Bearer TOKEN'. Tokens come from \
+            RECEIPTFLEET_API_TOKENS or the file named by api-tokens-file (never a flag, which `ps` would \
+            show): NAME:TOKEN entries separated by commas or lines. V2 notifications need Apple's root \
+            certificate (AppleRootCA-G3.cer from apple.com/certificateauthority) at --apple-root-certificate.
+
+            Stops on SIGTERM/SIGINT after the requests in flight.
+
+            Examples:
+              RECEIPTFLEET_API_TOKENS=backend:$(cat /run/secrets/api-token) receiptfleet serve
+              receiptfleet serve --address 0.0.0.0:8080 --apple-root-certificate /etc/receiptfleet/AppleRootCA-G3.cer
+              receiptfleet serve --notification-environments Production,Sandbox --config /etc/receiptfleet.json
+            """)
+
+    @OptionGroup var options: FleetOptions
+    @OptionGroup var api: APIOptions
+
+    func run() async throws {
+        let logger = setUpLogging(level: options.logLevel)
+        let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
+        let fleet = try resolved.settings()
+        let settings = try resolved.apiSettings()
+        if settings.trustedRoots.isEmpty {
+            logger.warning("no apple-root-certificate is configured: V2 notifications are refused with 503 until one is")
+        }
+        if fleet.sharedSecret == nil {
+            logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
+        }
+        let server = APIServer(settings: settings, fleet: fleet, logger: logger)
+        try await server.run { port in
+            logger.info("API listening", metadata: [
+                "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
+                "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
+            ])
+        }
+        logger.info("API stopped")
+    }
+}
+
+/// `serve`'s own settings; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
+struct APIOptions: ParsableArguments {
+    @Option(help: "HOST:PORT to listen on (port 0 picks a free one). Default 127.0.0.1:8080.")
+    var address: String?
+
+    @Option(help: "Environments whose notifications are processed (others are acknowledged and ignored): Production, Sandbox.")
+    var notificationEnvironments: String?
+
+    @Option(help: "Apple's root certificate (PEM or DER), to which V2 notification signatures must chain.")
+    var appleRootCertificate: String?
+
+    @Option(help: "The largest request body accepted, in bytes. Default 1048576.")
+    var maxBodyBytes: Int?
+
+    @Option(help: "Requests per second per client (API token, or address without one). Default 20.")
+    var clientRateLimit: Double?
+
+    @Option(help: "Requests a client may send at once after a quiet spell. Default 40.")
+    var clientRateBurst: Int?
+
+    @Option(help: "Threads with their own Redis, PostgreSQL and Apple connections serving requests. Default 4.")
+    var lanes: Int?
+
+    var flags: [String: String?] {
+        [
+            "address": address, "notification-environments": notificationEnvironments,
+            "apple-root-certificate": appleRootCertificate, "max-body-bytes": maxBodyBytes.map(String.init),
+            "client-rate-limit": clientRateLimit.map { String($0) }, "client-rate-burst": clientRateBurst.map(String.init),
+            "lanes": lanes.map(String.init),
+        ]
+    }
+}
+
+extension ResolvedConfiguration {
+    func apiSettings() throws -> APISettings {
+        func source(_ key: String) -> String { value(key)?.source ?? "default" }
+        let address = string("address", default: "127.0.0.1:8080")
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+              (0...65_535).contains(port), colon > address.startIndex
+        else {
+            throw ConfigurationError(key: "address", source: source("address"), reason: "'\(address)' is not HOST:PORT, e.g. 127.0.0.1:8080")
+        }
+        var environments = Set<AppStoreEnvironment>()
+        for name in string("notification-environments", default: "Production").split(separator: ",") {
+            guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
+                throw ConfigurationError(key: "notification-environments", source: source("notification-environments"),
+                                         reason: "'\(name)' is neither Production nor Sandbox")
+            }
+            environments.insert(environment)
+        }
+        return APISettings(
+            host: String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
+            tokens: try apiTokens(), notificationEnvironments: environments,
+            trustedRoots: try value("apple-root-certificate").map { path, source in
+                do { return try APISettings.certificates(at: path) } catch {
+                    throw ConfigurationError(key: "apple-root-certificate", source: source, reason: "\(error)")
+                }
+            } ?? [],
+            maxBodyBytes: try number("max-body-bytes", default: 1 << 20, { (1_024...(64 << 20)).contains($0) }, "a size from 1024 to 67108864 bytes"),
+            clientRateLimit: try number("client-rate-limit", default: 20.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
+            clientRateBurst: try number("client-rate-burst", default: 40, { $0 >= 1 }, "a whole number ≥ 1"),
+            lanes: try number("lanes", default: 4, { (1...256).contains($0) }, "a whole number from 1 to 256"))
+    }
+
+    /// Like the shared secret: from RECEIPTFLEET_API_TOKENS (or the file's `api-tokens`), or the
+    /// file named by `api-tokens-file`; never a flag.
+    private func apiTokens() throws -> APITokens {
+        let text: String
+        let key: String
+        if let (value, _) = value("api-tokens") {
+            (text, key) = (value, "api-tokens")
+        } else if let (path, source) = value("api-tokens-file") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(key: "api-tokens-file", source: source, reason: "cannot read \(path)")
+            }
+            (text, key) = (String(decoding: data, as: UTF8.self), "api-tokens-file")
+        } else {
+            throw ConfigurationError(key: "api-tokens", source: "default", reason:
+                "serve needs API tokens: set RECEIPTFLEET_API_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with api-tokens-file")
+        }
+        do {
+            return try APITokens(parsing: text)
+        } catch {
+            throw ConfigurationError(key: key, source: value(key)?.source ?? "default", reason: error.message)
+        }
+    }
+}

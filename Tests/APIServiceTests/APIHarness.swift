@@ -1,0 +1,140 @@
+import APIService
+import AppStore
+import AppStoreSimulator
+import Fleet
+import Foundation
+import HTTPClient
+import JobQueue
+import Ledger
+import Logging
+import MetricsTestKit
+import PostgresClient
+import RedisClient
+import TestSupport
+
+/// `receiptfleet serve` for one test: its own database and Redis prefix, the App Store simulator,
+/// and the API server on a free loopback port, spoken to over real HTTP.
+struct APIHarness: Sendable {
+    let database: TestDatabase
+    let simulator: LiveSimulator
+    let fleet: FleetSettings
+    let settings: APISettings
+    let token: String
+    let port: Int
+    let metrics: TestMetrics
+    let ca: TestCA
+
+    static let sharedSecret = "test-shared-secret"
+    static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Runs `body` while a server configured by `configure` serves.
+    static func with<T: Sendable>(
+        configure: (inout APISettings) -> Void = { _ in }, _ body: (APIHarness) async throws -> T
+    ) async throws -> T {
+        let ca = try TestCA()
+        return try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: nowMs) { simulator in
+                _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
+                let fleet = FleetSettings(
+                    redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfapi"))}",
+                    endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
+                    sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
+                    concurrency: 2, visibilityTimeout: .seconds(5))
+                let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+                var settings = APISettings(
+                    port: 0, tokens: try APITokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
+                    trustedRoots: [ca.root], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
+                configure(&settings)
+                let metrics = TestMetrics()
+                let server = APIServer(settings: settings, fleet: fleet, logger: Logger(label: "api-test"), metrics: metrics)
+                let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+                let running = Task { try await server.run { listening.yield($0) } }
+                defer { running.cancel() }
+                guard let port = await ports.first(where: { _ in true }) else { throw ServerDidNotStart() }
+                return try await body(APIHarness(
+                    database: database, simulator: simulator, fleet: fleet, settings: settings, token: token, port: port,
+                    metrics: metrics, ca: ca))
+            }
+        }
+    }
+
+    struct ServerDidNotStart: Error {}
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// An answer: status, headers and the body as JSON.
+    struct Reply: Sendable {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: [UInt8]
+
+        /// The body as a JSON object; empty if it is not one.
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]) ?? [:] }
+        var code: String? { json["code"] as? String }
+    }
+
+    enum Auth: Sendable { case token, none, bearer(String) }
+
+    func post(_ path: String, _ object: [String: Any], auth: Auth = .token) async throws -> Reply {
+        try await post(path, bytes: Array(try JSONSerialization.data(withJSONObject: object)), auth: auth)
+    }
+
+    func post(_ path: String, bytes: [UInt8], auth: Auth = .token) async throws -> Reply {
+        let (url, headers) = (baseURL + path, headers(auth))
+        return try await onOwnThread {
+            let response = try HTTPClient().post(url: url, json: bytes, headers: headers)
+            return Reply(status: response.status, headers: response.headers, body: response.body)
+        }
+    }
+
+    func get(_ path: String, auth: Auth = .token) async throws -> Reply {
+        let (url, headers) = (baseURL + path, headers(auth))
+        return try await onOwnThread {
+            let response = try HTTPClient().get(url: url, headers: headers)
+            return Reply(status: response.status, headers: response.headers, body: response.body)
+        }
+    }
+
+    private func headers(_ auth: Auth) -> HTTPHeaders {
+        switch auth {
+        case .token: ["Authorization": "Bearer \(token)"]
+        case .bearer(let value): ["Authorization": "Bearer \(value)"]
+        case .none: [:]
+        }
+    }
+
+    /// A simulated receipt: index 0 of a fleet is a monthly subscription that renews for ever.
+    func receipt(index: Int = 0, seed: UInt64 = 7) -> SimulatedReceipt {
+        SimulatedReceipt.fleet(count: index + 1, seed: seed, anchorMs: simulator.store.clock.nowMs)[index]
+    }
+
+    /// The length of a Redis stream of this deployment, e.g. `keys.readyHigh`.
+    func streamLength(_ key: @escaping @Sendable (QueueKeys) -> String) async throws -> Int {
+        let (url, prefix) = (fleet.redisURL, fleet.keyPrefix)
+        return try await onOwnThread {
+            let connection = try RedisConnection(RedisConfiguration(url: url))
+            return Int(try connection.command("XLEN", key(try QueueKeys(prefix: prefix))).int ?? -1)
+        }
+    }
+
+    /// Halts the fleet, as an operator's `receiptfleet pause` does.
+    func haltFleet() async throws {
+        let fleet = fleet
+        try await onOwnThread {
+            let connection = try RedisConnection(RedisConfiguration(url: fleet.redisURL))
+            try FleetGate(connection: connection, keys: try QueueKeys(prefix: fleet.keyPrefix), limit: fleet.rateLimit)
+                .halt(reason: "halted by the test")
+        }
+    }
+
+    /// One number from the test database, e.g. `SELECT count(*) AS n FROM events`.
+    func count(_ sql: String) async throws -> Int {
+        let database = database
+        return try await onOwnThread { Int(try database.connect().query(sql)[0]["n"].int64() ?? -1) }
+    }
+
+    /// A counter's total, 0 if it was never incremented.
+    func counter(_ label: String, _ dimensions: [(String, String)]) -> Int64 {
+        (try? metrics.expectCounter(label, dimensions).totalValue) ?? 0
+    }
+}

@@ -1,0 +1,144 @@
+import APIService
+import Fleet
+import Foundation
+import TestSupport
+import Logging
+import Testing
+
+/// POST /v1/notifications/apple: only Apple's notifications get in (V1 by the shared secret, V2
+/// by a signature chaining to the trusted root), each once, as one high-priority job; the
+/// worker then confirms with verifyReceipt and only then is the event written.
+@Suite struct NotificationTests {
+    static let path = "/v1/notifications/apple"
+
+    /// Registers index 0 (monthly, renewing) and returns its original_transaction_id and ledger id.
+    private func registered(_ api: APIHarness) async throws -> (otid: String, id: Int) {
+        let receipt = api.receipt()
+        let reply = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
+        let subscription = try #require((reply.json["subscriptions"] as? [[String: Any]])?.first?["subscription"] as? [String: Any])
+        return (receipt.subscriptions[0].originalTransactionID, try #require(subscription["id"] as? Int))
+    }
+
+    private func signedNotification(_ api: APIHarness, otid: String, type: String = "DID_RENEW", uuid: String = UUID().uuidString,
+                                    environment: String = "Production") throws -> [String: Any] {
+        let transaction = try api.ca.sign([
+            "originalTransactionId": otid, "transactionId": "\(otid)9", "productId": "pro.monthly", "environment": environment,
+        ])
+        let payload = try api.ca.sign([
+            "notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": APIHarness.nowMs,
+            "data": ["environment": environment, "bundleId": "com.example.app", "signedTransactionInfo": transaction],
+        ])
+        return ["signedPayload": payload]
+    }
+
+    @Test func aValidV2NotificationQueuesOneHighPriorityJobAndTheWorkerConfirmsTheEvent() async throws {
+        try await APIHarness.with { api in
+            let (otid, id) = try await registered(api)
+            let notification = try signedNotification(api, otid: otid)
+            let first = try await api.post(Self.path, notification, auth: .none)
+            #expect(first.status == 200)
+            #expect(first.json["status"] as? String == "queued")
+            #expect(try await api.streamLength(\.readyHigh) == 1, "one job, in the high-priority stream")
+            #expect(try await api.streamLength(\.ready) == 0)
+
+            let again = try await api.post(Self.path, notification, auth: .none)
+            #expect(again.status == 200)
+            #expect(again.json["status"] as? String == "duplicate")
+            #expect(try await api.streamLength(\.readyHigh) == 1, "a re-sent notification adds no job")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM events") == 0, "nothing is announced before Apple confirms")
+
+            // A month passes at Apple: the subscription renewed. The worker asks, and only then writes the event.
+            api.simulator.store.clock.advance(byMs: 31 * 86_400_000)
+            let pool = WorkerPool(settings: api.fleet, logger: Logger(label: "api-test-worker"))
+            pool.start()
+            defer { pool.drain(grace: .seconds(10)) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            let renewed = "SELECT count(*) AS n FROM events WHERE type = 'renewed' AND subscription_id = \(id)"
+            while try await api.count(renewed) == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            #expect(try await api.count(renewed) == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id LIKE 'notification-%'") == 1)
+        }
+    }
+
+    @Test func aTamperedV2NotificationIsRefusedAndCounted() async throws {
+        try await APIHarness.with { api in
+            let (otid, _) = try await registered(api)
+            let genuine = try #require(try signedNotification(api, otid: otid)["signedPayload"] as? String)
+            let parts = genuine.split(separator: ".").map(String.init)
+            let forged = try JSONSerialization.data(withJSONObject: [
+                "notificationType": "REFUND", "notificationUUID": UUID().uuidString, "data": ["environment": "Production"],
+            ]).base64URL
+            let tampered = try await api.post(Self.path, ["signedPayload": [parts[0], forged, parts[2]].joined(separator: ".")], auth: .none)
+            #expect(tampered.status == 401)
+            #expect(tampered.code == "notification_unauthenticated")
+
+            // Signed correctly, but by a CA nobody configured.
+            let stranger = try TestCA(name: "Somebody Else's Root")
+            let foreign = try await api.post(Self.path, ["signedPayload": try stranger.sign([
+                "notificationType": "REFUND", "notificationUUID": UUID().uuidString,
+            ])], auth: .none)
+            #expect(foreign.status == 401)
+
+            #expect(api.counter("receiptfleet_api_notifications_total", [("version", "v2"), ("outcome", "unauthenticated")]) == 2)
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == 0)
+            #expect(try await api.streamLength(\.readyHigh) == 0)
+        }
+    }
+
+    @Test func aV1NotificationNeedsTheSharedSecret() async throws {
+        try await APIHarness.with { api in
+            let receipt = api.receipt()
+            let otid = receipt.subscriptions[0].originalTransactionID
+            var body: [String: Any] = [
+                "notification_type": "DID_RENEW", "environment": "PROD", "password": "not-the-secret",
+                "unified_receipt": [
+                    "status": 0, "environment": "Production", "latest_receipt": receipt.receiptData,
+                    "latest_receipt_info": [["original_transaction_id": otid, "transaction_id": otid, "expires_date_ms": "1"]],
+                ],
+            ]
+            let wrong = try await api.post(Self.path, body, auth: .none)
+            #expect(wrong.status == 401)
+            #expect(wrong.code == "notification_unauthenticated")
+            #expect(api.counter("receiptfleet_api_notifications_total", [("version", "v1"), ("outcome", "unauthenticated")]) == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
+
+            // With the secret: a purchase nobody registered starts being watched, from the receipt Apple sent.
+            body["password"] = APIHarness.sharedSecret
+            let right = try await api.post(Self.path, body, auth: .none)
+            #expect(right.status == 200)
+            #expect(right.json["status"] as? String == "queued")
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE status = 'unverified'") == 1)
+            #expect(try await api.streamLength(\.readyHigh) == 1)
+            #expect(try await api.post(Self.path, body, auth: .none).json["status"] as? String == "duplicate")
+            #expect(try await api.streamLength(\.readyHigh) == 1)
+        }
+    }
+
+    @Test func notificationsForAnUnconfiguredEnvironmentAreAcknowledgedAndIgnored() async throws {
+        try await APIHarness.with { api in
+            let (otid, _) = try await registered(api)
+            let sandbox = try await api.post(Self.path, try signedNotification(api, otid: otid, environment: "Sandbox"), auth: .none)
+            #expect(sandbox.status == 200)
+            #expect(sandbox.json["status"] as? String == "ignored_environment")
+            #expect(try await api.streamLength(\.readyHigh) == 0)
+        }
+    }
+
+    @Test func theTrustedRootIsReadFromPEMOrDER() throws {
+        let ca = try TestCA()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("roots"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pem = directory.appendingPathComponent("roots.pem")
+        let der = directory.appendingPathComponent("root.cer")
+        let other = try TestCA(name: "Second Root").root
+        try (ca.root.serializeAsPEM().pemString + "\n" + other.serializeAsPEM().pemString).write(to: pem, atomically: true, encoding: .utf8)
+        try Data(ca.root.serializeAsPEM().derBytes).write(to: der)
+        #expect(try APISettings.certificates(at: pem.path) == [ca.root, other])
+        #expect(try APISettings.certificates(at: der.path) == [ca.root])
+        #expect(throws: CertificateFileError.self) { try APISettings.certificates(at: directory.appendingPathComponent("none").path) }
+    }
+}

@@ -1,0 +1,63 @@
+import APIService
+import Foundation
+import Testing
+
+/// Bearer tokens on everything but Apple's endpoint, body limits, per-client rate limits, and
+/// errors as JSON {code, message}.
+@Suite struct ProtectionTests {
+    @Test func aMissingOrWrongBearerTokenIsRefused() async throws {
+        try await APIHarness.with { api in
+            for auth in [APIHarness.Auth.none, .bearer("guessed-token-guessed-token"), .bearer(api.token + "x")] {
+                let reply = try await api.get("/v1/subscriptions?account_id=a", auth: auth)
+                #expect(reply.status == 401)
+                #expect(reply.code == "unauthorized")
+                #expect(reply.headers["WWW-Authenticate"]?.hasPrefix("Bearer") == true)
+                #expect(!String(decoding: reply.body, as: UTF8.self).contains(api.token))
+            }
+            #expect(try await api.post("/v1/receipts", ["receipt": "AAAA"], auth: .none).status == 401)
+            #expect(try await api.get("/v1/subscriptions?account_id=a").status == 200)
+            #expect(api.counter("receiptfleet_api_rejected_requests_total", [("reason", "unauthorized")]) == 4)
+        }
+    }
+
+    @Test func aBodyOverTheLimitIs413() async throws {
+        try await APIHarness.with(configure: { $0.maxBodyBytes = 4_096 }) { api in
+            let big = try await api.post("/v1/receipts", ["receipt": String(repeating: "A", count: 8_000)])
+            #expect(big.status == 413)
+            #expect(big.code == "body_too_large")
+            let bigNotification = try await api.post("/v1/notifications/apple", ["signedPayload": String(repeating: "A", count: 8_000)], auth: .none)
+            #expect(bigNotification.status == 413)
+        }
+    }
+
+    @Test func aClientOverItsRateIs429() async throws {
+        // One request per 100 s after a burst of 2: the third in a row is refused, however slow the machine.
+        try await APIHarness.with(configure: { $0.clientRateLimit = 0.01; $0.clientRateBurst = 2 }) { api in
+            var statuses: [Int] = []
+            for _ in 0..<3 { statuses.append(try await api.get("/v1/subscriptions?account_id=a").status) }
+            #expect(statuses == [200, 200, 429])
+            let limited = try await api.get("/v1/subscriptions?account_id=a")
+            #expect(limited.code == "rate_limited")
+            #expect(Int(limited.headers["Retry-After"] ?? "") ?? 0 >= 1)
+        }
+    }
+
+    @Test func unknownRoutesAndBadQueriesAnswerJSON() async throws {
+        try await APIHarness.with { api in
+            let missing = try await api.get("/v1/nothing-here")
+            #expect(missing.status == 404)
+            #expect(missing.code == "not_found")
+            #expect(try await api.get("/v1/subscriptions").code == "invalid_query")
+            #expect(try await api.get("/v1/subscriptions/abc").code == "invalid_id")
+        }
+    }
+
+    @Test func tokensAreCheckedWhenConfigured() throws {
+        #expect(throws: APITokensError.self) { try APITokens(parsing: "backend:short") }
+        #expect(throws: APITokensError.self) { try APITokens(parsing: "no-colon-here-at-all-0123456789") }
+        let tokens = try APITokens(parsing: "backend:0123456789abcdef0123,support:fedcba9876543210fedc")
+        #expect(tokens.client(presenting: "fedcba9876543210fedc") == "support")
+        #expect(tokens.client(presenting: "0123456789abcdef012") == nil)
+        #expect(!"\(tokens)".contains("0123456789abcdef"))
+    }
+}

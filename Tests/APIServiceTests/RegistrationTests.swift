@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+/// POST /v1/receipts and the reads: a purchase is verified with the simulator at once, stored,
+/// and answered with its entitlement; the same receipt again changes nothing twice.
+@Suite struct RegistrationTests {
+    @Test func aRegisteredReceiptIsVerifiedStoredAndReadable() async throws {
+        try await APIHarness.with { api in
+            let receipt = api.receipt()
+            let otid = receipt.subscriptions[0].originalTransactionID
+            let registered = try await api.post("/v1/receipts", ["receipt": receipt.receiptData, "account_id": "acct-1"])
+            #expect(registered.status == 200, "\(String(decoding: registered.body, as: UTF8.self))")
+            #expect(registered.json["verification"] as? String == "verified")
+            let items = try #require(registered.json["subscriptions"] as? [[String: Any]])
+            #expect(items.count == 1)
+            #expect(items.first?["account"] as? String == "linked")
+            #expect(items.first?["created"] as? Bool == true)
+            let subscription = try #require(items.first?["subscription"] as? [String: Any])
+            #expect(subscription["original_transaction_id"] as? String == otid)
+            #expect(subscription["status"] as? String == "active")
+            let entitlement = try #require(subscription["entitlement"] as? [String: Any])
+            #expect(entitlement["active"] as? Bool == true)
+            #expect(entitlement["until"] as? String == subscription["expires_at"] as? String)
+            let id = try #require(subscription["id"] as? Int)
+
+            let detail = try await api.get("/v1/subscriptions/\(id)")
+            #expect(detail.status == 200)
+            #expect(detail.json["status"] as? String == "active")
+            #expect(detail.json["account_id"] as? String == "acct-1")
+            let history = try #require(detail.json["history"] as? [String: Any])
+            #expect(!((history["transactions"] as? [Any]) ?? []).isEmpty, "the receipt's transactions are stored")
+
+            let byTransaction = try await api.get("/v1/subscriptions?original_transaction_id=\(otid)")
+            #expect((byTransaction.json["subscriptions"] as? [[String: Any]])?.map { $0["id"] as? Int } == [id])
+            let byAccount = try await api.get("/v1/subscriptions?account_id=acct-1")
+            #expect((byAccount.json["subscriptions"] as? [[String: Any]])?.map { $0["id"] as? Int } == [id])
+            #expect(try await api.get("/v1/subscriptions/\(id + 1000)").code == "subscription_not_found")
+
+            // The receipt was stored for the fleet, the verification logged, and nothing else was invented.
+            #expect(try await api.count("SELECT count(*) AS n FROM receipts") == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id = 'registration'") == 1)
+            #expect(api.counter("receiptfleet_api_registrations_total", [("outcome", "registered")]) == 1)
+        }
+    }
+
+    @Test func theSameReceiptTwiceUpdatesAndDuplicatesNothing() async throws {
+        try await APIHarness.with { api in
+            let receipt = api.receipt(index: 13)  // two subscription groups on one receipt
+            #expect(receipt.subscriptions.count == 2)
+            let first = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
+            let transactions = try await api.count("SELECT count(*) AS n FROM transactions")
+            let second = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
+            #expect(first.status == 200 && second.status == 200)
+            let created = (second.json["subscriptions"] as? [[String: Any]])?.map { $0["created"] as? Bool }
+            #expect(created == [false, false])
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 2)
+            #expect(try await api.count("SELECT count(*) AS n FROM receipts") == 2)
+            #expect(try await api.count("SELECT count(*) AS n FROM transactions") == transactions)
+            #expect(try await api.count("SELECT count(*) - count(DISTINCT id) AS n FROM events") == 0)
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications") == 4, "each attempt is logged")
+        }
+    }
+
+    @Test func aReceiptLinkedToAnotherAccountIsReportedNotMoved() async throws {
+        try await APIHarness.with { api in
+            let receipt = api.receipt()
+            _ = try await api.post("/v1/receipts", ["receipt": receipt.receiptData, "account_id": "alice"])
+            let restore = try await api.post("/v1/receipts", ["receipt": receipt.receiptData, "account_id": "bob"])
+            #expect(restore.status == 200)
+            let item = try #require((restore.json["subscriptions"] as? [[String: Any]])?.first)
+            #expect(item["account"] as? String == "other_account")
+            #expect((item["subscription"] as? [String: Any])?["account_id"] as? String == "alice")
+            #expect((try await api.get("/v1/subscriptions?account_id=bob").json["subscriptions"] as? [Any])?.isEmpty == true)
+            #expect((try await api.get("/v1/subscriptions?account_id=alice").json["subscriptions"] as? [Any])?.count == 1)
+        }
+    }
+
+    @Test func receiptsAppleRejectsAndBadBodiesGetClearErrors() async throws {
+        try await APIHarness.with { api in
+            let malformed = api.receipt(index: 11)  // the simulator answers 21002 for it
+            let rejected = try await api.post("/v1/receipts", ["receipt": malformed.receiptData])
+            #expect(rejected.status == 422)
+            #expect(rejected.code == "receipt_rejected")
+            #expect(try await api.post("/v1/receipts", ["account_id": "x"]).code == "missing_field")
+            #expect(try await api.post("/v1/receipts", ["receipt": "not base64!"]).code == "invalid_receipt")
+            #expect(try await api.post("/v1/receipts", bytes: Array("[1,2".utf8)).code == "invalid_json")
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
+        }
+    }
+}
+
+/// When Apple cannot be asked, a registration that names its original_transaction_id is stored
+/// and queued at high priority; one that does not is told to come back.
+@Suite struct PendingRegistrationTests {
+    @Test func aHaltedFleetQueuesARegistrationThatNamesItsSubscription() async throws {
+        try await APIHarness.with { api in
+            try await api.haltFleet()
+            let receipt = api.receipt()
+            let otid = receipt.subscriptions[0].originalTransactionID
+            let refused = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
+            #expect(refused.status == 503)
+            #expect(refused.code == "fleet_halted")
+            #expect(refused.headers["Retry-After"] != nil)
+
+            let queued = try await api.post("/v1/receipts", [
+                "receipt": receipt.receiptData, "original_transaction_id": otid, "account_id": "acct-9",
+            ])
+            #expect(queued.status == 202)
+            #expect(queued.json["verification"] as? String == "pending")
+            let item = try #require((queued.json["subscriptions"] as? [[String: Any]])?.first)
+            #expect((item["subscription"] as? [String: Any])?["status"] as? String == "unverified")
+            #expect(item["account"] as? String == "linked")
+            #expect(try await api.streamLength(\.readyHigh) == 1, "a registration job, ahead of the nightly backlog")
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications") == 0, "Apple was not asked")
+        }
+    }
+}
