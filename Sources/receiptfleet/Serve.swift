@@ -3,6 +3,7 @@ import AppStore
 import ArgumentParser
 import Fleet
 import Foundation
+import Observability
 
 /// `receiptfleet serve`
 struct Serve: AsyncParsableCommand {
@@ -20,7 +21,9 @@ struct Serve: AsyncParsableCommand {
             show): NAME:TOKEN entries separated by commas or lines. V2 notifications need Apple's root \
             certificate (AppleRootCA-G3.cer from apple.com/certificateauthority) at --apple-root-certificate.
 
-            Stops on SIGTERM/SIGINT after the requests in flight.
+            Its metrics (receiptfleet_api_* and the fleet-wide gauges), /healthz and /readyz are on \
+            --metrics-address, as for every long-running command. Stops on SIGTERM/SIGINT after the \
+            requests in flight.
 
             Examples:
               RECEIPTFLEET_API_TOKENS=backend:$(cat /run/secrets/api-token) receiptfleet serve
@@ -42,13 +45,16 @@ struct Serve: AsyncParsableCommand {
         if fleet.sharedSecret == nil {
             logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
         }
-        let server = APIServer(settings: settings, fleet: fleet, logger: logger)
+        let metrics = ProcessMetrics()
+        let metricsServer = try await MetricsServer.start(settings: fleet, metrics: metrics, logger: logger)
+        let server = APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics.factory)
         try await server.run { port in
             logger.info("API listening", metadata: [
                 "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
                 "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
             ])
         }
+        await metricsServer?.stop()
         logger.info("API stopped")
     }
 }
