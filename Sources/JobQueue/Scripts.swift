@@ -262,7 +262,6 @@ enum Scripts {
     /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + gcra + """
-        if ARGV[5] == '1' then redis.call('DEL', KEYS[6]) end
         local reason = redis.call('GET', KEYS[1])
         if reason then return {'halted', reason} end
         local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
@@ -274,6 +273,7 @@ enum Scripts {
             end
             return {'paused', math.max(redis.call('PTTL', KEYS[3]), 1)}
         end
+        if ARGV[5] == '1' then redis.call('DEL', KEYS[6]) end
         local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
         if granted > 0 then return {'granted', granted} end
         return {'wait', wait}
@@ -282,13 +282,14 @@ enum Scripts {
     /// Counts an unavailable answer; once `streak` came in a row (no answer from Apple between
     /// them, see `admit`), starts a fleet-wide pause, unless one is already running (failures of
     /// calls that were in flight when it began must not lengthen it). Each pause doubles the last,
-    /// up to a cap. While paused, the streak stays full, so a failed probe pauses again at once.
+    /// up to a cap. Once a pause has run out, a failure (the probe's) starts the next at once:
+    /// only a probe's success (`reportRecovered`) ends the cycle.
     /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak.
     /// ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak. Returns the ms until the pause ends (0: no pause).
     static let reportUnavailable = RedisScript(clock + """
         local pausedUntil = tonumber(redis.call('GET', KEYS[1]))
         if pausedUntil and now < pausedUntil then return pausedUntil - now end
-        if redis.call('INCR', KEYS[4]) < tonumber(ARGV[3]) then return 0 end
+        if not pausedUntil and redis.call('INCR', KEYS[4]) < tonumber(ARGV[3]) then return 0 end
         local failures = redis.call('INCR', KEYS[2])
         local pause = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) * 2 ^ math.min(failures - 1, 40))
         redis.call('SET', KEYS[1], string.format('%d', now + pause))

@@ -11,8 +11,8 @@ public struct RedisScript: Sendable, Hashable {
 extension RedisConnection {
     /// Runs `script` with EVALSHA (KEYS and ARGV as given) and returns its reply; an error reply
     /// throws `RedisError.server`. The script is loaded with SCRIPT LOAD on first use; if the server
-    /// has lost it since (SCRIPT FLUSH, restart, failover), it is loaded again and the call retried
-    /// once, which is safe because NOSCRIPT means nothing ran.
+    /// has lost it since (SCRIPT FLUSH, restart, failover), the call is retried once with EVAL,
+    /// which is safe because NOSCRIPT means nothing ran.
     @discardableResult
     public func run(
         _ script: RedisScript, keys: [any RedisArgument] = [], arguments: [any RedisArgument] = []
@@ -24,7 +24,8 @@ extension RedisConnection {
 
     /// Runs `script` once per call, all in one pipeline, and returns one reply per call, in order;
     /// error replies are `.error` values in their place. Calls the server answered with NOSCRIPT
-    /// (it lost the script: nothing of theirs ran) are run again, once, after loading it.
+    /// (it lost the script: nothing of theirs ran) are run again, once, with EVAL and the whole
+    /// source, which loads and runs in one step: another SCRIPT FLUSH cannot slip in between.
     public func run(
         _ script: RedisScript, pipelining calls: [RedisScriptCall]
     ) throws(RedisError) -> [RedisValue] {
@@ -32,7 +33,9 @@ extension RedisConnection {
         let lost = replies.indices.filter { replies[$0].isNoScript }
         guard !lost.isEmpty else { return replies }
         scriptHashes[script.source] = nil
-        let retried = try pipeline(lost.map { index throws(RedisError) in try evalsha(script, calls[index]) })
+        let retried = try pipeline(lost.map { index in
+            ["EVAL", script.source, calls[index].keys.count] + calls[index].keys + calls[index].arguments
+        })
         for (index, reply) in zip(lost, retried) { replies[index] = reply }
         return replies
     }

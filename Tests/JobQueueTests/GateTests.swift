@@ -83,6 +83,23 @@ struct GateTests {
         #expect(third == .seconds(1), "the third in a row pauses the fleet")
     }
 
+    @Test("once a pause runs out, a failed probe pauses again at once, whatever answers came before")
+    func aFailedProbePausesAgain() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let streakOfTwo = try PausePolicy(base: .milliseconds(200), cap: .seconds(10), probeLease: .seconds(30), streak: 2)
+        let (probe, secondPause) = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfTwo)
+                _ = [try gate.reportUnavailable(), try gate.reportUnavailable()]  // the fleet pauses
+                _ = try gate.admit(afterAnswer: true)  // an answer from before the pause, told late
+                Thread.sleep(forTimeInterval: 0.25)
+                return (try gate.admit(), try gate.reportUnavailable())
+            }
+        }
+        #expect(probe == .probe)
+        #expect(secondPause == .milliseconds(400), "the failed probe doubles the pause")
+    }
+
     @Test("a halt stops everyone, paused or not, until resume")
     func haltUntilResume() async throws {
         try await deployment.cleaningUp(checkHaltUntilResume)

@@ -159,7 +159,10 @@ import Testing
                     FleetGate(connection: try RedisConnection(RedisConfiguration(url: settings.redisURL)),
                               keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit)
                 }
-                _ = try await onOwnThread { try gate().reportUnavailable() }
+                _ = try await onOwnThread {
+                    let gate = try gate()
+                    for _ in 0..<gate.pausePolicy.streak { try gate.reportUnavailable() }
+                }
                 #expect(try await server.fetch("/readyz").status == 200, "a pause is Apple's, and passes")
                 #expect(try await server.scrape().value("receiptfleet_fleet_paused") == 1)
 
