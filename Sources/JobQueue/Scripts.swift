@@ -271,7 +271,9 @@ enum Scripts {
                 redis.call('INCRBY', KEYS[5], 1)
                 return {'probe', 1}
             end
-            return {'paused', math.max(redis.call('PTTL', KEYS[3]), 1)}
+            -- A probe is out: its verdict comes within one call, so look again within a second
+            -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
+            return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
         end
         if ARGV[5] == '1' then redis.call('DEL', KEYS[6]) end
         local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
