@@ -12,10 +12,11 @@ public struct PausePolicy: Sendable, Hashable {
     /// among good answers is retried alone; pausing the fleet for it would cost far more.
     public let streak: Int
 
-    /// A pause after 5 unavailable answers in a row; pauses of 5 s, 10 s, 20 s … up to 5 minutes;
-    /// a probe may take a minute.
+    /// A pause after 5 unavailable answers in a row; pauses of 2 s, then 3 s; a probe may take a
+    /// minute. One probe every 3 s is nothing to Apple, and the fleet is back at full rate within
+    /// seconds of Apple's recovery, however long the outage lasted.
     public static let standard = PausePolicy(
-        checkedBase: .seconds(5), cap: .seconds(300), probeLease: .seconds(60), streak: 5)
+        checkedBase: .seconds(2), cap: .seconds(3), probeLease: .seconds(60), streak: 5)
 
     public init(base: Duration, cap: Duration, probeLease: Duration, streak: Int) throws(QueueError) {
         guard base >= .milliseconds(1), cap >= base, probeLease >= .milliseconds(1), streak >= 1 else {
