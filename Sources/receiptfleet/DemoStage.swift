@@ -56,7 +56,16 @@ final class DemoStage {
     func prepare() throws {
         try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
         let server = try PostgresConnection(configuration: serverPostgres)
-        _ = try server.query("DROP DATABASE IF EXISTS \(Self.database) WITH (FORCE)")
+        // FORCE cannot end an autovacuum worker (it runs as a superuser) busy with the last demo's
+        // tables; such a worker gives up soon, so try a few times.
+        for attempt in 1...10 {
+            do {
+                _ = try server.query("DROP DATABASE IF EXISTS \(Self.database) WITH (FORCE)")
+                break
+            } catch let error as PostgresError where error.sqlState == "42501" && attempt < 10 {
+                try pause(.seconds(1))
+            }
+        }
         _ = try server.query("CREATE DATABASE \(Self.database)")
         try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
         let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
