@@ -130,9 +130,10 @@ struct Registrar: Sendable {
             return try store(response, verification: verification, receipt: receipt, accountID: accountID, fleet: fleet,
                              app: app, ledger: connections.ledger)
         case .retryable(upstreamUnavailable: true):
+            // Zero when the fleet does not pause for one failure: the client may try again soon.
             let pause = try connections.gate.reportUnavailable()
             throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(verification.outcome.summary)); try again later",
-                                       retryAfter: pause)
+                                       retryAfter: max(pause, .seconds(1)))
         case .retryable, .retryOnSandbox, .retryOnProduction:
             break
         case .permanent(let reason):
