@@ -294,9 +294,9 @@ final class DemoStage {
             "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
             "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
             "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
-            "RECEIPTFLEET_RETRY_BASE": "1",
-            "RECEIPTFLEET_RETRY_CAP": "4",
-            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "4",
+            "RECEIPTFLEET_RETRY_BASE": "\(settings.retryPolicy.base.seconds)",
+            "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
+            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
         ]
     }
 
