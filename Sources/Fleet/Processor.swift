@@ -272,7 +272,7 @@ public enum Settlement: Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .ack: "done"
+        case .ack(let outcome): "done: \(outcome.rawValue)"
         case .postpone(let delay): "postponed by \(delay)"
         case .retry(let failure): "failed, worth retrying: \(failure.errorClass): \(failure.message)"
         case .bury(let failure): "cannot be verified: \(failure.errorClass): \(failure.message)"

@@ -33,11 +33,9 @@ struct Verify: ParsableCommand {
             let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
             if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
             switch settlement {
-            case .ack, .bury:
+            case .ack, .bury, .retry:
                 print("result        \(settlement)")
-            case .retry:
-                print("result        \(settlement)")
-                exit = max(exit, 1)
+                if case .retry = settlement { exit = max(exit, 1) }
             case .postpone:
                 let queue = try FleetStatus.read(settings: settings).queue
                 let why = queue.haltedReason.map { "the fleet is halted (\($0)); `receiptfleet resume` lifts it" }

@@ -168,6 +168,7 @@ import Testing
                 #expect(verified.status == 0, "\(verified.output)")
                 let truth = subscription.groundTruth(at: Self.nowMs).status.rawValue
                 #expect(verified.output.contains("status        \(truth)"))
+                #expect(verified.output.contains("result        done: verified"))
                 let stored = try await setup.query(
                     "SELECT status FROM subscriptions WHERE original_transaction_id = '\(subscription.originalTransactionID)'"
                 ) { try $0["status"].text() }

@@ -7,9 +7,9 @@ public func openFileDescriptorCount() -> Int {
 
 /// How many more file descriptors are open after `body` than before it, once the count settles.
 ///
-/// Suites run in parallel in one process and open descriptors of their own, so the count is
-/// watched for up to 10 s and the lowest value taken. Callers allow a small margin for that noise:
-/// a real leak in a loop of a thousand connections leaves hundreds behind.
+/// The count is the whole process's, so `scripts/test` runs the leak tests in a pass of their own; the count is still watched for up to 10 s and the lowest
+/// value taken, and callers allow a small margin: a real leak in a loop of a thousand
+/// connections leaves hundreds behind.
 public func descriptorsLeaked(by body: () async throws -> Void) async throws -> Int {
     let before = openFileDescriptorCount()
     try await body()
