@@ -172,7 +172,8 @@ struct Registrar: Sendable {
         for loaded in try ledger.loadForVerification(ids: records.map(\.id)) {
             let analyse = { (stored: SubscriptionState?) throws -> Analysis in
                 try SubscriptionAnalyzer.analyze(
-                    stored: stored, response: response, originalTransactionID: loaded.originalTransactionID, now: now)
+                    stored: stored, response: response, originalTransactionID: loaded.originalTransactionID, now: now,
+                    announcingPurchasesWithin: fleet.initialPurchaseWindow)
             }
             let outcome = try ledger.persist(
                 .analysed(try analyse(loaded.state), of: loaded, attempt: attempt),

@@ -9,27 +9,45 @@ struct EventDetector {
     let products: ProductCatalog
 
     var events: [SubscriptionEvent] {
-        let all = periodEvents + refunds + renewalPreferenceEvents + billingEvents + expiry
+        let all = periodEvents + extensions + refunds + reversals + renewalPreferenceEvents + priceConsent
+            + billingEvents + expiry
         // Oldest first; events of one moment keep the order above.
         return all.enumerated()
             .sorted { ($0.element.occurredAt, $0.offset) < ($1.element.occurredAt, $1.offset) }
             .map(\.element)
     }
 
-    private var otid: String { new.originalTransactionID }
-
-    private func event(
+    /// An event of this subscription; `occurredAt` nil means Apple gives no date (the
+    /// verification's is used). The payload gets the fields every event carries (`context`).
+    func event(
         _ type: SubscriptionEventType, facts: [String?], at occurredAt: Instant?, _ payload: [String: JSONValue]
     ) -> SubscriptionEvent {
-        SubscriptionEvent(type, originalTransactionID: otid, identifyingFacts: facts,
-                          occurredAt: occurredAt ?? new.verifiedAt, payload: payload)
+        SubscriptionEvent(type, originalTransactionID: new.originalTransactionID, identifyingFacts: facts,
+                          occurredAt: occurredAt ?? new.verifiedAt, payload: Self.context(new, latest: latest) + payload)
+    }
+
+    /// The new state's latest entry, whose offer the events report.
+    private var latest: ReceiptTransaction? { entries.first { $0.transactionID == new.latestTransactionID } }
+
+    /// What consumers filter every event on: sandbox apart from revenue, family sharing apart from
+    /// purchases, the subscription group, and the offer the customer is on.
+    static func context(_ state: SubscriptionState, latest: ReceiptTransaction?) -> [String: JSONValue] {
+        [
+            "environment": JSONValue(state.environment?.rawValue), "ownership": JSONValue(state.ownership?.rawValue),
+            "subscription_group_identifier": JSONValue(state.subscriptionGroupIdentifier),
+            "is_trial": JSONValue(state.isTrial), "is_intro_offer": JSONValue(state.isIntroOffer),
+            "offer_code_ref_name": JSONValue(latest?.offerCodeRefName),
+            "promotional_offer_id": JSONValue(latest?.promotionalOfferID),
+        ]
     }
 
     // MARK: New periods: renewed, resubscribed, plan_changed, trial_converted
 
     /// One paid period as the rules compare them: an entry, or the stored state's latest one.
     fileprivate struct Period {
-        var transactionID: String?, productID: String?, expiresAt: Instant?, isTrial: Bool?, isUpgraded: Bool?
+        var transactionID: String?, productID: String?, expiresAt: Instant?, isTrial: Bool?
+        /// Replaced by an upgrade; `flagged` when Apple said so with `is_upgraded`.
+        var isSuperseded = false, flagged = false
     }
 
     private var periodEvents: [SubscriptionEvent] {
@@ -37,19 +55,22 @@ struct EventDetector {
         for (index, entry) in entries.enumerated() {
             let predecessor = index > 0 ? Period(entries[index - 1]) : storedPeriod
             guard isNew(entry, after: predecessor) else { continue }
+            // An entry an upgrade replaced is never a plan's new home, whatever Apple lists after it.
+            if entry.isSuperseded, changesProduct(entry, from: predecessor) { continue }
             let facts = [entry.transactionID]
             if entry.transactionID == resubscription?.transactionID {
-                events.append(event(.resubscribed, facts: facts, at: entry.purchaseDate, periodPayload(entry) + [
+                events.append(event(.resubscribed, facts: facts, at: entry.purchaseDate, Self.periodPayload(entry) + [
                     "chain_started_at": JSONValue(entry.purchaseDate),
                     "previous_expires_at": JSONValue(stored.expiresAt),
                     "previous_status": .string(stored.status.rawValue),
                 ]))
-            } else if predecessor.isUpgraded == true {
-                events.append(planChanged(entry, from: predecessor, kind: .upgrade, basis: "is_upgraded"))
+            } else if predecessor.isSuperseded {
+                events.append(planChanged(
+                    entry, from: predecessor, kind: .upgrade, basis: predecessor.flagged ? "is_upgraded" : "superseded"))
             } else if isImmediateChange(entry, from: predecessor) {
                 events.append(planChanged(entry, from: predecessor))
             } else {
-                events.append(event(.renewed, facts: facts, at: entry.purchaseDate, periodPayload(entry) + [
+                events.append(event(.renewed, facts: facts, at: entry.purchaseDate, Self.periodPayload(entry) + [
                     "previous_transaction_id": JSONValue(predecessor.transactionID),
                     "previous_expires_at": JSONValue(predecessor.expiresAt),
                 ]))
@@ -57,7 +78,7 @@ struct EventDetector {
                     events.append(planChanged(entry, from: predecessor))
                 }
                 if predecessor.isTrial == true, entry.isTrialPeriod != true {
-                    events.append(event(.trialConverted, facts: facts, at: entry.purchaseDate, periodPayload(entry) + [
+                    events.append(event(.trialConverted, facts: facts, at: entry.purchaseDate, Self.periodPayload(entry) + [
                         "trial_transaction_id": JSONValue(predecessor.transactionID),
                     ]))
                 }
@@ -70,7 +91,7 @@ struct EventDetector {
     private var storedPeriod: Period {
         if let entry = entries.first(where: { $0.transactionID == stored.latestTransactionID }) { return Period(entry) }
         return Period(transactionID: stored.latestTransactionID, productID: stored.productID,
-                      expiresAt: stored.expiresAt, isTrial: stored.isTrial, isUpgraded: nil)
+                      expiresAt: stored.expiresAt, isTrial: stored.isTrial)
     }
 
     /// Whether `entry` came after the stored latest transaction: bought later, and ending later,
@@ -79,7 +100,7 @@ struct EventDetector {
         guard entry.transactionID != stored.latestTransactionID else { return false }
         if let purchased = entry.purchaseDate, let storedPurchase = stored.purchasedAt {
             guard purchased > storedPurchase else { return false }
-            if predecessor.isUpgraded == true || changesProduct(entry, from: predecessor) { return true }
+            if predecessor.isSuperseded || changesProduct(entry, from: predecessor) { return true }
         }
         guard let expires = entry.expiresDate, let storedExpiry = stored.expiresAt else { return false }
         return expires > storedExpiry
@@ -117,103 +138,36 @@ struct EventDetector {
         ])
     }
 
-    private func periodPayload(_ entry: ReceiptTransaction) -> [String: JSONValue] {
+    static func periodPayload(_ entry: ReceiptTransaction) -> [String: JSONValue] {
         [
             "transaction_id": .string(entry.transactionID), "product_id": JSONValue(entry.productID),
             "purchased_at": JSONValue(entry.purchaseDate), "expires_at": JSONValue(entry.expiresDate),
             "is_trial": JSONValue(entry.isTrialPeriod), "is_intro_offer": JSONValue(entry.isInIntroOfferPeriod),
+            "offer_code_ref_name": JSONValue(entry.offerCodeRefName),
+            "promotional_offer_id": JSONValue(entry.promotionalOfferID),
         ]
     }
 
-    // MARK: refunded
+    // MARK: initial_purchase
 
-    /// Refunds the stored state could not have known: of its latest transaction when it recorded
-    /// none, of a transaction new since, or made after the stored verification.
-    private var refunds: [SubscriptionEvent] {
-        entries.compactMap { entry in
-            guard entry.isRefunded, let cancelledAt = entry.cancellationDate else { return nil }
-            guard !refundWasKnown(entry, cancelledAt: cancelledAt) else { return nil }
-            return event(.refunded, facts: [entry.transactionID], at: cancelledAt, [
-                "transaction_id": .string(entry.transactionID), "product_id": JSONValue(entry.productID),
-                "purchased_at": JSONValue(entry.purchaseDate), "expires_at": JSONValue(entry.expiresDate),
-                "cancelled_at": JSONValue(cancelledAt),
-                "cancellation_reason": JSONValue(entry.cancellationReason),
-                "cancellation_reason_meaning": JSONValue(entry.cancellationReason.flatMap(cancellationReasonMeaning)),
-            ])
-        }
+    /// A new customer's first purchase of the chain, seen at registration.
+    static func initialPurchase(_ first: ReceiptTransaction, state: SubscriptionState) -> SubscriptionEvent {
+        SubscriptionEvent(
+            .initialPurchase, originalTransactionID: state.originalTransactionID, identifyingFacts: [first.transactionID],
+            occurredAt: first.purchaseDate ?? state.verifiedAt,
+            payload: context(state, latest: first) + periodPayload(first) + ["chain_started_at": JSONValue(state.chainStartedAt)])
     }
 
-    private func refundWasKnown(_ entry: ReceiptTransaction, cancelledAt: Instant) -> Bool {
-        if entry.transactionID == stored.latestTransactionID { return stored.cancellation != nil }
-        let boughtAfterStoredLatest = entry.purchaseDate.flatMap { bought in stored.purchasedAt.map { bought > $0 } }
-        return boughtAfterStoredLatest != true && cancelledAt <= stored.verifiedAt
-    }
+    // MARK: renewal_extended
 
-    // MARK: auto_renew_enabled, auto_renew_disabled, plan_change_scheduled
-
-    private var renewalPreferenceEvents: [SubscriptionEvent] {
-        var events: [SubscriptionEvent] = []
-        if let before = stored.autoRenew, let now = new.autoRenew, before != now {
-            // Apple gives no date for the switch: it takes effect at the period's end, and the
-            // stored verification separates one switch from a later one in the same period.
-            events.append(event(now ? .autoRenewEnabled : .autoRenewDisabled,
-                                facts: [String(now), new.expiresAt?.idFact, stored.verifiedAt.idFact], at: nil, [
-                "auto_renew": .bool(now), "product_id": JSONValue(new.productID),
-                "auto_renew_product_id": JSONValue(new.autoRenewProductID),
-                "effective_at": JSONValue(new.expiresAt),
-            ]))
-        }
-        if let target = new.autoRenewProductID, let current = new.productID, target != current,
-           target != stored.autoRenewProductID {
-            events.append(event(.planChangeScheduled, facts: [target, new.expiresAt?.idFact], at: nil, [
-                "product_id": .string(current), "auto_renew_product_id": .string(target),
-                "kind": JSONValue(products.kind(from: current, to: target)?.rawValue),
-                "effective_at": JSONValue(new.expiresAt),
-            ]))
-        }
-        return events
-    }
-
-    // MARK: billing_retry_started, grace_period_started, billing_recovered
-
-    private var billingEvents: [SubscriptionEvent] {
-        var events: [SubscriptionEvent] = []
-        let samePeriod = stored.expiresAt == new.expiresAt
-        let failedRenewal: [String: JSONValue] = [
-            "transaction_id": JSONValue(new.latestTransactionID), "product_id": JSONValue(new.productID),
-            "expires_at": JSONValue(new.expiresAt), "grace_period_expires_at": JSONValue(new.gracePeriodExpiresAt),
-            "expiration_intent": JSONValue(new.expirationIntent),
-        ]
-        if new.status.isRetryingBilling, !(stored.status.isRetryingBilling && samePeriod) {
-            events.append(event(.billingRetryStarted, facts: [new.latestTransactionID, new.expiresAt?.idFact],
-                                at: new.expiresAt, failedRenewal))
-        }
-        if new.status == .inGrace, !(stored.status == .inGrace && samePeriod) {
-            events.append(event(.gracePeriodStarted,
-                                facts: [new.latestTransactionID, new.expiresAt?.idFact, new.gracePeriodExpiresAt?.idFact],
-                                at: new.expiresAt, failedRenewal))
-        }
-        if stored.status.isRetryingBilling, new.status == .active, new.latestTransactionID != stored.latestTransactionID {
-            events.append(event(.billingRecovered, facts: [new.latestTransactionID], at: new.purchasedAt, [
-                "transaction_id": JSONValue(new.latestTransactionID), "product_id": JSONValue(new.productID),
-                "purchased_at": JSONValue(new.purchasedAt), "expires_at": JSONValue(new.expiresAt),
-                "previous_status": .string(stored.status.rawValue),
-            ]))
-        }
-        return events
-    }
-
-    // MARK: expired
-
-    private var expiry: [SubscriptionEvent] {
-        guard new.status == .expired,
-              !stored.status.hasLapsed || new.latestTransactionID != stored.latestTransactionID
+    /// Apple moved the current period's end (RENEWAL_EXTENDED): the same transaction, a later expiry.
+    private var extensions: [SubscriptionEvent] {
+        guard let id = new.latestTransactionID, id == stored.latestTransactionID,
+              let before = stored.expiresAt, let after = new.expiresAt, after > before
         else { return [] }
-        return [event(.expired, facts: [new.latestTransactionID, new.expiresAt?.idFact], at: new.expiresAt, [
-            "transaction_id": JSONValue(new.latestTransactionID), "product_id": JSONValue(new.productID),
-            "expires_at": JSONValue(new.expiresAt), "auto_renew": JSONValue(new.autoRenew),
-            "expiration_intent": JSONValue(new.expirationIntent),
-            "expiration_reason": JSONValue(new.expirationIntent.flatMap(expirationIntentMeaning)),
+        return [event(.renewalExtended, facts: [id, after.idFact], at: nil, [
+            "transaction_id": .string(id), "product_id": JSONValue(new.productID),
+            "previous_expires_at": JSONValue(before), "expires_at": JSONValue(after),
         ])]
     }
 }
@@ -221,10 +175,11 @@ struct EventDetector {
 extension EventDetector.Period {
     init(_ entry: ReceiptTransaction) {
         self.init(transactionID: entry.transactionID, productID: entry.productID, expiresAt: entry.expiresDate,
-                  isTrial: entry.isTrialPeriod, isUpgraded: entry.isUpgraded)
+                  isTrial: entry.isTrialPeriod, isSuperseded: entry.isSuperseded, flagged: entry.isUpgraded == true)
     }
 }
 
-private func + (lhs: [String: JSONValue], rhs: [String: JSONValue]) -> [String: JSONValue] {
+/// Two payloads in one; where both have a key, the right-hand one's value wins.
+func + (lhs: [String: JSONValue], rhs: [String: JSONValue]) -> [String: JSONValue] {
     lhs.merging(rhs) { _, new in new }
 }

@@ -25,6 +25,10 @@ public struct ReceiptTransaction: Sendable, Equatable {
     public internal(set) var offerCodeRefName: String?
     public internal(set) var promotionalOfferID: String?
     public internal(set) var subscriptionGroupIdentifier: String?
+    /// Whether an upgrade replaced this transaction: Apple's `is_upgraded`, or (where Apple does
+    /// not send it, as in `receipt.in_app`) another transaction of the same subscription bought
+    /// within a minute of this one's cancellation. Set by `markingSuperseded(_:)`.
+    public internal(set) var isSuperseded = false
 
     /// Reads one entry; nil when it lacks `transaction_id` or `original_transaction_id`, without
     /// which it can be neither recorded nor attributed to a subscription.
@@ -90,5 +94,26 @@ public struct ReceiptTransaction: Sendable, Equatable {
 
     /// Whether Apple took this transaction back (refund or revocation), as opposed to an upgrade
     /// superseding it, which also sets a cancellation date.
-    var isRefunded: Bool { cancellationDate != nil && isUpgraded != true }
+    var isRefunded: Bool { cancellationDate != nil && !isSuperseded }
+
+    /// How close a successor's purchase must be to a cancellation for the two to be one upgrade.
+    static let upgradeWindowMilliseconds: Int64 = 60_000
+
+    /// One subscription's `entries` with `isSuperseded` set on those an upgrade replaced. A
+    /// cancellation with a successor bought at the same moment is the upgrade's; one without is a
+    /// refund. Apple documents `is_upgraded` only in `latest_receipt_info`, so the timing decides
+    /// for entries read from `in_app`.
+    static func markingSuperseded(_ entries: [ReceiptTransaction]) -> [ReceiptTransaction] {
+        let purchases = entries.compactMap { entry in entry.purchaseDate.map { (entry.transactionID, $0.millisecondsSince1970) } }
+        return entries.map { entry in
+            var marked = entry
+            let cancelled = entry.cancellationDate?.millisecondsSince1970
+            marked.isSuperseded = entry.isUpgraded == true || cancelled.map { cancelled in
+                purchases.contains { id, purchased in
+                    id != entry.transactionID && abs(purchased - cancelled) <= upgradeWindowMilliseconds
+                }
+            } == true
+            return marked
+        }
+    }
 }

@@ -37,23 +37,32 @@ public enum AnalysisError: Error, Sendable, Equatable, CustomStringConvertible {
 public enum SubscriptionAnalyzer {
     /// Analyses `response` for the subscription `originalTransactionID`.
     ///
+    /// The state is judged at the moment Apple judged it, the receipt's `request_date`, and
+    /// stamped with that moment as `verifiedAt`: the answer describes Apple's records then, and a
+    /// period that ended while the answer travelled (sandbox months last minutes) must not make a
+    /// renewed subscription look expired. `now` stands in only when Apple gives no request date.
+    ///
     /// With no stored state (first sight) the result is a baseline and carries no events: what
-    /// the fleet had not seen cannot be told apart from what changed.
+    /// the fleet had not seen cannot be told apart from what changed. The one exception is a
+    /// purchase the customer has just made: with `announcingPurchasesWithin`, a chain that began
+    /// less than that long before Apple's answer is announced as `initial_purchase` (registrations
+    /// pass it; imports and restores, whose chains are older, stay silent).
     public static func analyze(
         stored: SubscriptionState?, response: VerifyReceiptResponse, originalTransactionID: String,
-        now: Date, products: ProductCatalog = .none
+        now: Date, products: ProductCatalog = .none, announcingPurchasesWithin: TimeInterval? = nil
     ) throws(AnalysisError) -> Analysis {
         guard response.status == 0 || response.status == 21006 else {
             throw .notAValidReceipt(status: response.status)
         }
         let all = response.allTransactions
-        let entries = all.filter { $0.originalTransactionID == originalTransactionID }.sorted(by: purchaseOrder)
+        let entries = ReceiptTransaction.markingSuperseded(
+            all.filter { $0.originalTransactionID == originalTransactionID }.sorted(by: purchaseOrder))
         let others = Set(all.map(\.originalTransactionID)).subtracting([originalTransactionID]).sorted()
         guard let latest = latestEntry(of: entries) else {
             throw .subscriptionNotInReceipt(originalTransactionID: originalTransactionID, found: others)
         }
         let renewal = response.pendingRenewalInfo.first { $0.originalTransactionID == originalTransactionID }
-        let verifiedAt = Instant(now)
+        let verifiedAt = response.receipt?.requestDate ?? Instant(now)
         // A stored state without a latest transaction never saw this subscription's receipt.
         let previous = stored?.latestTransactionID == nil ? nil : stored
         let resubscription = previous.flatMap { firstPurchaseAfterLapse(of: $0, in: entries) }
@@ -77,13 +86,25 @@ public enum SubscriptionAnalyzer {
         state.cancellation = latest.isRefunded
             ? latest.cancellationDate.map { Cancellation(cancelledAt: $0, reason: latest.cancellationReason) }
             : nil
+        state.refundedTransactionIDs = refundedTransactionIDs(stored: previous, entries: entries)
+        state.subscriptionGroupIdentifier = latest.subscriptionGroupIdentifier
+            ?? entries.compactMap(\.subscriptionGroupIdentifier).last ?? stored?.subscriptionGroupIdentifier
+        state.priceConsentStatus = renewal?.priceConsentStatus
         state.latestReceipt = response.latestReceipt ?? stored?.latestReceipt
 
-        let events = previous.map {
-            EventDetector(
-                stored: $0, new: state, entries: entries, resubscription: resubscription, products: products
+        let events: [SubscriptionEvent]
+        if let previous {
+            events = EventDetector(
+                stored: previous, new: state, entries: entries, resubscription: resubscription, products: products
             ).events
-        } ?? []
+        } else if let window = announcingPurchasesWithin, let started = state.chainStartedAt,
+                  verifiedAt.date.timeIntervalSince(started.date) < window,
+                  let first = entries.first
+        {
+            events = [EventDetector.initialPurchase(first, state: state)]
+        } else {
+            events = []
+        }
         return Analysis(
             state: state, transactions: entries.map(TransactionRecord.init), events: events,
             otherOriginalTransactionIDs: others)
@@ -103,13 +124,14 @@ public enum SubscriptionAnalyzer {
             ?? SubscriptionState(originalTransactionID: originalTransactionID, status: .invalid, verifiedAt: verifiedAt)
         state.status = .invalid
         state.verifiedAt = verifiedAt
+        state.invalidSince = stored?.status == .invalid ? stored?.invalidSince ?? verifiedAt : verifiedAt
         var events: [SubscriptionEvent] = []
         if stored?.status != .invalid {
             events.append(SubscriptionEvent(
                 .verificationFailed, originalTransactionID: originalTransactionID,
                 identifyingFacts: [status.map { String($0) }, stored?.verifiedAt.idFact],
                 occurredAt: verifiedAt,
-                payload: [
+                payload: EventDetector.context(state, latest: nil) + [
                     "reason": .string(reason), "status": JSONValue(status),
                     "previous_status": JSONValue(stored?.status.rawValue),
                 ]))
@@ -129,18 +151,33 @@ public enum SubscriptionAnalyzer {
     /// The entry that defines the subscription now: the greatest expiry (tie: the later purchase)
     /// among entries no upgrade superseded. Transaction ids say nothing about order.
     static func latestEntry(of entries: [ReceiptTransaction]) -> ReceiptTransaction? {
-        let current = entries.filter { $0.isUpgraded != true }
+        let current = entries.filter { !$0.isSuperseded }
         return (current.isEmpty ? entries : current).max { periodKey($0) < periodKey($1) }
     }
 
     /// The first purchase of a lapsed subscription's new chain: the earliest entry bought after
-    /// the stored state's access ended.
+    /// the stored state's access ended. The stored state may have lapsed since it was stored: a
+    /// period with auto-renew off ends for good, and so does a refunded one, so a purchase after
+    /// either starts a new chain too.
     static func firstPurchaseAfterLapse(of stored: SubscriptionState, in entries: [ReceiptTransaction]) -> ReceiptTransaction? {
-        guard stored.status.hasLapsed, let expiresAt = stored.expiresAt else { return nil }
-        let accessEnded = min(expiresAt, stored.cancellation?.cancelledAt ?? expiresAt)
+        let refundedSince = entries.first { $0.transactionID == stored.latestTransactionID }.flatMap {
+            $0.isRefunded ? $0.cancellationDate : nil
+        }
+        let lapses = stored.status.hasLapsed || refundedSince != nil || (stored.status == .active && stored.autoRenew == false)
+        guard lapses, let expiresAt = stored.expiresAt else { return nil }
+        let accessEnded = min(expiresAt, stored.cancellation?.cancelledAt ?? refundedSince ?? expiresAt)
         return entries.first { entry in
             entry.transactionID != stored.latestTransactionID && entry.purchaseDate.map { $0 > accessEnded } == true
         }
+    }
+
+    /// Every refunded transaction seen so far: those the stored state knew, less any Apple
+    /// reversed since, and those refunded in this answer. Sorted, so equal sets store equally.
+    static func refundedTransactionIDs(stored: SubscriptionState?, entries: [ReceiptTransaction]) -> [String] {
+        var ids = stored.map { EventDetector.knownRefunds(of: $0, in: entries) } ?? []
+        if let stored { ids.subtract(EventDetector.reversedRefunds(of: stored, in: entries).map(\.transactionID)) }
+        ids.formUnion(entries.filter(\.isRefunded).map(\.transactionID))
+        return ids.sorted()
     }
 
     /// Where a chain seen for the first time began: Apple's original purchase date, which it keeps
@@ -154,8 +191,10 @@ public enum SubscriptionAnalyzer {
             < (b.purchaseDate?.millisecondsSince1970 ?? -1, b.expiresDate?.millisecondsSince1970 ?? -1, b.transactionID)
     }
 
+    /// Orders entries by when access through them ends: a refunded one ends at its refund, so a
+    /// purchase made after a refund defines the subscription even if the refunded period was longer.
     private static func periodKey(_ entry: ReceiptTransaction) -> (Int64, Int64, String) {
-        (entry.expiresDate?.millisecondsSince1970 ?? -1, entry.purchaseDate?.millisecondsSince1970 ?? -1,
-         entry.transactionID)
+        let end = entry.isRefunded ? entry.cancellationDate ?? entry.expiresDate : entry.expiresDate
+        return (end?.millisecondsSince1970 ?? -1, entry.purchaseDate?.millisecondsSince1970 ?? -1, entry.transactionID)
     }
 }

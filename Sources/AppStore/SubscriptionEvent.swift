@@ -15,6 +15,11 @@ public enum SubscriptionEventType: String, Sendable, Codable, CaseIterable {
     case resubscribed
     case trialConverted = "trial_converted"
     case verificationFailed = "verification_failed"
+    case refundReversed = "refund_reversed"
+    case renewalExtended = "renewal_extended"
+    case gracePeriodEnded = "grace_period_ended"
+    case initialPurchase = "initial_purchase"
+    case priceIncreaseConsent = "price_increase_consent"
 }
 
 /// One change to one subscription, for the outbox and its consumers.

@@ -60,6 +60,16 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
     public var chainStartedAt: Instant?
     /// The latest transaction's refund or revocation, if any.
     public var cancellation: Cancellation?
+    /// Every transaction of this subscription whose refund the fleet has seen, so that a refund
+    /// of an earlier period found late is announced once, and a reversed one noticed. nil in
+    /// states stored before the fleet kept it.
+    public var refundedTransactionIDs: [String]?
+    /// `subscription_group_identifier`: Apple lists it only in `latest_receipt_info`, so it is kept.
+    public var subscriptionGroupIdentifier: String?
+    /// `price_consent_status` while a price increase awaits the customer: 0 not yet, 1 agreed.
+    public var priceConsentStatus: Int?
+    /// When the subscription became `invalid`; it is looked at again for a while after.
+    public var invalidSince: Instant?
     /// Replaced only when a response carries `latest_receipt`.
     public var latestReceipt: ReceiptData?
     public var verifiedAt: Instant
@@ -87,6 +97,10 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
         case ownership
         case chainStartedAt = "chain_started_at"
         case cancellation
+        case refundedTransactionIDs = "refunded_transaction_ids"
+        case subscriptionGroupIdentifier = "subscription_group_identifier"
+        case priceConsentStatus = "price_consent_status"
+        case invalidSince = "invalid_since"
         case latestReceipt = "latest_receipt"
         case verifiedAt = "verified_at"
     }

@@ -24,7 +24,7 @@ public struct TransactionRecord: Sendable, Codable, Equatable {
         cancellationReason = entry.cancellationReason
         isTrial = entry.isTrialPeriod
         isIntroOffer = entry.isInIntroOfferPeriod
-        isUpgraded = entry.isUpgraded
+        isUpgraded = entry.isSuperseded ? true : entry.isUpgraded
         webOrderLineItemID = entry.webOrderLineItemID
         ownership = entry.ownershipType
         offerCodeRefName = entry.offerCodeRefName

@@ -31,6 +31,9 @@ public struct FleetSettings: Sendable {
     /// The hour (UTC) of the nightly scheduler run; checks are planned against it.
     public var nightlyHourUTC: Int
     public var checkSchedule: CheckSchedule
+    /// A subscription first seen through a registration whose chain began less than this long
+    /// before is a new purchase, announced as `initial_purchase`; older ones are restores.
+    public var initialPurchaseWindow: TimeInterval
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
 
@@ -40,7 +43,7 @@ public struct FleetSettings: Sendable {
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
-        metricsAddress: MetricsAddress? = .standard
+        initialPurchaseWindow: TimeInterval = CheckSchedule.day, metricsAddress: MetricsAddress? = .standard
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -58,6 +61,7 @@ public struct FleetSettings: Sendable {
         self.appleTimeout = appleTimeout
         self.nightlyHourUTC = nightlyHourUTC
         self.checkSchedule = checkSchedule
+        self.initialPurchaseWindow = initialPurchaseWindow
         self.metricsAddress = metricsAddress
     }
 

@@ -168,9 +168,11 @@ final class Processor {
         switch action {
         case .success, .expiredButValid:
             guard let response = verification.response else { return .settle(.postpone(.seconds(5))) }
+            let purchaseWindow = job.reason == .registration ? settings.initialPurchaseWindow : nil
             let analyse = { (stored: SubscriptionState?) throws -> Analysis in
                 try SubscriptionAnalyzer.analyze(
-                    stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now)
+                    stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
+                    announcingPurchasesWithin: purchaseWindow)
             }
             do {
                 return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified)),

@@ -20,11 +20,19 @@ public struct CheckSchedule: Sendable, Equatable {
     public var dormantInterval: TimeInterval
     /// Between checks of a sandbox subscription, whose periods last minutes.
     public var sandboxInterval: TimeInterval
+    /// Between checks of a refunded or invalid subscription, while Apple may still reverse the
+    /// refund or the receipt become valid again.
+    public var refundedOrInvalidInterval: TimeInterval
+    /// How long after the refund (or the first permanent failure) to keep looking; after that
+    /// only a notification brings the subscription back.
+    public var refundedOrInvalidWatchPeriod: TimeInterval
 
     public init(
         afterExpiry: TimeInterval = 10 * CheckSchedule.minute, billingRetryInterval: TimeInterval = CheckSchedule.day,
         expiredInterval: TimeInterval = 3 * CheckSchedule.day, expiredWatchPeriod: TimeInterval = 60 * CheckSchedule.day,
-        dormantInterval: TimeInterval = 30 * CheckSchedule.day, sandboxInterval: TimeInterval = 5 * CheckSchedule.minute
+        dormantInterval: TimeInterval = 30 * CheckSchedule.day, sandboxInterval: TimeInterval = 5 * CheckSchedule.minute,
+        refundedOrInvalidInterval: TimeInterval = CheckSchedule.day,
+        refundedOrInvalidWatchPeriod: TimeInterval = 30 * CheckSchedule.day
     ) {
         self.afterExpiry = afterExpiry
         self.billingRetryInterval = billingRetryInterval
@@ -32,6 +40,8 @@ public struct CheckSchedule: Sendable, Equatable {
         self.expiredWatchPeriod = expiredWatchPeriod
         self.dormantInterval = dormantInterval
         self.sandboxInterval = sandboxInterval
+        self.refundedOrInvalidInterval = refundedOrInvalidInterval
+        self.refundedOrInvalidWatchPeriod = refundedOrInvalidWatchPeriod
     }
 
     /// The time of the next check, or nil when only a notification should trigger one.
@@ -43,7 +53,9 @@ public struct CheckSchedule: Sendable, Equatable {
         guard let state else { return now }
         switch state.status {
         case .refunded, .invalid:
-            return nil
+            let since = state.status == .refunded ? state.cancellation?.cancelledAt : state.invalidSince
+            guard let since, now < since.date + refundedOrInvalidWatchPeriod else { return nil }
+            return nightlyRun(notAfter: now + refundedOrInvalidInterval, next: nextNightlyRun)
         case _ where state.environment == .sandbox:  // any other status: periods last minutes
             return now + sandboxInterval
         case .active:

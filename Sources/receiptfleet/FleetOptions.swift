@@ -3,6 +3,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import JobQueue
+import Ledger
 
 /// The options every fleet command shares. Each setting comes from, strongest first: its flag,
 /// the environment variable RECEIPTFLEET_<NAME>, the JSON configuration file (`--config`, or
@@ -147,6 +148,13 @@ struct ResolvedConfiguration {
             visibilityTimeout: .seconds(try number("visibility-timeout", default: 60, { $0 >= 5 }, "a whole number of seconds ≥ 5")),
             drainGrace: .seconds(try number("drain-grace", default: 25, { $0 >= 0 }, "a whole number of seconds ≥ 0")),
             nightlyHourUTC: try number("nightly-hour", default: 2, { (0...23).contains($0) }, "an hour from 0 to 23"),
+            checkSchedule: CheckSchedule(
+                refundedOrInvalidInterval: 3_600 * (try number(
+                    "refunded-recheck-hours", default: 24.0, { $0 > 0 }, "a number of hours > 0")),
+                refundedOrInvalidWatchPeriod: 86_400 * (try number(
+                    "refunded-recheck-days", default: 30.0, { $0 >= 0 }, "a number of days ≥ 0 (0: never)"))),
+            initialPurchaseWindow: 3_600 * (try number(
+                "initial-purchase-hours", default: 24.0, { $0 >= 0 }, "a number of hours ≥ 0 (0: never announce)")),
             metricsAddress: try metricsAddress())
     }
 

@@ -35,9 +35,12 @@ import Testing
     }
 
     @Test func aStoredStateTurnsChangesIntoEvents() throws {
-        // The latest-only response seen in June 2017, then the same subscription again in 2027.
-        let june = Date(timeIntervalSince1970: 1_496_275_200)
-        let earlier = try Inspection(body: Array(Fixture.excludeOld.bytes()), now: june)
+        // The latest-only response as Apple would have answered it in June 2017 (recorded in
+        // October 2018: only its request date differs), then as recorded.
+        let recorded = String(decoding: try Fixture.excludeOld.bytes(), as: UTF8.self)
+        let june = recorded.replacingOccurrences(of: "\"request_date_ms\":\"1538738660205\"", with: "\"request_date_ms\":\"1496275200000\"")
+        #expect(june != recorded)
+        let earlier = try Inspection(body: Array(june.utf8), now: Self.now)
         let stored = try #require(earlier.subscriptions.first?.state)
         #expect(stored.status == .active)
         let later = try Inspection(body: Array(Fixture.excludeOld.bytes()), now: Self.now, stored: stored)

@@ -14,6 +14,9 @@ struct Entry {
     var isUpgraded = false
     var cancelled: Instant? = nil
     var cancellationReason: Int? = nil
+    var offerCodeRefName: String? = nil
+    var groupID: String? = nil
+    var ownership = "PURCHASED"
 
     var json: [String: Any] {
         var fields: [String: Any] = [
@@ -22,8 +25,10 @@ struct Entry {
             "original_purchase_date_ms": String(Scenario.chainStart.millisecondsSince1970),
             "expires_date_ms": String(expires.millisecondsSince1970), "is_trial_period": String(isTrial),
             "is_in_intro_offer_period": "false",
-            "in_app_ownership_type": "PURCHASED",
+            "in_app_ownership_type": ownership,
         ]
+        fields["offer_code_ref_name"] = offerCodeRefName
+        fields["subscription_group_identifier"] = groupID
         if isUpgraded { fields["is_upgraded"] = "true" }
         if let cancelled { fields["cancellation_date_ms"] = String(cancelled.millisecondsSince1970) }
         if let cancellationReason { fields["cancellation_reason"] = String(cancellationReason) }
@@ -39,6 +44,7 @@ struct Renewal {
     var expirationIntent: Int? = nil
     var inBillingRetry = false
     var graceExpires: Instant? = nil
+    var priceConsentStatus: Int? = nil
 
     var json: [String: Any] {
         var fields: [String: Any] = [
@@ -48,6 +54,7 @@ struct Renewal {
         ]
         if let expirationIntent { fields["expiration_intent"] = String(expirationIntent) }
         if let graceExpires { fields["grace_period_expires_date_ms"] = String(graceExpires.millisecondsSince1970) }
+        if let priceConsentStatus { fields["price_consent_status"] = String(priceConsentStatus) }
         return fields
     }
 }
@@ -66,12 +73,16 @@ enum Scenario {
         return utc("2024-\(two(month))-\(two(day))T\(two(hour)):00:00.000Z")
     }
 
-    static func response(_ entries: [Entry], renewals: [Renewal] = [Renewal()], receipt: String? = "UkVDRUlQVA==")
-        throws -> VerifyReceiptResponse
-    {
+    /// A status-0 answer with `entries` in `latest_receipt_info` and `inApp` in `receipt.in_app`;
+    /// `answeredAt` is its `receipt.request_date_ms` (none when nil, as in some old recordings).
+    static func response(
+        _ entries: [Entry], inApp: [Entry] = [], renewals: [Renewal] = [Renewal()], receipt: String? = "UkVDRUlQVA==",
+        answeredAt: Instant? = nil
+    ) throws -> VerifyReceiptResponse {
+        var receiptObject: [String: Any] = ["receipt_type": "Production", "bundle_id": "com.example", "in_app": inApp.map(\.json)]
+        receiptObject["request_date_ms"] = answeredAt.map { String($0.millisecondsSince1970) }
         var body: [String: Any] = [
-            "status": 0, "environment": "Production",
-            "receipt": ["receipt_type": "Production", "bundle_id": "com.example", "in_app": [[String: Any]]()],
+            "status": 0, "environment": "Production", "receipt": receiptObject,
             "latest_receipt_info": entries.map(\.json), "pending_renewal_info": renewals.map(\.json),
         ]
         body["latest_receipt"] = receipt

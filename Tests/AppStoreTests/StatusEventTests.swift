@@ -90,10 +90,17 @@ import Testing
         #expect(analysis.state.status == .inGrace)
         #expect(analysis.state.gracePeriodExpiresAt == S.day(2, 17))
 
-        // When the grace period ends Apple keeps retrying: a new status, but no new failure.
+        // When the grace period ends Apple keeps retrying: access ends, but no new failure.
         let afterGrace = try S.analyze(stored: analysis.state, S.response([january], renewals: failing), at: S.day(2, 18))
         #expect(afterGrace.state.status == .inBillingRetry)
-        #expect(afterGrace.events.isEmpty)
+        #expect(afterGrace.events.map(\.type) == [.gracePeriodEnded])
+        #expect(afterGrace.events.first?.occurredAt == S.day(2, 17))
+        #expect(afterGrace.events.first?["status"] == .string("in_billing_retry"))
+
+        // Or Apple gives up, and the subscription expires.
+        let gaveUp = [Renewal(autoRenew: false, expirationIntent: 2, inBillingRetry: false, graceExpires: S.day(2, 17))]
+        let expired = try S.analyze(stored: analysis.state, S.response([january], renewals: gaveUp), at: S.day(2, 18))
+        #expect(expired.events.map(\.type) == [.expired, .gracePeriodEnded, .autoRenewDisabled], "by Apple's dates")
     }
 
     @Test func billingRecovered() throws {
@@ -147,7 +154,10 @@ import Testing
 
         let unseen = SubscriptionAnalyzer.permanentFailure(
             stored: nil, originalTransactionID: "77", reason: "HTTP 413", status: nil, now: S.day(1, 20).date)
-        #expect(unseen.state == SubscriptionState(originalTransactionID: "77", status: .invalid, verifiedAt: S.day(1, 20)))
+        var invalid = SubscriptionState(originalTransactionID: "77", status: .invalid, verifiedAt: S.day(1, 20))
+        invalid.invalidSince = S.day(1, 20)
+        #expect(unseen.state == invalid)
+        #expect(repeated.state.invalidSince == failure.state.invalidSince, "invalid since the first failure")
         #expect(unseen.events.map(\.type) == [.verificationFailed])
         #expect(unseen.events.first?["status"] == .null)
     }

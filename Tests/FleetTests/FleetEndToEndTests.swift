@@ -44,6 +44,44 @@ import Testing
         }
     }
 
+    /// The simulator's clock runs half a minute behind the workers', and a sandbox subscription
+    /// renews in between: Apple's answer shows the period before the renewal, which the workers
+    /// read after it. Judged at the workers' time it would look expired; judged when Apple
+    /// answered (its request_date), every state is the truth of that moment.
+    @Test func statesAreJudgedWhenAppleAnsweredNotWhenTheWorkersReadTheAnswer() async throws {
+        let nowMs = Self.nowMs
+        let receipts = 140
+        let renewal = try #require(
+            Self.latestSandboxRenewal(before: nowMs, in: FleetSetup.receipts(receipts, nowMs: nowMs)),
+            "the seeded fleet has a sandbox subscription that renewed in the last few minutes")
+        let simulatorNow = renewal - 30_000
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: simulatorNow) { simulator in
+                let setup = try FleetSetup(
+                    database: database, simulator: simulator, nowMs: nowMs, receipts: receipts, boughtBy: simulatorNow)
+                _ = try await setup.load()
+                let final = try await setup.work()
+                #expect(final.queue.dead == 0)
+                #expect(simulator.store.clock.nowMs < renewal, "Apple answered every job before the renewal")
+                let mismatches = try await setup.groundTruthMismatches()
+                #expect(mismatches.isEmpty, "\(mismatches.count) of \(setup.subscriptions.count) differ: \(mismatches.prefix(10))")
+            }
+        }
+    }
+
+    /// The latest moment before `nowMs` (by a second at least) at which one of `fleet`'s sandbox
+    /// subscriptions renewed: paid up until then, and paid for a new period after.
+    static func latestSandboxRenewal(before nowMs: Int64, in fleet: [SimulatedReceipt]) -> Int64? {
+        fleet.filter { $0.kind == .sandbox }.flatMap(\.subscriptions).compactMap { subscription -> Int64? in
+            let now = subscription.groundTruth(at: nowMs)
+            guard now.status == .active, let expires = now.expiresAtMs else { return nil }
+            let boundary = expires - 5 * 60_000  // a sandbox month
+            let before = subscription.groundTruth(at: boundary - 1)
+            guard boundary < nowMs - 1_000, before.status == .active, before.expiresAtMs == boundary else { return nil }
+            return boundary
+        }.max()
+    }
+
     @Test func aWrongSharedSecretHaltsTheFleetAndChangesNoSubscription() async throws {
         let nowMs = Self.nowMs
         try await TestDatabase.with { database in

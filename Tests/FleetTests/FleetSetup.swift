@@ -26,7 +26,7 @@ struct FleetSetup: Sendable {
         drainGrace: Duration = .seconds(25)
     ) throws {
         self.database = database
-        fleet = SimulatedReceipt.fleet(count: receipts, seed: 5, anchorMs: nowMs)
+        fleet = Self.receipts(receipts, nowMs: nowMs)
         subscriptions = fleet.flatMap(\.subscriptions).filter { subscription in
             boughtBy.map { subscription.groundTruth(at: $0).status != .invalid } ?? true
         }
@@ -36,6 +36,11 @@ struct FleetSetup: Sendable {
             sharedSecret: secret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: rateLimit, burst: 100),
             retryPolicy: try RetryPolicy(base: .milliseconds(50), cap: .milliseconds(200), maxAttempts: 5),
             concurrency: 4, visibilityTimeout: visibilityTimeout, drainGrace: drainGrace)
+    }
+
+    /// The simulated receipts a setup of `count` receipts around `nowMs` holds.
+    static func receipts(_ count: Int, nowMs: Int64) -> [SimulatedReceipt] {
+        SimulatedReceipt.fleet(count: count, seed: 5, anchorMs: nowMs)
     }
 
     /// The settings as a `receiptfleet` process reads them: RECEIPTFLEET_* variables.
@@ -93,9 +98,9 @@ struct FleetSetup: Sendable {
         }
     }
 
-    /// The subscriptions whose stored status differs from the simulator's truth when they were
-    /// verified (or a moment before: Apple answers before the analysis stamps the time). Every one
-    /// must have been verified.
+    /// The subscriptions whose stored status differs from the simulator's truth at the moment
+    /// they were verified (Apple's request_date, which the analysis stamps). Every one must have
+    /// been verified.
     func groundTruthMismatches() async throws -> [String] {
         let stored = try await query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions") {
             (try $0["original_transaction_id"].text() ?? "", (try $0["status"].text() ?? "", try $0["last_verified_at"].timestamptz()))
@@ -105,9 +110,8 @@ struct FleetSetup: Sendable {
             guard let (status, verifiedAt) = rows[subscription.originalTransactionID], let verifiedAt else {
                 return "\(subscription.receipt.kind): never verified"
             }
-            let verifiedMs = Int64(verifiedAt.timeIntervalSince1970 * 1000)
-            let truths = [verifiedMs, verifiedMs - 2_000].map { subscription.groundTruth(at: $0).status.rawValue }
-            return truths.contains(status) ? nil : "\(subscription.receipt.kind): \(status) ≠ \(truths[0])"
+            let truth = subscription.groundTruth(at: Int64((verifiedAt.timeIntervalSince1970 * 1000).rounded())).status
+            return status == truth.rawValue ? nil : "\(subscription.receipt.kind): \(status) ≠ \(truth.rawValue)"
         }
     }
 

@@ -24,14 +24,19 @@ import Testing
         return instant.date
     }
 
+    /// `since` is when a refunded subscription was cancelled, or an invalid one became invalid.
     static func state(
-        _ status: SubscriptionStatus, expires: String? = nil, graceEnds: String? = nil,
+        _ status: SubscriptionStatus, expires: String? = nil, graceEnds: String? = nil, since: String? = nil,
         environment: AppStoreEnvironment = .production
     ) -> SubscriptionState {
         var state = SubscriptionState(originalTransactionID: "1000", status: status, verifiedAt: Instant(now))
         state.expiresAt = expires.map { Instant(at($0)) }
         state.gracePeriodExpiresAt = graceEnds.map { Instant(at($0)) }
         state.environment = environment
+        if let since {
+            if status == .refunded { state.cancellation = Cancellation(cancelledAt: Instant(at(since)), reason: 0) }
+            if status == .invalid { state.invalidSince = Instant(at(since)) }
+        }
         return state
     }
 
@@ -68,8 +73,20 @@ import Testing
         Case(name: "expired, weekly while recoverable",
              schedule: CheckSchedule(expiredInterval: 7 * 86_400),
              state: state(.expired, expires: "2024-03-05T15:00"), expected: "2024-03-17T02:00"),
-        Case(name: "refunded: only on notification", state: state(.refunded, expires: "2024-04-01T00:00"), expected: nil),
-        Case(name: "invalid: only on notification", state: state(.invalid), expected: nil),
+        Case(name: "refunded a week ago: daily, in case Apple reverses it",
+             state: state(.refunded, expires: "2024-04-01T00:00", since: "2024-03-03T09:00"), expected: "2024-03-11T02:00"),
+        Case(name: "refunded 31 days ago: only on notification",
+             state: state(.refunded, expires: "2024-04-01T00:00", since: "2024-02-08T09:00"), expected: nil),
+        Case(name: "refunded a week ago, weekly",
+             schedule: CheckSchedule(refundedOrInvalidInterval: 7 * 86_400),
+             state: state(.refunded, since: "2024-03-03T09:00"), expected: "2024-03-17T02:00"),
+        Case(name: "refunded, watched for 3 days only",
+             schedule: CheckSchedule(refundedOrInvalidWatchPeriod: 3 * 86_400),
+             state: state(.refunded, since: "2024-03-03T09:00"), expected: nil),
+        Case(name: "invalid since today: daily, in case the receipt becomes valid",
+             state: state(.invalid, since: "2024-03-10T15:00"), expected: "2024-03-11T02:00"),
+        Case(name: "invalid for 31 days: only on notification", state: state(.invalid, since: "2024-02-08T15:00"), expected: nil),
+        Case(name: "invalid, stored before the date was kept: only on notification", state: state(.invalid), expected: nil),
         Case(name: "sandbox, active: minutes",
              state: state(.active, expires: "2024-03-10T15:03", environment: .sandbox), expected: "2024-03-10T15:05"),
         Case(name: "sandbox, expired: minutes",

@@ -114,7 +114,7 @@ import Testing
             }
             let after = try ledger.reload(baseline)
             #expect(after.state?.status == .invalid)
-            #expect(after.nextCheckAt == nil, "checked again only when a notification asks")
+            #expect(after.nextCheckAt == S.day(2, 12).date, "looked at daily for a while, in case the receipt becomes valid")
             #expect(try ledger.column("status", of: baseline) == "invalid")
             let events = try #require(ledger.detail(id: baseline.id)?.events)
             #expect(events.map(\.event.type) == [.verificationFailed], "fires once")
@@ -132,7 +132,7 @@ import Testing
             #expect(detail.transactions.map(\.cancelledAt) == [S.day(1, 20)])
             #expect(detail.transactions.map(\.cancellationReason) == [1])
             #expect(detail.subscription.status == .refunded)
-            #expect(detail.subscription.nextCheckAt == nil)
+            #expect(detail.subscription.nextCheckAt == S.day(1, 22).date, "daily, in case Apple reverses the refund")
             #expect(detail.events.map(\.event.type) == [.refunded])
         }
     }

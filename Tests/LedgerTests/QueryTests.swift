@@ -47,17 +47,21 @@ import Testing
         try await withLedger { ledger, _ in
             let ids = (1...30).map { String(7000 + $0) }
             let subscriptions = try ledger.seed(ids)
-            // Four refunded or invalid subscriptions, written the way the fleet writes them.
+            // Four refunded or invalid subscriptions, written the way the fleet writes them, last
+            // looked at more than the 30 days after the refund or failure that it watches them for.
             for (index, subscription) in subscriptions.prefix(4).enumerated() {
-                let write: VerificationWrite
                 if index < 2 {
                     var months = S.months(subscription.originalTransactionID, 1)
                     months[0].cancelled = S.day(1, 5)
-                    write = try S.write(subscription, S.response(months), at: S.day(1, 6))
+                    let write = try S.write(subscription, S.response(months), at: S.day(2, 10))
+                    #expect(try ledger.persist(write, nextNightlyRun: S.nightlyRun).writtenVersion == 1)
                 } else {
-                    write = .permanentFailure(of: subscription, reason: "21003", attempt: S.attempt(at: S.day(1, 6)))
+                    for (version, day) in [(Int64(1), S.day(1, 6)), (2, S.day(2, 10))] {
+                        let write = VerificationWrite.permanentFailure(
+                            of: try ledger.reload(subscription), reason: "21003", attempt: S.attempt(at: day))
+                        #expect(try ledger.persist(write, nextNightlyRun: S.nightlyRun).writtenVersion == version)
+                    }
                 }
-                #expect(try ledger.persist(write, nextNightlyRun: S.nightlyRun).writtenVersion == 1)
             }
             // The rest due at five shared times (ties broken by id); three not due yet; four in the sandbox.
             // The times have microseconds, as now() does, which the cursor must carry exactly.

@@ -1,0 +1,145 @@
+import AppStore
+import Foundation
+import Testing
+
+/// Changes a verification finds that are not a new period: a refund taken back, a lapse and a new
+/// purchase between two looks, an extended renewal date, a refund of an earlier period seen late,
+/// a price increase's consent, and a brand-new purchase seen at registration.
+@Suite struct LateNewsTests {
+    typealias S = Scenario
+    static let day: TimeInterval = 86_400
+    let january = Entry(transactionID: "1001", purchased: S.day(1, 1), expires: S.day(2, 1))
+    let february = Entry(transactionID: "1002", purchased: S.day(2, 1), expires: S.day(3, 1))
+
+    @Test func aRefundAppleReversesMakesTheSubscriptionActiveAgain() throws {
+        var refunded = february
+        (refunded.cancelled, refunded.cancellationReason) = (S.day(2, 5), 0)
+        let stored = try S.stored([january, refunded], at: S.day(2, 6))
+        #expect(stored.status == .refunded)
+        let analysis = try S.analyze(stored: stored, S.response([january, february]), at: S.day(2, 9))
+        #expect(analysis.events.map(\.type) == [.refundReversed])
+        #expect(analysis.events.first?["transaction_id"] == .string("1002"))
+        #expect(analysis.events.first?.occurredAt == S.day(2, 9), "Apple gives no date: the verification's")
+        #expect(analysis.state.status == .active)
+        #expect(analysis.state.cancellation == nil)
+        #expect(analysis.state.refundedTransactionIDs == [])
+    }
+
+    @Test func aLapseAndANewPurchaseBetweenTwoLooksIsAnExpiryAndAResubscription() throws {
+        let stored = try S.stored([january], renewals: [Renewal(autoRenew: false)], at: S.day(1, 15))
+        let comeback = Entry(transactionID: "1005", purchased: S.day(2, 20), expires: S.day(3, 20))
+        let analysis = try S.analyze(stored: stored, S.response([january, comeback]), at: S.day(2, 25))
+        // The new chain renews automatically again: switched on since the stored look.
+        #expect(analysis.events.map(\.type) == [.expired, .resubscribed, .autoRenewEnabled])
+        #expect(analysis.events[0].occurredAt == S.day(2, 1))
+        #expect(analysis.events[0]["transaction_id"] == .string("1001"))
+        #expect(analysis.events[0]["expiration_intent"] == .integer(1))
+        #expect(analysis.events[1].occurredAt == S.day(2, 20))
+        #expect(analysis.state.chainStartedAt == S.day(2, 20))
+        #expect(analysis.state.status == .active)
+
+        // The same expiry seen at the time has the same id: a consumer that saw it then ignores it now.
+        let seenExpired = try S.analyze(
+            stored: stored, S.response([january], renewals: [Renewal(autoRenew: false, expirationIntent: 1)]), at: S.day(2, 3))
+        #expect(seenExpired.events.filter { $0.type == .expired }.map(\.id) == [analysis.events[0].id])
+    }
+
+    @Test func aRenewalOnTimeIsNotALapse() throws {
+        let stored = try S.stored([january], renewals: [Renewal(autoRenew: false)], at: S.day(1, 15))
+        // Switched back on before the period ended: the renewal is bought as it ends.
+        let analysis = try S.analyze(stored: stored, S.response([january, february]), at: S.day(2, 10))
+        #expect(analysis.events.map(\.type) == [.renewed, .autoRenewEnabled])
+    }
+
+    @Test func anExtendedRenewalDateIsAnnouncedWithBothDates() throws {
+        let stored = try S.stored([january], at: S.day(1, 15))
+        var extended = january
+        extended.expires = S.day(2, 11)
+        let analysis = try S.analyze(stored: stored, S.response([extended]), at: S.day(1, 20))
+        #expect(analysis.events.map(\.type) == [.renewalExtended])
+        #expect(analysis.events.first?["previous_expires_at"] == .string("2024-02-01T00:00:00.000Z"))
+        #expect(analysis.events.first?["expires_at"] == .string("2024-02-11T00:00:00.000Z"))
+        #expect(analysis.state.expiresAt == S.day(2, 11))
+    }
+
+    /// Cancelled on 10 February, verified on the 11th without it showing, seen on the 12th.
+    @Test func aRefundOfAnEarlierPeriodSeenLateIsStillAnnounced() throws {
+        let stored = try S.stored([january, february], at: S.day(2, 11))
+        var refundedJanuary = january
+        (refundedJanuary.cancelled, refundedJanuary.cancellationReason) = (S.day(2, 10), 1)
+        let analysis = try S.analyze(stored: stored, S.response([refundedJanuary, february]), at: S.day(2, 12))
+        #expect(analysis.events.map(\.type) == [.refunded])
+        #expect(analysis.events.first?["transaction_id"] == .string("1001"))
+        #expect(analysis.events.first?.occurredAt == S.day(2, 10))
+        #expect(analysis.state.status == .active, "the current period is paid")
+        #expect(analysis.state.refundedTransactionIDs == ["1001"])
+    }
+
+    @Test func aStateStoredBeforeRefundsWereListedDoesNotAnnounceOldRefundsAgain() throws {
+        var refundedJanuary = january
+        refundedJanuary.cancelled = S.day(1, 20)
+        var legacy = try S.stored([refundedJanuary, february], at: S.day(2, 5))
+        legacy.refundedTransactionIDs = nil
+        let analysis = try S.analyze(stored: legacy, S.response([refundedJanuary, february]), at: S.day(2, 8))
+        #expect(analysis.events.isEmpty)
+        #expect(analysis.state.refundedTransactionIDs == ["1001"])
+    }
+
+    @Test func priceIncreaseConsentPendingThenAgreedOrDeclined() throws {
+        let stored = try S.stored([january], at: S.day(1, 10))
+        var asked = Renewal()
+        asked.priceConsentStatus = 0
+        let pending = try S.analyze(stored: stored, S.response([january], renewals: [asked]), at: S.day(1, 12))
+        #expect(pending.events.map(\.type) == [.priceIncreaseConsent])
+        #expect(pending.events.first?["consent"] == .string("pending"))
+
+        var agreedRenewal = asked
+        agreedRenewal.priceConsentStatus = 1
+        let agreed = try S.analyze(stored: pending.state, S.response([january], renewals: [agreedRenewal]), at: S.day(1, 14))
+        #expect(agreed.events.map { $0["consent"] } == [.string("agreed")])
+
+        let declinedRenewal = Renewal(autoRenew: false, expirationIntent: 3)
+        let declined = try S.analyze(stored: pending.state, S.response([january], renewals: [declinedRenewal]), at: S.day(2, 2))
+        #expect(declined.events.filter { $0.type == .priceIncreaseConsent }.map { $0["consent"] } == [.string("declined")])
+        #expect(declined.state.status == .expired)
+    }
+
+    @Test func aChainBegunMomentsBeforeARegistrationIsAnInitialPurchase() throws {
+        var trial = Entry(transactionID: "1001", purchased: S.day(1, 1, hour: 9), expires: S.day(1, 8, hour: 9))
+        trial.isTrial = true
+        let response = try S.response([trial], answeredAt: S.day(1, 1, hour: 10))
+        let fresh = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: response, originalTransactionID: S.subscription, now: Date(),
+            announcingPurchasesWithin: Self.day)
+        #expect(fresh.events.map(\.type) == [.initialPurchase])
+        #expect(fresh.events.first?.occurredAt == S.day(1, 1, hour: 9))
+        #expect(fresh.events.first?["is_trial"] == .bool(true))
+        #expect(fresh.events.first?["transaction_id"] == .string("1001"))
+
+        // A restore of an older chain, or a nightly first sight, stays a silent baseline.
+        let restored = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: S.response([trial], answeredAt: S.day(1, 3)), originalTransactionID: S.subscription,
+            now: Date(), announcingPurchasesWithin: Self.day)
+        #expect(restored.events.isEmpty)
+        let nightly = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: response, originalTransactionID: S.subscription, now: Date())
+        #expect(nightly.events.isEmpty)
+    }
+
+    @Test func everyEventSaysWhereItCameFromAndWhatOfferItIsOn() throws {
+        let stored = try S.stored([january], at: S.day(1, 15))
+        var offered = february
+        offered.offerCodeRefName = "SPRING"
+        offered.groupID = "20537620"
+        offered.ownership = "FAMILY_SHARED"
+        let analysis = try S.analyze(stored: stored, S.response([january, offered]), at: S.day(2, 10))
+        let event = try #require(analysis.events.first)
+        #expect(event["environment"] == .string("Production"))
+        #expect(event["ownership"] == .string("FAMILY_SHARED"))
+        #expect(event["subscription_group_identifier"] == .string("20537620"))
+        #expect(event["offer_code_ref_name"] == .string("SPRING"))
+        #expect(event["promotional_offer_id"] == .null)
+        #expect(event["is_trial"] == .bool(false))
+        #expect(event["is_intro_offer"] == .bool(false))
+    }
+}
