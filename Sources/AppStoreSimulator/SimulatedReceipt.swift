@@ -51,6 +51,16 @@ public struct SimulatedReceipt: Sendable {
         Timeline(script: script, time: Durations.of(token.environment), ids: identifiers)
     }
 
+    /// What verifyReceipt answers for this receipt at `now` (ms), asked with the right password at
+    /// the right endpoint: Apple's status and the body that goes with it.
+    public func answer(at now: Int64, excludeOldTransactions: Bool) -> (status: Int, body: [UInt8]) {
+        if let fixed = fixedFailureStatus { return VerifyReceiptEndpoint.failure(fixed) }
+        let snapshots = snapshots(at: now)
+        // A receipt whose first purchase is still in the simulated future cannot have been issued.
+        guard !snapshots.isEmpty else { return VerifyReceiptEndpoint.failure(21002) }
+        return (0, ResponseRenderer.valid(self, snapshots: snapshots, now: now, excludeOldTransactions: excludeOldTransactions))
+    }
+
     /// What Apple knows of each subscription already bought at `now`.
     func snapshots(at now: Int64) -> [ChainSnapshot] {
         scripts.compactMap { timeline($0).snapshot(at: now) }

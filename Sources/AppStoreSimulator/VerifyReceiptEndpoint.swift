@@ -31,13 +31,7 @@ enum VerifyReceiptEndpoint {
         default: break
         }
         if let sharedSecret, request.password != sharedSecret { return failure(21004) }
-        if let fixed = receipt.fixedFailureStatus { return failure(fixed) }
-        let snapshots = receipt.snapshots(at: now)
-        // A receipt whose first purchase is still in the simulated future cannot have been issued.
-        guard !snapshots.isEmpty else { return failure(21002) }
-        let json = ResponseRenderer.valid(
-            receipt, snapshots: snapshots, now: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
-        return (0, json)
+        return receipt.answer(at: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
     }
 
     static func failure(_ status: Int) -> (status: Int, body: [UInt8]) {
