@@ -10,6 +10,8 @@ struct AppleNotification: Sendable {
     var dedupeKey: String
     var type: String
     var subtype: String?
+    /// What Apple says `type` means; nil for a type this version does not know.
+    var meaning: String? { notificationTypeMeaning(type) }
     /// nil when the notification does not say (then it is accepted).
     var environment: AppStoreEnvironment?
     var originalTransactionID: String?

@@ -107,6 +107,46 @@ import Testing
         }
     }
 
+    /// Every type re-verifies the subscription it names (verifyReceipt then says what changed); the
+    /// row says what Apple means by it, or `unknown` for a type Apple adds later.
+    @Test(arguments: [
+        ("REFUND_REVERSED", "%reversed a refund%"), ("RENEWAL_EXTENDED", "%extended%renewal date%"),
+        ("REFUND_DECLINED", "%declined a refund%"), ("GRACE_PERIOD_EXPIRED", "%grace period ended%"),
+        ("A_TYPE_APPLE_ADDS_LATER", "unknown"),
+    ])
+    func v2TypesReVerifyTheirSubscriptionAndRecordWhatTheyMean(type: String, meaning: String) async throws {
+        try await APIHarness.with { api in
+            let (otid, id) = try await api.registered()
+            let reply = try await api.post(Self.path, try api.signedNotification(otid: otid, type: type), auth: .none)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "queued")
+            #expect(try await api.streamLength(\.readyHigh) == 1)
+            #expect(try await api.count("""
+                SELECT count(*) AS n FROM notifications
+                WHERE notification_type = '\(type)' AND subscription_id = \(id) AND meaning LIKE '\(meaning)'
+                """) == 1)
+        }
+    }
+
+    /// App Store Connect's test notification carries no transaction: answered, recorded, nothing queued.
+    @Test func aTestNotificationIsRecordedAndQueuesNothing() async throws {
+        try await APIHarness.with { api in
+            let payload = try api.ca.sign([
+                "notificationType": "TEST", "notificationUUID": UUID().uuidString, "version": "2.0", "signedDate": APIHarness.nowMs,
+                "data": ["appAppleId": 1_234_567_890, "bundleId": "com.example.app", "bundleVersion": "42", "environment": "Production"],
+            ])
+            let reply = try await api.post(Self.path, ["signedPayload": payload], auth: .none)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "no_subscription")
+            #expect(try await api.count("""
+                SELECT count(*) AS n FROM notifications
+                WHERE notification_type = 'TEST' AND meaning LIKE 'a test%' AND subscription_id IS NULL AND job_enqueued_at IS NULL
+                """) == 1)
+            #expect(try await api.streamLength(\.readyHigh) == 0)
+            #expect(try await api.streamLength(\.ready) == 0)
+        }
+    }
+
     @Test func theTrustedRootIsReadFromPEMOrDER() throws {
         let ca = try TestCA()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("roots"))
