@@ -128,6 +128,10 @@ public final class APIServer: Sendable {
             metrics.notification(version: nil, "malformed")
             throw APIError.badRequest("invalid_notification", reason)
         }
+        if notification.meaning == nil {
+            // Handled like every other type (its subscription is re-verified); worth a look at Apple's documentation.
+            logger.notice("a notification of a type this version does not know", metadata: ["type": "\(notification.type)"])
+        }
         let intake = NotificationIntake(acceptedEnvironments: settings.notificationEnvironments, app: settings.app)
         let result = try await lanes.run { try intake.take(notification, connections: $0) }
         metrics.notification(version: notification.version, result.status)

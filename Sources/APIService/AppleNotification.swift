@@ -10,6 +10,8 @@ struct AppleNotification: Sendable {
     var dedupeKey: String
     var type: String
     var subtype: String?
+    /// What Apple says `type` means; nil for a type this version does not know.
+    var meaning: String? { notificationTypeMeaning(type) }
     /// nil when the notification does not say (then it is accepted).
     var environment: AppStoreEnvironment?
     var originalTransactionID: String?
@@ -57,19 +59,11 @@ struct NotificationReader: Sendable {
             version: 1, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
             type: object["notification_type"] as? String ?? "")
         notification.environment = (object["environment"] as? String).flatMap(Self.v1Environment)
-        let unified = object["unified_receipt"] as? [String: Any]
-        if let unified, let data = try? JSONSerialization.data(withJSONObject: unified),
-           let receipt = try? VerifyReceiptResponse(body: data, httpStatus: 200)
-        {
-            notification.latestReceipt = receipt.latestReceipt
-            let latest = receipt.latestReceiptInfo.max {
-                ($0.expiresDate?.millisecondsSince1970 ?? 0) < ($1.expiresDate?.millisecondsSince1970 ?? 0)
-            }
-            notification.originalTransactionID = latest?.originalTransactionID
-        }
-        if let top = object["original_transaction_id"] {
-            notification.originalTransactionID = "\(top)"
-        }
+        let unified = (object["unified_receipt"] as? [String: Any])
+            .flatMap { try? JSONSerialization.data(withJSONObject: $0) }
+            .flatMap { try? VerifyReceiptResponse(body: $0, httpStatus: 200) }
+        notification.latestReceipt = unified?.latestReceipt
+        notification.originalTransactionID = V1NotificationSubject.originalTransactionID(in: object, unifiedReceipt: unified)
         return notification
     }
 

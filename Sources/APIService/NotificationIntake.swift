@@ -21,7 +21,7 @@ struct NotificationIntake: Sendable {
         let ledger = connections.ledger
         var record = NotificationRecord(
             dedupeKey: notification.dedupeKey, version: notification.version, notificationType: notification.type,
-            subtype: notification.subtype, environment: notification.environment?.rawValue,
+            meaning: notification.meaning ?? "unknown", subtype: notification.subtype, environment: notification.environment?.rawValue,
             originalTransactionID: notification.originalTransactionID, outcome: .noSubscription)
         if let environment = notification.environment, !acceptedEnvironments.contains(environment) {
             record.outcome = .ignoredEnvironment

@@ -17,6 +17,8 @@ public struct NotificationRecord: Sendable {
     public var dedupeKey: String
     public var version: Int
     public var notificationType: String
+    /// What Apple says the type means, or `unknown`.
+    public var meaning: String
     public var subtype: String?
     public var environment: String?
     public var originalTransactionID: String?
@@ -24,12 +26,13 @@ public struct NotificationRecord: Sendable {
     public var outcome: Outcome
 
     public init(
-        dedupeKey: String, version: Int, notificationType: String, subtype: String? = nil, environment: String? = nil,
+        dedupeKey: String, version: Int, notificationType: String, meaning: String, subtype: String? = nil, environment: String? = nil,
         originalTransactionID: String? = nil, subscriptionID: Int64? = nil, outcome: Outcome
     ) {
         self.dedupeKey = dedupeKey
         self.version = version
         self.notificationType = notificationType
+        self.meaning = meaning
         self.subtype = subtype
         self.environment = environment
         self.originalTransactionID = originalTransactionID
@@ -55,8 +58,8 @@ extension Ledger {
     public func record(_ notification: NotificationRecord) throws -> RecordedNotification {
         let inserted = try connection.query("""
             INSERT INTO notifications (dedupe_key, version, notification_type, subtype, environment,
-                original_transaction_id, subscription_id, outcome)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                original_transaction_id, subscription_id, outcome, meaning)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
             ON CONFLICT (dedupe_key) DO NOTHING
             RETURNING id
             """, [
@@ -65,7 +68,7 @@ extension Ledger {
                 notification.environment.map(PostgresValue.text) ?? .null,
                 notification.originalTransactionID.map(PostgresValue.text) ?? .null,
                 notification.subscriptionID.map(PostgresValue.int64) ?? .null,
-                .text(notification.outcome.rawValue),
+                .text(notification.outcome.rawValue), .text(notification.meaning),
             ])
         let isNew = !inserted.isEmpty
         let claimed = try connection.query("""

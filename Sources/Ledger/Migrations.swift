@@ -194,5 +194,10 @@ enum Migrations {
             -- Subscriptions are linked to the app's own accounts by subscriptions.account_id (migration 1),
             -- set once by the first registration that names an account.
             """),
+        Migration(version: 4, name: "notification meanings", sql: """
+            -- What Apple says the notification's type means, for support reading the table: 'unknown'
+            -- for a type the recording version did not know; NULL on rows recorded before this migration.
+            ALTER TABLE notifications ADD COLUMN meaning text;
+            """),
     ]
 }

@@ -9,32 +9,12 @@ import Testing
 /// by a signature chaining to the trusted root), each once, as one high-priority job; the
 /// worker then confirms with verifyReceipt and only then is the event written.
 @Suite struct NotificationTests {
-    static let path = "/v1/notifications/apple"
-
-    /// Registers index 0 (monthly, renewing) and returns its original_transaction_id and ledger id.
-    private func registered(_ api: APIHarness) async throws -> (otid: String, id: Int) {
-        let receipt = api.receipt()
-        let reply = try await api.post("/v1/receipts", ["receipt": receipt.receiptData])
-        let subscription = try #require((reply.json["subscriptions"] as? [[String: Any]])?.first?["subscription"] as? [String: Any])
-        return (receipt.subscriptions[0].originalTransactionID, try #require(subscription["id"] as? Int))
-    }
-
-    private func signedNotification(_ api: APIHarness, otid: String, type: String = "DID_RENEW", uuid: String = UUID().uuidString,
-                                    environment: String = "Production") throws -> [String: Any] {
-        let transaction = try api.ca.sign([
-            "originalTransactionId": otid, "transactionId": "\(otid)9", "productId": "pro.monthly", "environment": environment,
-        ])
-        let payload = try api.ca.sign([
-            "notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": APIHarness.nowMs,
-            "data": ["environment": environment, "bundleId": "com.example.app", "signedTransactionInfo": transaction],
-        ])
-        return ["signedPayload": payload]
-    }
+    static let path = APIHarness.notificationPath
 
     @Test func aValidV2NotificationQueuesOneHighPriorityJobAndTheWorkerConfirmsTheEvent() async throws {
         try await APIHarness.with { api in
-            let (otid, id) = try await registered(api)
-            let notification = try signedNotification(api, otid: otid)
+            let (otid, id) = try await api.registered()
+            let notification = try api.signedNotification(otid: otid)
             let first = try await api.post(Self.path, notification, auth: .none)
             #expect(first.status == 200)
             #expect(first.json["status"] as? String == "queued")
@@ -65,8 +45,8 @@ import Testing
 
     @Test func aTamperedV2NotificationIsRefusedAndCounted() async throws {
         try await APIHarness.with { api in
-            let (otid, _) = try await registered(api)
-            let genuine = try #require(try signedNotification(api, otid: otid)["signedPayload"] as? String)
+            let (otid, _) = try await api.registered()
+            let genuine = try #require(try api.signedNotification(otid: otid)["signedPayload"] as? String)
             let parts = genuine.split(separator: ".").map(String.init)
             let forged = try JSONSerialization.data(withJSONObject: [
                 "notificationType": "REFUND", "notificationUUID": UUID().uuidString, "data": ["environment": "Production"],
@@ -119,11 +99,51 @@ import Testing
 
     @Test func notificationsForAnUnconfiguredEnvironmentAreAcknowledgedAndIgnored() async throws {
         try await APIHarness.with { api in
-            let (otid, _) = try await registered(api)
-            let sandbox = try await api.post(Self.path, try signedNotification(api, otid: otid, environment: "Sandbox"), auth: .none)
+            let (otid, _) = try await api.registered()
+            let sandbox = try await api.post(Self.path, try api.signedNotification(otid: otid, environment: "Sandbox"), auth: .none)
             #expect(sandbox.status == 200)
             #expect(sandbox.json["status"] as? String == "ignored_environment")
             #expect(try await api.streamLength(\.readyHigh) == 0)
+        }
+    }
+
+    /// Every type re-verifies the subscription it names (verifyReceipt then says what changed); the
+    /// row says what Apple means by it, or `unknown` for a type Apple adds later.
+    @Test(arguments: [
+        ("REFUND_REVERSED", "%reversed a refund%"), ("RENEWAL_EXTENDED", "%extended%renewal date%"),
+        ("REFUND_DECLINED", "%declined a refund%"), ("GRACE_PERIOD_EXPIRED", "%grace period ended%"),
+        ("A_TYPE_APPLE_ADDS_LATER", "unknown"),
+    ])
+    func v2TypesReVerifyTheirSubscriptionAndRecordWhatTheyMean(type: String, meaning: String) async throws {
+        try await APIHarness.with { api in
+            let (otid, id) = try await api.registered()
+            let reply = try await api.post(Self.path, try api.signedNotification(otid: otid, type: type), auth: .none)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "queued")
+            #expect(try await api.streamLength(\.readyHigh) == 1)
+            #expect(try await api.count("""
+                SELECT count(*) AS n FROM notifications
+                WHERE notification_type = '\(type)' AND subscription_id = \(id) AND meaning LIKE '\(meaning)'
+                """) == 1)
+        }
+    }
+
+    /// App Store Connect's test notification carries no transaction: answered, recorded, nothing queued.
+    @Test func aTestNotificationIsRecordedAndQueuesNothing() async throws {
+        try await APIHarness.with { api in
+            let payload = try api.ca.sign([
+                "notificationType": "TEST", "notificationUUID": UUID().uuidString, "version": "2.0", "signedDate": APIHarness.nowMs,
+                "data": ["appAppleId": 1_234_567_890, "bundleId": "com.example.app", "bundleVersion": "42", "environment": "Production"],
+            ])
+            let reply = try await api.post(Self.path, ["signedPayload": payload], auth: .none)
+            #expect(reply.status == 200)
+            #expect(reply.json["status"] as? String == "no_subscription")
+            #expect(try await api.count("""
+                SELECT count(*) AS n FROM notifications
+                WHERE notification_type = 'TEST' AND meaning LIKE 'a test%' AND subscription_id IS NULL AND job_enqueued_at IS NULL
+                """) == 1)
+            #expect(try await api.streamLength(\.readyHigh) == 0)
+            #expect(try await api.streamLength(\.ready) == 0)
         }
     }
 
