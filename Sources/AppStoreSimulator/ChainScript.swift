@@ -16,6 +16,12 @@ struct ChainScript: Sendable {
     var billingFailure: BillingFailure?
     /// After an auto-renew-off expiry, the customer subscribes again this long (ms) later.
     var resubscribeAfter: Int64?
+    /// Apple takes the refund back this long (ms) after making it.
+    var refundReversedAfter: Int64?
+    /// At `at`, the current period's end moves `by` ms later.
+    var renewalExtension: (at: Int64, by: Int64)?
+    /// A price increase asked at `askedAt`; the customer agrees `agreesAfter` ms later (never: nil).
+    var priceIncrease: (askedAt: Int64, agreesAfter: Int64?)?
 
     init(chain: Int = 0, plan: Plan, start: Int64, startsWithTrial: Bool = false, ownership: Ownership = .purchased) {
         self.chain = chain
@@ -97,6 +103,20 @@ extension ChainScript {
             var script = ChainScript(plan: Catalog.proMonthly, start: begin)
             script.autoRenewOffAt = max(begin + Durations.minute, anchor - random.offset(in: (month / 2)...(5 * month / 2)))
             script.resubscribeAfter = random.offset(in: (month / 10)...(3 * month / 2))
+            return [script]
+        case .refundReversed:
+            var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
+            script.refund = (near(1, after: script.start, &random), Int.random(in: 0...1, using: &random))
+            script.refundReversedAfter = random.offset(in: (month / 30)...(month / 6))
+            return [script]
+        case .renewalExtended:
+            var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
+            script.renewalExtension = (near(1, after: script.start, &random), random.offset(in: (month / 30)...(month / 3)))
+            return [script]
+        case .priceIncrease:
+            var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
+            let agrees = Bool.random(using: &random) ? random.offset(in: (month / 30)...(month / 10)) : nil
+            script.priceIncrease = (near(1, after: script.start, &random), agrees)
             return [script]
         case .twoGroups:
             let main = ChainScript(chain: 0, plan: Catalog.proMonthly, start: start(&random))

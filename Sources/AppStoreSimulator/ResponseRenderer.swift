@@ -80,7 +80,8 @@ enum ResponseRenderer {
         if let reason = transaction.cancellationReason {
             json.numberString("cancellation_reason", reason)
         }
-        if transaction.isUpgraded {
+        // Apple documents is_upgraded only in latest_receipt_info; in_app entries go without it.
+        if transaction.isUpgraded, inLatestReceiptInfo {
             json.boolString("is_upgraded", true)
         }
         json.string("in_app_ownership_type", transaction.ownership.rawValue)
@@ -104,6 +105,9 @@ enum ResponseRenderer {
         json.numberString("auto_renew_status", renewal.autoRenewOn ? 1 : 0)
         if let grace = renewal.graceExpiresMs {
             json.date("grace_period_expires_date", grace)
+        }
+        if let consent = renewal.priceConsentStatus {
+            json.numberString("price_consent_status", consent)
         }
         json.endObject()
     }

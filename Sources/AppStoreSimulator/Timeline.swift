@@ -24,6 +24,8 @@ struct PendingRenewal: Sendable {
     /// Present (true or false) only once a renewal has failed to bill.
     let isInBillingRetry: Bool?
     let graceExpiresMs: Int64?
+    /// Present while a price increase awaits the customer: 0 not yet agreed, 1 agreed.
+    let priceConsentStatus: Int?
 }
 
 /// Everything Apple knows about one subscription at one moment, and the state it implies.
@@ -54,12 +56,14 @@ struct Timeline {
         var renewals = 0
         var resubscribed = false
         var upgraded = false
+        var priceConsent: Int?
 
         func finish(_ status: SubscriptionStatus, autoRenew: Bool, intent: Int? = nil,
                     billingRetry: Bool? = nil, graceEnd: Int64? = nil) -> ChainSnapshot {
             let renewal = PendingRenewal(
                 originalTransactionID: originalID, productID: plan.productID, autoRenewProductID: nextPlan.productID,
-                autoRenewOn: autoRenew, expirationIntent: intent, isInBillingRetry: billingRetry, graceExpiresMs: graceEnd)
+                autoRenewOn: autoRenew, expirationIntent: intent, isInBillingRetry: billingRetry, graceExpiresMs: graceEnd,
+                priceConsentStatus: priceConsent)
             return ChainSnapshot(
                 transactions: transactions, renewal: renewal, status: status, expiresMs: transactions.last!.expiresMs)
         }
@@ -69,7 +73,8 @@ struct Timeline {
         }
 
         while true {
-            let periodEnd = periodStart + (isTrial ? time.trial : time.length(of: plan))
+            var periodEnd = periodStart + (isTrial ? time.trial : time.length(of: plan))
+            if let moved = script.renewalExtension, during(moved.at, periodEnd) { periodEnd += moved.by }
             transactions.append(SimulatedTransaction(
                 transactionID: ids.transactionID(chain: script.chain, sequence: transactions.count),
                 originalTransactionID: originalID,
@@ -77,7 +82,8 @@ struct Timeline {
                 plan: plan, purchaseMs: periodStart, originalPurchaseMs: script.start, expiresMs: periodEnd,
                 isTrial: isTrial, ownership: script.ownership))
 
-            if let refund = script.refund, during(refund.at, periodEnd) {
+            let reversed = script.refund.flatMap { refund in script.refundReversedAfter.map { refund.at + $0 <= now } } ?? false
+            if let refund = script.refund, during(refund.at, periodEnd), !reversed {
                 transactions[transactions.count - 1].cancellationMs = refund.at
                 transactions[transactions.count - 1].cancellationReason = refund.reason
                 return finish(.refunded, autoRenew: false, intent: now >= periodEnd ? 1 : nil)
@@ -91,6 +97,15 @@ struct Timeline {
             }
             if let change = script.planChange, during(change.at, periodEnd) { nextPlan = change.to }
             if during(script.autoRenewOffAt, periodEnd) { autoRenew = false }
+            priceConsent = nil
+            if let increase = script.priceIncrease, during(increase.askedAt, periodEnd) {
+                let agreedAt = increase.agreesAfter.map { increase.askedAt + $0 }
+                priceConsent = agreedAt.map { $0 <= now } == true ? 1 : 0
+                if periodEnd <= now, agreedAt.map({ $0 >= periodEnd }) ?? true {
+                    priceConsent = nil  // never agreed: the period ends for good
+                    return finish(.expired, autoRenew: false, intent: 3)
+                }
+            }
 
             guard periodEnd <= now else { return finish(.active, autoRenew: autoRenew) }
 

@@ -35,6 +35,13 @@ public enum LifecycleKind: String, Sendable, Codable, CaseIterable {
     case deletedAccount = "deleted_account"
     /// Two subscription groups on one receipt: one renewing, one switched off.
     case twoGroups = "two_groups"
+    /// Apple refunds the current period, then reverses the refund a few days later: active again.
+    case refundReversed = "refund_reversed"
+    /// Apple moves the current period's end later (RENEWAL_EXTENDED): the same transaction, a later expiry.
+    case renewalExtended = "renewal_extended"
+    /// A price increase awaits consent (`price_consent_status` 0); the customer agrees (1) in time, or
+    /// does not and the subscription expires at the period's end (intent 3).
+    case priceIncrease = "price_increase"
 
     /// The kind of the receipt at `index` in a seeded fleet.
     public static func at(index: Int) -> LifecycleKind {

@@ -47,9 +47,9 @@ struct GroundTruthTests {
             }
             // The kind's story really unfolds over the moments looked at.
             let expected: Set<SubscriptionStatus> = switch kind {
-            case .renewing, .familyShared, .trialConversion, .upgrade, .planChange: [.active]
+            case .renewing, .familyShared, .trialConversion, .upgrade, .planChange, .renewalExtended, .priceIncrease: [.active]
             case .autoRenewOff, .sandbox, .resubscribed, .twoGroups: [.active, .expired]
-            case .refunded: [.active, .refunded]
+            case .refunded, .refundReversed: [.active, .refunded]
             case .billingRecovered: [.active, .inGrace, .inBillingRetry]
             case .billingExpired: [.active, .inBillingRetry, .expired]
             case .malformed, .deletedAccount: [.invalid]

@@ -25,7 +25,7 @@ enum AppleKeys {
     static let renewal: Set = ["auto_renew_product_id", "original_transaction_id", "product_id", "auto_renew_status"]
     static let optionalRenewal: Set = [
         "expiration_intent", "is_in_billing_retry_period", "grace_period_expires_date", "grace_period_expires_date_ms",
-        "grace_period_expires_date_pst",
+        "grace_period_expires_date_pst", "price_consent_status",
     ]
 }
 
