@@ -199,5 +199,11 @@ enum Migrations {
             -- for a type the recording version did not know; NULL on rows recorded before this migration.
             ALTER TABLE notifications ADD COLUMN meaning text;
             """),
+        Migration(version: 5, name: "judgement times", sql: """
+            -- The moment Apple judged the receipt (its request_date; the state's verified_at) for attempts
+            -- that wrote a state. attempted_at is the fleet's clock, seconds later under load; this is the
+            -- time the stored state is true at. NULL for attempts that changed nothing.
+            ALTER TABLE verifications ADD COLUMN judged_at timestamptz;
+            """),
     ]
 }

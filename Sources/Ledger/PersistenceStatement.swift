@@ -84,9 +84,10 @@ enum PersistenceStatement {
         ),
         verification_logged AS (
             INSERT INTO verifications (
-                subscription_id, run_id, attempted_at, environment, apple_status, http_status, outcome, latency_ms, error)
-            SELECT w.subscription_id, w.run_id, w.attempted_at, w.environment, w.apple_status, w.http_status, w.outcome,
-                w.latency_ms, w.error
+                subscription_id, run_id, attempted_at, judged_at, environment, apple_status, http_status, outcome,
+                latency_ms, error)
+            SELECT w.subscription_id, w.run_id, w.attempted_at, (w.state->>'verified_at')::timestamptz, w.environment,
+                w.apple_status, w.http_status, w.outcome, w.latency_ms, w.error
             FROM input w
             WHERE w.subscription_id IN (SELECT id FROM changed UNION ALL SELECT id FROM touched)
         ),

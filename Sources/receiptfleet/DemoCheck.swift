@@ -21,8 +21,14 @@ struct DemoCheck: Encodable {
     /// Subscriptions whose stored status differs from the simulator's truth at their last verification.
     var mismatches = 0
     var mismatchExamples: [String] = []
+    /// Events the simulator's truth holds that the fleet did not announce, and announced beyond it.
+    var missingEvents = 0
+    var extraEvents = 0
+    var eventExamples: [String] = []
 
-    var passed: Bool { lost == 0 && duplicatedEvents == 0 && mismatches == 0 && deadForGoodInput == 0 }
+    var passed: Bool {
+        lost == 0 && duplicatedEvents == 0 && mismatches == 0 && deadForGoodInput == 0 && missingEvents == 0 && extraEvents == 0
+    }
 
     /// Checks run `runID` against the simulated `fleet`: the books of the queue, the events, and
     /// every verified subscription's state.
@@ -49,12 +55,13 @@ struct DemoCheck: Encodable {
             SELECT coalesce(sum(n - 1), 0)::bigint AS n FROM (
                 SELECT count(*) AS n FROM events GROUP BY subscription_id, type, payload HAVING count(*) > 1) AS repeated
             """)[0]["n"].int64() ?? 0)
+        try check.compareEvents(fleet: bySubscription, postgres: postgres)
         for row in try postgres.query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions WHERE last_verified_at IS NOT NULL") {
             guard let id = try row["original_transaction_id"].text(), let subscription = bySubscription[id],
                   let verifiedAt = try row["last_verified_at"].timestamptz() else { continue }
             // A verification is stamped with the moment Apple judged (its request_date), so the
             // truth of that very millisecond is the one to match.
-            let verifiedMs = Int64((verifiedAt.timeIntervalSince1970 * 1000).rounded())
+            let verifiedMs = milliseconds(verifiedAt)
             let truth = subscription.groundTruth(at: verifiedMs).status.rawValue
             let stored = try row["status"].text() ?? "-"
             if stored != truth {
@@ -65,14 +72,42 @@ struct DemoCheck: Encodable {
         return check
     }
 
+    /// Every subscription's announced events against the truth of the looks the fleet took at it:
+    /// the verifications that wrote its state, at the moments Apple judged.
+    private mutating func compareEvents(fleet: [String: SimulatedSubscription], postgres: PostgresConnection) throws {
+        var looks: [String: [Int64]] = [:]
+        for row in try postgres.query("""
+            SELECT s.original_transaction_id, v.judged_at FROM verifications v JOIN subscriptions s ON s.id = v.subscription_id
+            WHERE v.judged_at IS NOT NULL ORDER BY v.id
+            """) {
+            guard let id = try row["original_transaction_id"].text(), let judged = try row["judged_at"].timestamptz() else { continue }
+            looks[id, default: []].append(milliseconds(judged))
+        }
+        var announced: [String: [ExpectedEvent]] = [:]
+        for row in try postgres.query("SELECT original_transaction_id, type, occurred_at FROM events") {
+            guard let id = try row["original_transaction_id"].text(), let type = try row["type"].text(),
+                  let at = try row["occurred_at"].timestamptz() else { continue }
+            announced[id, default: []].append(ExpectedEvent(type, at: milliseconds(at)))
+        }
+        for (id, subscription) in fleet.sorted(by: { $0.key < $1.key }) {
+            let result = EventCheck(subscription, looks: looks[id] ?? [], announced: announced[id] ?? [])
+            missingEvents += result.missing.count
+            extraEvents += result.extra.count
+            if !result.passed, eventExamples.count < 5 {
+                eventExamples.append("\(subscription.receipt.kind) \(id): missing \(result.missing), extra \(result.extra)")
+            }
+        }
+    }
+
     var text: String {
         var lines = [
             "-- checked against the simulator's ground truth",
             "  jobs enqueued \(enqueued): done \(done), dead \(dead) (\(deadForGoodInput) for good input), lost \(lost)",
             "  subscriptions whose state differs from the truth: \(mismatches)",
             "  duplicated events: \(duplicatedEvents)",
+            "  events missing against the truth: \(missingEvents), beyond it: \(extraEvents)",
         ]
-        lines += mismatchExamples.map { "    \($0)" }
+        lines += (mismatchExamples + eventExamples).map { "    \($0)" }
         lines.append(passed ? "  PASSED" : "  FAILED")
         return lines.joined(separator: "\n")
     }
@@ -80,6 +115,7 @@ struct DemoCheck: Encodable {
     enum CodingKeys: String, CodingKey {
         case enqueued, done, dead, deadForGoodInput = "dead_for_good_input", lost, duplicatedEvents = "duplicated_events"
         case mismatches, mismatchExamples = "mismatch_examples", passed
+        case missingEvents = "missing_events", extraEvents = "extra_events", eventExamples = "event_examples"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -92,6 +128,14 @@ struct DemoCheck: Encodable {
         try container.encode(duplicatedEvents, forKey: .duplicatedEvents)
         try container.encode(mismatches, forKey: .mismatches)
         try container.encode(mismatchExamples, forKey: .mismatchExamples)
+        try container.encode(missingEvents, forKey: .missingEvents)
+        try container.encode(extraEvents, forKey: .extraEvents)
+        try container.encode(eventExamples, forKey: .eventExamples)
         try container.encode(passed, forKey: .passed)
     }
+}
+
+/// A stored time in Apple's unit, milliseconds since 1970.
+private func milliseconds(_ date: Date) -> Int64 {
+    Int64((date.timeIntervalSince1970 * 1000).rounded())
 }

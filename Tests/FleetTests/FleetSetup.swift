@@ -110,9 +110,31 @@ struct FleetSetup: Sendable {
             guard let (status, verifiedAt) = rows[subscription.originalTransactionID], let verifiedAt else {
                 return "\(subscription.receipt.kind): never verified"
             }
-            let truth = subscription.groundTruth(at: Int64((verifiedAt.timeIntervalSince1970 * 1000).rounded())).status
+            let truth = subscription.groundTruth(at: Self.milliseconds(verifiedAt)).status
             return status == truth.rawValue ? nil : "\(subscription.receipt.kind): \(status) ≠ \(truth.rawValue)"
         }
+    }
+
+    /// The subscriptions whose announced events differ from the simulator's truth over the looks
+    /// the fleet took at them (the verifications that wrote a state, at Apple's moment).
+    func eventMismatches() async throws -> [String] {
+        let looks = Dictionary(grouping: try await query("""
+            SELECT s.original_transaction_id AS id, v.judged_at AS at FROM verifications v
+            JOIN subscriptions s ON s.id = v.subscription_id WHERE v.judged_at IS NOT NULL ORDER BY v.id
+            """) { (try $0["id"].text() ?? "", Self.milliseconds(try $0["at"].timestamptz())) }, by: \.0)
+        let announced = Dictionary(grouping: try await query("SELECT original_transaction_id AS id, type, occurred_at FROM events") {
+            (try $0["id"].text() ?? "", ExpectedEvent(try $0["type"].text() ?? "", at: Self.milliseconds(try $0["occurred_at"].timestamptz())))
+        }, by: \.0)
+        return subscriptions.compactMap { subscription in
+            let id = subscription.originalTransactionID
+            let check = EventCheck(subscription, looks: looks[id]?.map(\.1) ?? [], announced: announced[id]?.map(\.1) ?? [])
+            return check.passed ? nil : "\(subscription.receipt.kind): missing \(check.missing), extra \(check.extra)"
+        }
+    }
+
+    /// A stored time in Apple's unit, milliseconds since 1970.
+    static func milliseconds(_ date: Date?) -> Int64 {
+        Int64(((date ?? .distantPast).timeIntervalSince1970 * 1000).rounded())
     }
 
     /// How many events of each (original_transaction_id, type) the ledger holds.
