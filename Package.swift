@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
-//   thin clients     Lanes, RedisClient, HTTPClient, PostgresClient
+//   thin clients     Lanes, Redaction, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
 //   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
 //                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
@@ -44,9 +44,11 @@ let package = Package(
 
         // Thin clients: no product words.
         .target(name: "Lanes"),
-        .target(name: "RedisClient", dependencies: ["CHiredis"]),
+        // Masks the secrets in URLs and conninfo strings, for both clients and every command.
+        .target(name: "Redaction"),
+        .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CCurlShim"]),
-        .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes"]),
+        .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes", "Redaction"]),
 
         // Domain.
         .target(name: "AppStore", dependencies: [
@@ -96,7 +98,7 @@ let package = Package(
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
             "APIService", "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
-            "Ledger", "Observability", "PostgresClient", "RedisClient",
+            "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -106,9 +108,13 @@ let package = Package(
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: ["AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient"], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
+        .testTarget(name: "RedactionTests", dependencies: [
+            "Redaction",
+            .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
-        .testTarget(name: "PostgresClientTests", dependencies: ["PostgresClient", "TestSupport"]),
+        .testTarget(name: "PostgresClientTests", dependencies: ["CLibpq", "PostgresClient", "Redaction", "TestSupport"]),
         .testTarget(
             name: "EventRelayTests",
             dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]

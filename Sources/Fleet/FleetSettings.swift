@@ -6,6 +6,7 @@ import Ledger
 
 /// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`).
 public struct FleetSettings: Sendable {
+    /// Both hold the servers' passwords: show them only through `Redact.connectionString`.
     public var redisURL: String
     public var postgresURL: String
     /// The deployment's Redis key prefix; it must hold a `{…}` hash tag.

@@ -1,5 +1,6 @@
 import CLibpq
 import Foundation
+import Redaction
 
 /// Where and how to connect: a PostgreSQL URL or a libpq key=value string, read by libpq itself so
 /// every parameter it knows (`sslmode`, `sslrootcert`, `target_session_attrs`…) passes through untouched.
@@ -8,7 +9,7 @@ import Foundation
 ///     let config = try PostgresConfiguration("host=db dbname=app user=app sslmode=verify-full")
 ///
 /// Every session is opened with `TimeZone=UTC` and `DateStyle=ISO` (and the output formats the row
-/// decoders rely on), whatever the server's defaults. `description` masks the password.
+/// decoders rely on), whatever the server's defaults. `description` masks the password (`Redact.conninfo`).
 public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
@@ -35,15 +36,13 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
     public func database(_ name: String) -> PostgresConfiguration {
         var other = self
         other.given.removeAll { $0.keyword == "dbname" }
-        other.given.append(Parameter(keyword: "dbname", value: name, isSecret: false))
+        other.given.append(Parameter(keyword: "dbname", value: name))
         return other
     }
 
     /// The given parameters as one key=value string, secrets included: for handing the
     /// configuration to a child process, never for showing.
-    public var unmaskedConnectionString: String {
-        given.map { "\($0.keyword)=\(Self.quoted($0.value))" }.joined(separator: " ")
-    }
+    public var unmaskedConnectionString: String { Self.rendered(given) }
 
     /// The parameters libpq connects with: the given ones, the properties, and the session settings.
     var parameters: [(keyword: String, value: String)] {
@@ -66,11 +65,10 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
     /// The connection string with every secret (password, sslpassword) replaced by `***`; the
     /// session settings this client adds to `options` are left out.
     public var description: String {
-        let secrets = Set(given.filter(\.isSecret).map(\.keyword))
-        let shown = given.map { ($0.keyword, $0.value) } + [("connect_timeout", "\(connectTimeout.components.seconds)"), ("application_name", applicationName)]
-        return shown.map { keyword, value in
-            "\(keyword)=\(secrets.contains(keyword) ? "***" : Self.quoted(value))"
-        }.joined(separator: " ")
+        Redact.conninfo(Self.rendered(given + [
+            Parameter(keyword: "connect_timeout", value: "\(connectTimeout.components.seconds)"),
+            Parameter(keyword: "application_name", value: applicationName),
+        ]))
     }
 
     public var debugDescription: String { description }
@@ -78,9 +76,16 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
     /// `dump` and `print(reflecting:)` read the mirror; it shows only the masked description.
     public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 
-    /// Quotes a value the way libpq's key=value syntax expects, when it needs quoting.
+    /// `parameters` as one libpq key=value string.
+    private static func rendered(_ parameters: [Parameter]) -> String {
+        parameters.map { "\($0.keyword)=\(quoted($0.value))" }.joined(separator: " ")
+    }
+
+    /// Quotes a value the way libpq's key=value syntax expects, when it needs quoting: when empty,
+    /// or holding a quote, a backslash or any space libpq splits on (tabs and newlines too).
     private static func quoted(_ value: String) -> String {
-        guard value.isEmpty || value.contains(where: { $0 == " " || $0 == "'" || $0 == "\\" }) else { return value }
+        guard value.isEmpty || value.unicodeScalars.contains(where: { " \t\n\u{0B}\u{0C}\r'\\".unicodeScalars.contains($0) })
+        else { return value }
         let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'")
         return "'\(escaped)'"
     }
@@ -90,8 +95,6 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
 private struct Parameter: Sendable {
     var keyword: String
     var value: String
-    /// libpq marks passwords with the display character `*`.
-    var isSecret: Bool
 
     /// Lets libpq parse the string, so URL and key=value forms behave exactly as in `psql`.
     static func parse(_ connectionString: String) throws -> [Parameter] {
@@ -108,9 +111,7 @@ private struct Parameter: Sendable {
         var option = options
         while let keyword = option.pointee.keyword {
             if let value = option.pointee.val {
-                let display = option.pointee.dispchar.map { String(cString: $0) } ?? ""
-                parameters.append(Parameter(
-                    keyword: String(cString: keyword), value: String(cString: value), isSecret: display == "*"))
+                parameters.append(Parameter(keyword: String(cString: keyword), value: String(cString: value)))
             }
             option += 1
         }

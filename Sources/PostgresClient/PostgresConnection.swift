@@ -1,5 +1,6 @@
 import CLibpq
 import Foundation
+import Redaction
 
 /// One PostgreSQL session. Every call blocks the calling thread until the server answers, so use a
 /// connection from one thread of its own (for async code, `PostgresPool` provides those threads).
@@ -121,12 +122,10 @@ public final class PostgresConnection {
 
     /// libpq's last error message on one line, with the password scrubbed should it ever appear.
     static func message(of handle: OpaquePointer, hiding configuration: PostgresConfiguration) -> String {
-        var message = String(cString: PQerrorMessage(handle)).split(whereSeparator: \.isNewline)
+        let message = String(cString: PQerrorMessage(handle)).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
-        if let password = configuration.password, !password.isEmpty {
-            message = message.replacingOccurrences(of: password, with: "***")
-        }
-        return message.isEmpty ? "no reason given" : message
+        if message.isEmpty { return "no reason given" }
+        return configuration.password.map { Redact.text(message, hiding: $0) } ?? message
     }
 
     /// `name` quoted as an SQL identifier by libpq (for LISTEN, which takes no parameters).

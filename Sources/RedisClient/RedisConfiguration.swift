@@ -1,3 +1,5 @@
+import Redaction
+
 /// Where a Redis server is and how to talk to it.
 ///
 /// `description` never shows the password, so a configuration may be logged as is.
@@ -47,7 +49,7 @@ public struct RedisConfiguration: Sendable, Hashable, CustomStringConvertible {
 
     /// A URL for this configuration with the password replaced by `***`.
     public var description: String {
-        let maskedPassword = password == nil ? nil : "***"
+        let maskedPassword = password == nil ? nil : Redact.mask
         switch endpoint {
         case .tcp:
             let credentials = [username, maskedPassword.map { ":\($0)" }].compactMap(\.self).joined()

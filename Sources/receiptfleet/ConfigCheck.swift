@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import Redaction
 
 /// `receiptfleet config check`
 struct Config: ParsableCommand {
@@ -32,11 +33,11 @@ struct Config: ParsableCommand {
                 let source = resolved.value(key)?.source ?? "default"
                 print(key.padding(toLength: 26, withPad: " ", startingAt: 0) + value + "   (\(source))")
             }
-            row("redis-url", masked(settings.redisURL))
-            row("postgres-url", masked(settings.postgresURL))
+            row("redis-url", Redact.connectionString(settings.redisURL))
+            row("postgres-url", Redact.connectionString(settings.postgresURL))
             row("key-prefix", settings.keyPrefix)
-            row("appstore-production-url", settings.endpoints.production)
-            row("appstore-sandbox-url", settings.endpoints.sandbox)
+            row("appstore-production-url", Redact.url(settings.endpoints.production))
+            row("appstore-sandbox-url", Redact.url(settings.endpoints.sandbox))
             print("shared-secret".padding(toLength: 26, withPad: " ", startingAt: 0)
                 + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)" : "set (masked)"))
             row("rate-limit", "\(settings.rateLimit.perSecond)/s")
@@ -67,16 +68,6 @@ struct Config: ParsableCommand {
                 row("lanes", "\(serve.lanes)")
             }
             print("The configuration is valid.")
-        }
-
-        /// A URL with its password replaced by ***.
-        private func masked(_ url: String) -> String {
-            guard let at = url.lastIndex(of: "@"), let scheme = url.range(of: "://") else {
-                return url.replacingOccurrences(of: #"password=\S+"#, with: "password=***", options: .regularExpression)
-            }
-            let credentials = url[scheme.upperBound..<at]
-            guard let colon = credentials.firstIndex(of: ":") else { return url }
-            return String(url[..<colon]) + ":***" + String(url[at...])
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import EventRelay
 import Fleet
 import PostgresClient
+import Redaction
 
 /// `receiptfleet webhooks add|list|disable|remove`
 struct Webhooks: ParsableCommand {
@@ -43,7 +44,7 @@ struct Webhooks: ParsableCommand {
             for endpoint in endpoints {
                 let types = endpoint.eventTypes.isEmpty ? "all events" : endpoint.eventTypes.joined(separator: ",")
                 let state = endpoint.isEnabled ? "enabled" : "disabled (\(endpoint.disabledReason ?? "-"))"
-                print("\(endpoint.id)  \(endpoint.url)  \(types)  \(state)")
+                print("\(endpoint.id)  \(Redact.url(endpoint.url))  \(types)  \(state)")
             }
         }
     }

@@ -85,6 +85,26 @@ import Testing
         #expect(bad.output.contains("configuration 'metrics-address' (from flag --metrics-address): '127.0.0.1' is not HOST:PORT"))
     }
 
+    @Test func configCheckPrintsNoPassword() async throws {
+        let urls = try await runFleetCommand(
+            ["config", "check", "--redis-url", "rediss://worker:r3dis-secret@cache.internal:6380/1"],
+            environment: ["RECEIPTFLEET_POSTGRES_URL": "postgresql://u@db/x?sslmode=require&password=S3cret"])
+        #expect(urls.status == 0, "\(urls.output)")
+        #expect(urls.output.contains("rediss://worker:***@cache.internal:6380/1   (flag --redis-url)"))
+        #expect(urls.output.contains("postgresql://u@db/x?sslmode=require&password=***   (environment RECEIPTFLEET_POSTGRES_URL)"))
+
+        let conninfo = try await runFleetCommand(
+            ["config", "check", "--postgres-url", #"host=db password = 'two words \'quoted\'' dbname=x"#], environment: [:])
+        #expect(conninfo.status == 0, "\(conninfo.output)")
+        #expect(conninfo.output.contains("host=db password = *** dbname=x   (flag --postgres-url)"))
+        // The test servers' own URLs, from the environment, are masked too.
+        let secrets = ["r3dis-secret", "S3cret", "words", "quoted"]
+            + [TestServers.redisURL, TestServers.postgresURL].compactMap { URLComponents(string: $0)?.password }
+        for output in [urls.output, conninfo.output] {
+            #expect(!secrets.contains { output.contains($0) }, "\(output)")
+        }
+    }
+
     @Test func metricsAddressesAreReadStrictly() throws {
         #expect(try MetricsAddress.parse("0.0.0.0:9464") == MetricsAddress(host: "0.0.0.0", port: 9464))
         #expect(try MetricsAddress.parse("metrics.internal:0") == MetricsAddress(host: "metrics.internal", port: 0))

@@ -1,5 +1,7 @@
+import CLibpq
 import Foundation
 import PostgresClient
+import Redaction
 import TestSupport
 import Testing
 
@@ -19,6 +21,34 @@ import Testing
                 #expect(!shown.contains(Self.password))
             }
         }
+    }
+
+    /// The description is rendered as key=value and then masked, so every password must come out
+    /// quoted well enough for `Redact.conninfo` to find all of it.
+    @Test(arguments: ["two words", "it's", #"back\slash"#, "tab\there", "new\nline", "p@ss:w/rd?&=#%41", "密码🔑"])
+    func theDescriptionMasksAnyPassword(password: String) throws {
+        let encoded = try #require(password.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        let configuration = try PostgresConfiguration("postgresql://app:\(encoded)@db.internal:5432/ledger?sslmode=require")
+        let shown = configuration.description.split(separator: " ")
+        for kept in ["user=app", "password=***", "host=db.internal", "port=5432", "dbname=ledger", "sslmode=require"] {
+            #expect(shown.contains(Substring(kept)), "\(configuration)")
+        }
+        #expect(!configuration.description.contains(password))
+    }
+
+    /// `Redact` keeps its own list of secret keywords; libpq marks its secrets with the display
+    /// character `*`, and a libpq that adds one must not find it shown.
+    @Test func everyParameterLibpqHidesIsASecretToRedact() throws {
+        let defaults = try #require(PQconndefaults())
+        defer { PQconninfoFree(defaults) }
+        var hidden: [String] = []
+        var option = defaults
+        while let keyword = option.pointee.keyword {
+            if option.pointee.dispchar.map({ String(cString: $0) }) == "*" { hidden.append(String(cString: keyword)) }
+            option += 1
+        }
+        #expect(hidden.contains("password"))
+        #expect(Set(hidden).isSubset(of: Redact.secretKeywords), "\(hidden)")
     }
 
     @Test func connectTimeoutAndApplicationNameComeFromTheString() throws {
