@@ -191,10 +191,12 @@ public enum SubscriptionAnalyzer {
             < (b.purchaseDate?.millisecondsSince1970 ?? -1, b.expiresDate?.millisecondsSince1970 ?? -1, b.transactionID)
     }
 
-    /// Orders entries by when access through them ends: a refunded one ends at its refund, so a
-    /// purchase made after a refund defines the subscription even if the refunded period was longer.
+    /// Orders entries by when access through them ends: a refunded one ends at its refund (if the
+    /// refund came before its expiry), so a purchase made after a refund defines the subscription
+    /// even if the refunded period was longer.
     private static func periodKey(_ entry: ReceiptTransaction) -> (Int64, Int64, String) {
-        let end = entry.isRefunded ? entry.cancellationDate ?? entry.expiresDate : entry.expiresDate
-        return (end?.millisecondsSince1970 ?? -1, entry.purchaseDate?.millisecondsSince1970 ?? -1, entry.transactionID)
+        let expires = entry.expiresDate?.millisecondsSince1970 ?? -1
+        let refunded = entry.isRefunded ? entry.cancellationDate?.millisecondsSince1970 : nil
+        return (min(expires, refunded ?? expires), entry.purchaseDate?.millisecondsSince1970 ?? -1, entry.transactionID)
     }
 }

@@ -22,6 +22,8 @@ struct ChainScript: Sendable {
     var renewalExtension: (at: Int64, by: Int64)?
     /// A price increase asked at `askedAt`; the customer agrees `agreesAfter` ms later (never: nil).
     var priceIncrease: (askedAt: Int64, agreesAfter: Int64?)?
+    /// At `at`, Apple refunds the period before the one running then; answers show it from `shownAfter` ms later.
+    var earlierRefund: (at: Int64, shownAfter: Int64)?
 
     init(chain: Int = 0, plan: Plan, start: Int64, startsWithTrial: Bool = false, ownership: Ownership = .purchased) {
         self.chain = chain
@@ -117,6 +119,10 @@ extension ChainScript {
             var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
             let agrees = Bool.random(using: &random) ? random.offset(in: (month / 30)...(month / 10)) : nil
             script.priceIncrease = (near(1, after: script.start, &random), agrees)
+            return [script]
+        case .lateRefund:
+            var script = ChainScript(plan: Catalog.proMonthly, start: anchor - 3 * month - random.offset(in: 0...month))
+            script.earlierRefund = (near(1, after: script.start + month, &random), random.offset(in: (month / 30)...(month / 5)))
             return [script]
         case .twoGroups:
             let main = ChainScript(chain: 0, plan: Catalog.proMonthly, start: start(&random))

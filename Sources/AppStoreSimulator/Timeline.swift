@@ -82,6 +82,11 @@ struct Timeline {
                 plan: plan, purchaseMs: periodStart, originalPurchaseMs: script.start, expiresMs: periodEnd,
                 isTrial: isTrial, ownership: script.ownership))
 
+            if let refund = script.earlierRefund, transactions.count > 1, during(refund.at, periodEnd),
+               refund.at + refund.shownAfter <= now {
+                transactions[transactions.count - 2].cancellationMs = refund.at
+                transactions[transactions.count - 2].cancellationReason = 0
+            }
             let reversed = script.refund.flatMap { refund in script.refundReversedAfter.map { refund.at + $0 <= now } } ?? false
             if let refund = script.refund, during(refund.at, periodEnd), !reversed {
                 transactions[transactions.count - 1].cancellationMs = refund.at

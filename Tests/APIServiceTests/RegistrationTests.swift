@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Foundation
 import Testing
 
@@ -92,6 +93,38 @@ import Testing
 /// When Apple cannot be asked, a registration that names its original_transaction_id is stored
 /// and queued at high priority; one that does not is told to come back.
 @Suite struct PendingRegistrationTests {
+    /// A customer who bought an hour ago is a new purchase, announced; one whose chain began months
+    /// ago is restoring on a new device, a silent baseline.
+    @Test func aPurchaseMadeAnHourAgoIsAnInitialPurchaseAndARestoreIsNot() async throws {
+        try await APIHarness.with { api in
+            let nowMs = api.simulator.store.clock.nowMs
+            let restore = try #require((7...20).lazy.map { api.receipt(seed: $0) }.first { receipt in
+                Self.firstPurchaseMs(of: receipt.subscriptions[0], before: nowMs) < nowMs - 2 * 86_400_000
+            })
+            #expect(try await api.post("/v1/receipts", ["receipt": restore.receiptData]).status == 200)
+            #expect(try await api.count("SELECT count(*) AS n FROM events") == 0)
+
+            // Apple's clock an hour after a new customer's purchase.
+            let fresh = api.receipt(seed: 99)
+            api.simulator.store.clock.set(nowMs: Self.firstPurchaseMs(of: fresh.subscriptions[0], before: nowMs) + 3_600_000)
+            #expect(try await api.post("/v1/receipts", ["receipt": fresh.receiptData]).status == 200)
+            let types = try await api.count("SELECT count(*) AS n FROM events WHERE type = 'initial_purchase'")
+            #expect(types == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM events") == 1)
+        }
+    }
+
+    /// When the subscription was first bought: the first moment its truth is no longer `invalid`
+    /// (not bought yet), found by halving a year before `beforeMs`.
+    static func firstPurchaseMs(of subscription: SimulatedSubscription, before beforeMs: Int64) -> Int64 {
+        var (low, high) = (beforeMs - 400 * 86_400_000, beforeMs)
+        while high - low > 1_000 {
+            let middle = (low + high) / 2
+            if subscription.groundTruth(at: middle).status == .invalid { low = middle } else { high = middle }
+        }
+        return high
+    }
+
     @Test func aHaltedFleetQueuesARegistrationThatNamesItsSubscription() async throws {
         try await APIHarness.with { api in
             try await api.haltFleet()
