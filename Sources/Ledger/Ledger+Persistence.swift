@@ -46,6 +46,11 @@ extension Ledger {
     /// Writes one job's result; when another writer got there first, reads the subscription again,
     /// analyses the same answer from Apple again on top of what that writer stored, and tries again,
     /// up to `attempts` times in all. Returns `.stale` only if it lost every time.
+    ///
+    /// A stale answer never wins: when what the other writer stored was judged later than this
+    /// answer (its `verified_at`, Apple's request date), this answer is older news. Only the attempt
+    /// is recorded, and the newer state stands, so a state never goes backwards and a renewal seen
+    /// first is not undone (then announced again) by an answer fetched before it.
     /// - Parameter reanalyse: the analysis of this job's verifyReceipt response on top of a stored
     ///   state, e.g. `{ try SubscriptionAnalyzer.analyze(stored: $0, response: response, …) }`.
     public func persist(
@@ -57,6 +62,11 @@ extension Ledger {
         for _ in 1..<max(attempts, 1) {
             guard case .stale = outcome else { break }
             guard let current = try loadForVerification(ids: [write.subscriptionID]).first else { return .missing }
+            if let answered = write.change?.analysis.state.verifiedAt, let stored = current.state?.verifiedAt,
+               stored > answered
+            {
+                return try persist(.unchanged(current, attempt: write.attempt), nextNightlyRun: nextNightlyRun)
+            }
             write.change = VerificationWrite.Change(analysis: try reanalyse(current.state), expectedVersion: current.version)
             outcome = try persist(write, nextNightlyRun: nextNightlyRun)
         }

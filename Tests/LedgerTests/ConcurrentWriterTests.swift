@@ -72,4 +72,29 @@ import Testing
             #expect(final.verifications.count == 3, "the baseline's and one per writer")
         }
     }
+
+    /// The slower of two writers fetched its answer before the renewal the faster one saw: the
+    /// older answer loses the compare-and-set and must not move the state back (nor make the next
+    /// look announce the renewal, or an expiry and a resubscription, again).
+    @Test func anOlderAnswerThatLosesNeverMovesTheStateBack() async throws {
+        try await withLedger { ledger, _ in
+            let baseline = try ledger.seedVerified("1000")
+            let slow = try ledger.reload(baseline), fast = try ledger.reload(baseline)
+            let beforeRenewal = S.day(1, 31, hour: 23), afterRenewal = S.day(2, 1, hour: 1)
+            let oldAnswer = try S.response(S.months("1000", 1)), newAnswer = try S.response(S.months("1000", 2))
+
+            let first = try ledger.persist(S.write(fast, newAnswer, at: afterRenewal), nextNightlyRun: S.nightlyRun)
+            #expect(first.writtenVersion == 2)
+            let second = try ledger.persist(S.write(slow, oldAnswer, at: beforeRenewal), nextNightlyRun: S.nightlyRun) {
+                try S.analyse(stored: $0, "1000", oldAnswer, at: beforeRenewal)
+            }
+            #expect(second.writtenVersion == 2, "recorded as an attempt; the state is the newer one")
+
+            let detail = try #require(try ledger.detail(id: baseline.id))
+            #expect(detail.subscription.state?.latestTransactionID == "100002")
+            #expect(detail.subscription.state?.verifiedAt == afterRenewal)
+            #expect(detail.events.map(\.event.type) == [.renewed])
+            #expect(detail.verifications.count == 3, "the baseline's and one per writer")
+        }
+    }
 }
