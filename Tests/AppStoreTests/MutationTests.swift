@@ -31,6 +31,13 @@ import Testing
     /// or a flipped byte. The other seven reach the analysis with a readable body.
     static let byteDamage = zip(Gen.int(in: 0...9), Gen.int(in: 0...100_000), Gen.uint8().array(of: 1...8))
 
+    /// Keys sorted, so that a seed names the same bytes in every run and a failure reproduces.
+    static let encoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
     static let documents: [JSONValue] = Fixture.allCases.compactMap { try? JSONValue.parse($0.bytes()) }
 
     @Test func fixturesParseAsDocuments() {
@@ -44,7 +51,7 @@ import Testing
         ) { index, mutations, damage in
             var document = documents[index]
             for mutation in mutations { document = Self.apply(mutation, to: document) }
-            var bytes = Array(try JSONEncoder().encode(document))
+            var bytes = Array(try Self.encoder.encode(document))
             Self.damage(&bytes, kind: damage.0, at: damage.1, with: damage.2)
             try Self.readAndAnalyse(bytes, original: documents[index])
         }
@@ -69,7 +76,7 @@ import Testing
             return
         }
         #expect(try VerifyReceiptResponse(body: bytes, httpStatus: 200) == response)
-        let originalResponse = try original.map { try VerifyReceiptResponse(body: JSONEncoder().encode($0), httpStatus: 200) }
+        let originalResponse = try original.map { try VerifyReceiptResponse(body: encoder.encode($0), httpStatus: 200) }
         for id in Set(response.allTransactions.map(\.originalTransactionID) + ["absent"]) {
             let stored = try? SubscriptionAnalyzer.analyze(
                 stored: nil, response: originalResponse ?? response, originalTransactionID: id,
