@@ -38,15 +38,14 @@ struct NotificationIntake: Sendable {
             record.outcome = subscription == nil ? .unknownSubscription : .queued
         }
         let recorded = try ledger.record(record)
-        if let subscriptionID = recorded.claimedJobFor {
-            do {
-                try connections.queue.enqueue(subscriptionID: subscriptionID, run: "notification-\(recorded.id)", reason: .notification)
-            } catch {
-                try? ledger.releaseJobClaim(notificationID: recorded.id)
-                throw error
-            }
+        guard let subscriptionID = recorded.jobPendingFor else {
+            return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
         }
-        if recorded.claimedJobFor != nil { return Result(status: "queued") }
-        return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
+        // Two steps, each safe to repeat: whatever stops this between them (a crash, a failed
+        // call), Apple's next copy finds the job pending and finishes, adding the job at most once.
+        let occurrence = "notification-\(recorded.id)"
+        try connections.queue.enqueue(subscriptionID: subscriptionID, run: occurrence, reason: .notification, once: occurrence)
+        try ledger.markJobEnqueued(notificationID: recorded.id)
+        return Result(status: "queued")
     }
 }

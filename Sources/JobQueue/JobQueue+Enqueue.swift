@@ -47,15 +47,23 @@ extension JobQueue {
     }
 
     /// Enqueues one job for `subscriptionID` now, in the stream the reason's priority selects,
-    /// without the per-run memory of the bulk enqueue: each call adds a job. For jobs that answer
-    /// one event (an App Store notification), whose caller de-duplicates the events itself.
+    /// without the per-run memory of the bulk enqueue. For jobs that answer one event (an App Store
+    /// notification, a registration).
+    ///
+    /// With `once`, a name for the occurrence (e.g. "notification-42"), the job is added at most
+    /// once per occurrence within `runMemory`, however often this is called: a caller that crashed
+    /// after enqueueing, before it could note so, can simply call again. Returns nil then.
     @discardableResult
-    public func enqueue(subscriptionID: Int64, run runID: String, reason: Job.Reason) throws(QueueError) -> Job {
+    public func enqueue(
+        subscriptionID: Int64, run runID: String, reason: Job.Reason, once occurrence: String? = nil
+    ) throws(QueueError) -> Job? {
         try Job.validate(runID: runID)
         try Job.validate(subscriptionID: subscriptionID)
+        let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
         let reply = try connection.evaluate(
-            Scripts.enqueueOne, keys: [reason.isHighPriority ? keys.readyHigh : keys.ready],
-            arguments: [subscriptionID, runID, reason.rawValue])
+            Scripts.enqueueOne, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
+            arguments: [subscriptionID, runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000])
+        if occurrence != nil, reply == .null { return nil }
         guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
         return try Job(encoded: text)
     }

@@ -35,6 +35,9 @@ public struct QueueKeys: Sendable, Hashable {
     public var dead: String { "\(prefix):dead" }
     /// The subscription ids enqueued by one scheduler run: a bitmap, so each is enqueued once per run.
     public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
+    /// Marks that the job for one occurrence (e.g. "notification-42") was enqueued: a string with
+    /// an expiry, so enqueueing it again adds nothing.
+    public func once(_ occurrence: String) -> String { "\(prefix):once:\(occurrence)" }
     /// A lock held by one process at a time, e.g. "scheduler": a string with the holder's token.
     public func lock(_ name: String) -> String { "\(prefix):lock:\(name)" }
     /// The summary of the last finished scheduler run (JSON), for `receiptfleet status`.

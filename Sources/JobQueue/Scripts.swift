@@ -89,9 +89,11 @@ enum Scripts {
         """)
 
     /// Adds one job now, remembered by no run: for a job that answers one event (a notification).
-    /// KEYS[1] ready stream. ARGV[1] subscription id, ARGV[2] run id, ARGV[3] reason letter.
-    /// Returns the job's text.
+    /// KEYS[1] ready stream, KEYS[2] (optional) the occurrence's once-key. ARGV[1] subscription id,
+    /// ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime in seconds.
+    /// Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
     static let enqueueOne = RedisScript(clock + freshJob + """
+        if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then return false end
         local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
         redis.call('XADD', KEYS[1], '*', 'j', job)
         return job

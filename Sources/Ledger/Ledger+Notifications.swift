@@ -46,15 +46,17 @@ public struct RecordedNotification: Sendable, Equatable {
     public var id: Int64
     /// False when the same notification was recorded before (Apple sent it again).
     public var isNew: Bool
-    /// The subscription whose verification job this caller must enqueue now, having claimed the
-    /// job for itself; nil when there is none to enqueue (not queued, or already enqueued).
-    public var claimedJobFor: Int64?
+    /// The subscription whose verification job is still to be enqueued (`markJobEnqueued` has not
+    /// been called for it); nil when there is none (not queued, or enqueued already).
+    public var jobPendingFor: Int64?
 }
 
 extension Ledger {
-    /// Records `notification` once per dedupe key, and claims its verification job: of all the
-    /// copies of one queued notification, exactly one caller gets `claimedJobFor` (unless it gives
-    /// the claim back with `releaseJobClaim` because the enqueue failed).
+    /// Records `notification` once per dedupe key, and says whether its verification job is still
+    /// to be enqueued. Every copy of a queued notification whose job was not noted as enqueued
+    /// gets `jobPendingFor`: the caller enqueues it (idempotently, by the notification's id) and
+    /// then calls `markJobEnqueued`. A caller that dies in between leaves the job pending, so
+    /// Apple's next copy finishes the work instead of being answered "duplicate".
     public func record(_ notification: NotificationRecord) throws -> RecordedNotification {
         let inserted = try connection.query("""
             INSERT INTO notifications (dedupe_key, version, notification_type, subtype, environment,
@@ -70,21 +72,18 @@ extension Ledger {
                 notification.subscriptionID.map(PostgresValue.int64) ?? .null,
                 .text(notification.outcome.rawValue), .text(notification.meaning),
             ])
-        let isNew = !inserted.isEmpty
-        let claimed = try connection.query("""
-            UPDATE notifications SET job_enqueued_at = now()
-            WHERE dedupe_key = $1 AND outcome = 'queued' AND job_enqueued_at IS NULL AND subscription_id IS NOT NULL
-            RETURNING id, subscription_id
-            """, [.text(notification.dedupeKey)])
-        if let row = claimed.first {
-            return RecordedNotification(id: try row["id"].int64() ?? 0, isNew: isNew, claimedJobFor: try row["subscription_id"].int64())
-        }
-        let existing = try connection.query("SELECT id FROM notifications WHERE dedupe_key = $1", [.text(notification.dedupeKey)])
-        return RecordedNotification(id: try existing.first?["id"].int64() ?? 0, isNew: isNew, claimedJobFor: nil)
+        let row = try connection.query("""
+            SELECT id, CASE WHEN outcome = 'queued' AND job_enqueued_at IS NULL THEN subscription_id END AS pending
+            FROM notifications WHERE dedupe_key = $1
+            """, [.text(notification.dedupeKey)]).first
+        return RecordedNotification(
+            id: try row?["id"].int64() ?? 0, isNew: !inserted.isEmpty, jobPendingFor: try row?["pending"].int64())
     }
 
-    /// Gives back a job claim whose enqueue failed, so the next copy of the notification tries again.
-    public func releaseJobClaim(notificationID: Int64) throws {
-        try connection.execute("UPDATE notifications SET job_enqueued_at = NULL WHERE id = $1", [.int64(notificationID)])
+    /// Notes that the notification's verification job is in the queue: its copies need nothing more.
+    public func markJobEnqueued(notificationID: Int64) throws {
+        try connection.execute(
+            "UPDATE notifications SET job_enqueued_at = now() WHERE id = $1 AND job_enqueued_at IS NULL",
+            [.int64(notificationID)])
     }
 }

@@ -2,6 +2,7 @@ import APIService
 import Fleet
 import Foundation
 import TestSupport
+import Ledger
 import Logging
 import Testing
 
@@ -40,6 +41,39 @@ import Testing
             }
             #expect(try await api.count(renewed) == 1)
             #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id LIKE 'notification-%'") == 1)
+        }
+    }
+
+    /// A serve that dies after recording a notification, before its job is queued (or after
+    /// queueing it, before noting so): Apple sends the notification again, and it is processed
+    /// exactly once — one job, never "duplicate" with no job at all.
+    @Test(arguments: [false, true])
+    func aServeThatDiesMidIntakeLosesNoNotification(diedAfterQueueing: Bool) async throws {
+        try await APIHarness.with { api in
+            let (otid, id) = try await api.registered()
+            let uuid = UUID().uuidString
+            let fleet = api.fleet
+            // What the dead serve left behind, by the same steps its intake takes.
+            try await onOwnThread {
+                let connections = try Connections(settings: fleet, consumer: "died")
+                let recorded = try connections.ledger.record(NotificationRecord(
+                    dedupeKey: "v2:\(uuid)", version: 2, notificationType: "DID_RENEW", meaning: "renewed",
+                    originalTransactionID: otid, subscriptionID: Int64(id), outcome: .queued))
+                #expect(recorded.jobPendingFor == Int64(id))
+                if diedAfterQueueing {
+                    let occurrence = "notification-\(recorded.id)"
+                    try connections.queue.enqueue(subscriptionID: Int64(id), run: occurrence, reason: .notification, once: occurrence)
+                }
+            }
+            let resent = try await api.post(Self.path, try api.signedNotification(otid: otid, uuid: uuid), auth: .none)
+            #expect(resent.status == 200)
+            #expect(resent.json["status"] as? String == "queued")
+            #expect(try await api.streamLength(\.readyHigh) == 1, "exactly one job")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE job_enqueued_at IS NOT NULL") == 1)
+
+            let again = try await api.post(Self.path, try api.signedNotification(otid: otid, uuid: uuid), auth: .none)
+            #expect(again.json["status"] as? String == "duplicate")
+            #expect(try await api.streamLength(\.readyHigh) == 1)
         }
     }
 

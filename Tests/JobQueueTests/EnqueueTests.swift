@@ -40,7 +40,7 @@ struct EnqueueTests {
                 queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification),
                 queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification),
                 queue.enqueue(subscriptionID: 8, run: "registration", reason: .registration),
-            ]
+            ].compactMap { $0 }
             let high = try connection.length(ofStream: deployment.keys.readyHigh)
             let ready = try connection.length(ofStream: deployment.keys.ready)
             let runKeyExists = try connection.command("EXISTS", deployment.keys.run("notification-1")).int
@@ -51,6 +51,20 @@ struct EnqueueTests {
         #expect(runKeyExists == 0)
         #expect(reserved == jobs)
         #expect(jobs[0].reason == .notification && jobs[0].attempt == 0 && jobs[0].enqueuedAt > 0)
+    }
+
+    @Test("with a name for its occurrence, a single job is added once however often it is enqueued")
+    func onceJobs() async throws {
+        let (first, again, other, high) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("api", on: connection)
+            let first = try queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification, once: "notification-1")
+            let again = try queue.enqueue(subscriptionID: 7, run: "notification-1", reason: .notification, once: "notification-1")
+            let other = try queue.enqueue(subscriptionID: 7, run: "notification-2", reason: .notification, once: "notification-2")
+            return (first, again, other, try connection.length(ofStream: deployment.keys.readyHigh))
+        }
+        #expect(first != nil && other != nil)
+        #expect(again == nil, "the occurrence's job is in the queue already")
+        #expect(high == 2)
     }
 
     @Test("invalid ids and run ids are refused before anything is enqueued; the edge ids are fine")
