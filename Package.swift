@@ -106,7 +106,10 @@ let package = Package(
         .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
-        .target(name: "TestSupport", dependencies: ["AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: [
+            "AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient",
+            .product(name: "Logging", package: "swift-log"),
+        ], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedactionTests", dependencies: [
             "Redaction",
@@ -151,7 +154,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], resources: [.copy("Fixtures")]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStoreSimulator",
             .product(name: "Hummingbird", package: "hummingbird"),

@@ -112,7 +112,8 @@ public final class APIServer: Sendable {
         let body = try await request.body.collect(upTo: settings.maxBodyBytes)
         let reader = NotificationReader(
             sharedSecret: fleet.sharedSecret,
-            verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots))
+            verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots),
+            bundleIDs: settings.bundleIDs, appAppleID: settings.appAppleID)
         let notification: AppleNotification
         do throws(NotificationReader.Failure) {
             notification = try await reader.read(Data(buffer: body), now: Date())

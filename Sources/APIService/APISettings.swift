@@ -10,9 +10,15 @@ public struct APISettings: Sendable {
     public var tokens: APITokens
     /// Notifications for other environments are acknowledged and ignored.
     public var notificationEnvironments: Set<AppStoreEnvironment>
-    /// The roots a V2 notification's x5c chain must lead to: Apple Root CA - G3 in production.
+    /// The roots a V2 notification's x5c chain must lead to: Apple Root CA - G3
+    /// (`AppleRootCertificate`) unless an operator explicitly names another.
     /// Empty: V2 notifications are refused with 503 (Apple keeps re-sending them meanwhile).
     public var trustedRoots: [Certificate]
+    /// The app's bundle ids: a V2 notification (and its signed transaction) for another app is
+    /// refused, however well signed. Empty: V2 notifications are refused with 503.
+    public var bundleIDs: Set<String>
+    /// The app's Apple id (`appAppleId`), checked when set.
+    public var appAppleID: Int64?
     /// The largest request body accepted, in bytes.
     public var maxBodyBytes: Int
     /// Requests per second per client, and how many may come at once.
@@ -28,6 +34,7 @@ public struct APISettings: Sendable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens,
         notificationEnvironments: Set<AppStoreEnvironment> = [.production], trustedRoots: [Certificate] = [],
+        bundleIDs: Set<String> = [], appAppleID: Int64? = nil,
         maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40, lanes: Int = 4,
         appleWait: Duration = .seconds(10), app: String = "default"
     ) {
@@ -36,6 +43,8 @@ public struct APISettings: Sendable {
         self.tokens = tokens
         self.notificationEnvironments = notificationEnvironments
         self.trustedRoots = trustedRoots
+        self.bundleIDs = bundleIDs
+        self.appAppleID = appAppleID
         self.maxBodyBytes = maxBodyBytes
         self.clientRateLimit = clientRateLimit
         self.clientRateBurst = clientRateBurst

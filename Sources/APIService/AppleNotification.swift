@@ -25,6 +25,9 @@ struct NotificationReader: Sendable {
     let sharedSecret: AppStore.SharedSecret?
     /// nil (no trusted root configured): V2 notifications cannot be accepted.
     let verifier: SignedPayloadVerifier?
+    /// The app's bundle ids (none configured: V2 notifications cannot be accepted) and Apple id.
+    let bundleIDs: Set<String>
+    let appAppleID: Int64?
 
     enum Failure: Error {
         /// Not a notification of either version.
@@ -71,6 +74,9 @@ struct NotificationReader: Sendable {
         guard let verifier else {
             throw .unconfigured(version: 2, "V2 notifications need a trusted root certificate (apple-root-certificate)")
         }
+        guard !bundleIDs.isEmpty else {
+            throw .unconfigured(version: 2, "V2 notifications need the app's bundle id (apple-bundle-id) to be checked")
+        }
         let payload = try await verified(signedPayload, by: verifier, now: now)
         guard let type = payload["notificationType"] as? String, let uuid = payload["notificationUUID"] as? String else {
             throw .malformed("the signed payload has no notificationType or notificationUUID")
@@ -78,12 +84,26 @@ struct NotificationReader: Sendable {
         var notification = AppleNotification(
             version: 2, dedupeKey: "v2:" + uuid, type: type, subtype: payload["subtype"] as? String)
         let data = payload["data"] as? [String: Any] ?? payload["summary"] as? [String: Any]
+        try checkApp(data)
         notification.environment = (data?["environment"] as? String).flatMap { AppStoreEnvironment(rawValue: $0) }
         if let signedTransaction = data?["signedTransactionInfo"] as? String {
             let transaction = try await verified(signedTransaction, by: verifier, now: now)
+            try checkApp(transaction)
             notification.originalTransactionID = transaction["originalTransactionId"].map { "\($0)" }
         }
         return notification
+    }
+
+    /// Apple signs notifications for every app of every developer with one chain: the signature
+    /// proves Apple sent it, the bundle id (and the app's Apple id, when configured) that it is ours.
+    private func checkApp(_ fields: [String: Any]?) throws(Failure) {
+        let bundleID = fields?["bundleId"] as? String
+        guard let bundleID, bundleIDs.contains(bundleID) else {
+            throw .unauthenticated(version: 2, "signed for another app (bundle id \(bundleID ?? "none"))")
+        }
+        if let appAppleID, let sent = fields?["appAppleId"], "\(sent)" != String(appAppleID) {
+            throw .unauthenticated(version: 2, "signed for another app (app Apple id \(sent))")
+        }
     }
 
     private func verified(_ jws: String, by verifier: SignedPayloadVerifier, now: Date) async throws(Failure) -> [String: Any] {

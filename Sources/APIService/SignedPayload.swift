@@ -11,14 +11,26 @@ import X509
 /// sender included; the signing certificate and the intermediate must carry the markers Apple
 /// puts on App Store signing certificates; and the JWS signature must verify with the signing
 /// certificate's key. Revocation is not checked (that would need OCSP requests to Apple).
-struct SignedPayloadVerifier: Sendable {
+public struct SignedPayloadVerifier: Sendable {
     let trustedRoots: [Certificate]
+
+    /// Apple sends three certificates (signing, intermediate, root); more is not Apple.
+    static let maximumChainLength = 3
+    /// Apple's largest signed payloads (a notification carrying a signed transaction and renewal
+    /// info) are around 15 KiB; a bound keeps a forged one from costing more than a glance.
+    public static let maximumBytes = 64 * 1024
+
+    public init(trustedRoots: [Certificate]) {
+        self.trustedRoots = trustedRoots
+    }
 
     /// Apple's marker extensions: on the signing certificate, and on the intermediate.
     static let signingCertificateMarker = "1.2.840.113635.100.6.11.1"
     static let intermediateMarker = "1.2.840.113635.100.6.2.1"
 
-    func payload(of jws: some StringProtocol, at time: Date) async throws(SignatureError) -> Data {
+    /// The payload of `jws` once its chain and signature hold at `time`.
+    public func payload(of jws: some StringProtocol, at time: Date) async throws(SignatureError) -> Data {
+        guard jws.utf8.count <= Self.maximumBytes else { throw .rejected("the JWS is larger than \(Self.maximumBytes) bytes") }
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
               let signatureBytes = Data(base64URL: parts[2])
@@ -29,6 +41,9 @@ struct SignedPayloadVerifier: Sendable {
         guard header["alg"] as? String == "ES256" else { throw .rejected("the JWS algorithm is not ES256") }
         guard let x5c = header["x5c"] as? [String], x5c.count >= 2 else {
             throw .rejected("the JWS header has no x5c certificate chain")
+        }
+        guard x5c.count <= Self.maximumChainLength else {
+            throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(Self.maximumChainLength)")
         }
         let chain: [Certificate]
         do {
@@ -62,13 +77,13 @@ struct SignedPayloadVerifier: Sendable {
 }
 
 /// Why a signed payload was refused.
-enum SignatureError: Error, Sendable, CustomStringConvertible {
+public enum SignatureError: Error, Sendable, CustomStringConvertible {
     /// Not a JWS at all, or unreadable parts.
     case malformed(String)
     /// A JWS whose signature or chain does not hold.
     case rejected(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .malformed(let reason), .rejected(let reason): reason
         }

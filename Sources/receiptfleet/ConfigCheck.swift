@@ -1,3 +1,4 @@
+import APIService
 import ArgumentParser
 import Fleet
 import Foundation
@@ -60,7 +61,11 @@ struct Config: ParsableCommand {
                 row("address", "\(serve.host):\(serve.port)")
                 print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0)
                     + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
-                row("apple-root-certificate", serve.trustedRoots.isEmpty ? "not set (V2 notifications are refused)" : "\(serve.trustedRoots.count) certificate(s)")
+                row("apple-root-certificate", resolved.value("apple-root-certificate") == nil
+                    ? "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))"
+                    : "\(serve.trustedRoots.count) certificate(s) instead of Apple's root")
+                row("apple-bundle-id", serve.bundleIDs.isEmpty ? "not set (V2 notifications are refused)" : serve.bundleIDs.sorted().joined(separator: ","))
+                row("apple-app-id", serve.appAppleID.map(String.init) ?? "not set (not checked)")
                 row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))
                 row("max-body-bytes", "\(serve.maxBodyBytes)")
                 row("client-rate-limit", "\(serve.clientRateLimit)/s")

@@ -18,8 +18,9 @@ struct Serve: AsyncParsableCommand {
 
             Every endpoint but the notifications needs 'Authorization: Bearer TOKEN'. Tokens come from \
             RECEIPTFLEET_API_TOKENS or the file named by api-tokens-file (never a flag, which `ps` would \
-            show): NAME:TOKEN entries separated by commas or lines. V2 notifications need Apple's root \
-            certificate (AppleRootCA-G3.cer from apple.com/certificateauthority) at --apple-root-certificate.
+            show): NAME:TOKEN entries separated by commas or lines. V2 notifications are checked against \
+            Apple Root CA - G3, built in (its fingerprint checked), and must be for the app's bundle id \
+            (--apple-bundle-id, required for V2); --apple-root-certificate names another root (a test CA).
 
             Its metrics (receiptfleet_api_* and the fleet-wide gauges), /healthz and /readyz are on \
             --metrics-address, as for every long-running command. Stops on SIGTERM/SIGINT after the \
@@ -27,7 +28,7 @@ struct Serve: AsyncParsableCommand {
 
             Examples:
               RECEIPTFLEET_API_TOKENS=backend:$(cat /run/secrets/api-token) receiptfleet serve
-              receiptfleet serve --address 0.0.0.0:8080 --apple-root-certificate /etc/receiptfleet/AppleRootCA-G3.cer
+              receiptfleet serve --address 0.0.0.0:8080 --apple-bundle-id com.example.app
               receiptfleet serve --notification-environments Production,Sandbox --config /etc/receiptfleet.json
             """)
 
@@ -39,8 +40,14 @@ struct Serve: AsyncParsableCommand {
         let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
         let fleet = try resolved.settings()
         let settings = try resolved.apiSettings()
-        if settings.trustedRoots.isEmpty {
-            logger.warning("no apple-root-certificate is configured: V2 notifications are refused with 503 until one is")
+        // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
+        let rootSource = resolved.value("apple-root-certificate").map { "\($0.0) (from \($0.1))" }
+            ?? "built in, SHA-256 \(AppleRootCertificate.fingerprint)"
+        for root in settings.trustedRoots {
+            logger.notice("V2 notifications must chain to this root", metadata: ["root": "\(root.subject)", "source": "\(rootSource)"])
+        }
+        if settings.bundleIDs.isEmpty {
+            logger.warning("no apple-bundle-id is configured: V2 notifications are refused with 503 until one is")
         }
         if fleet.sharedSecret == nil {
             logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
@@ -67,8 +74,14 @@ struct APIOptions: ParsableArguments {
     @Option(help: "Environments whose notifications are processed (others are acknowledged and ignored): Production, Sandbox.")
     var notificationEnvironments: String?
 
-    @Option(help: "Apple's root certificate (PEM or DER), to which V2 notification signatures must chain.")
+    @Option(help: "A root certificate (PEM or DER) to trust for V2 notifications instead of the built-in Apple Root CA - G3 (for a test CA).")
     var appleRootCertificate: String?
+
+    @Option(help: "The app's bundle ids (comma-separated): V2 notifications for any other app are refused.")
+    var appleBundleID: String?
+
+    @Option(help: "The app's Apple id (appAppleId), checked in V2 notifications when set.")
+    var appleAppID: Int64?
 
     @Option(help: "The largest request body accepted, in bytes. Default 1048576.")
     var maxBodyBytes: Int?
@@ -85,7 +98,8 @@ struct APIOptions: ParsableArguments {
     var flags: [String: String?] {
         [
             "address": address, "notification-environments": notificationEnvironments,
-            "apple-root-certificate": appleRootCertificate, "max-body-bytes": maxBodyBytes.map(String.init),
+            "apple-root-certificate": appleRootCertificate, "apple-bundle-id": appleBundleID,
+            "apple-app-id": appleAppID.map(String.init), "max-body-bytes": maxBodyBytes.map(String.init),
             "client-rate-limit": clientRateLimit.map { String($0) }, "client-rate-burst": clientRateBurst.map(String.init),
             "lanes": lanes.map(String.init),
         ]
@@ -116,7 +130,16 @@ extension ResolvedConfiguration {
                 do { return try APISettings.certificates(at: path) } catch {
                     throw ConfigurationError(key: "apple-root-certificate", source: source, reason: "\(error)")
                 }
-            } ?? [],
+            } ?? [AppleRootCertificate.load()],
+            bundleIDs: Set(string("apple-bundle-id", default: "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }),
+            appAppleID: try value("apple-app-id").map { text, source in
+                guard let id = Int64(text), id > 0 else {
+                    throw ConfigurationError(key: "apple-app-id", source: source, reason: "'\(text)' is not an app's Apple id (a positive number)")
+                }
+                return id
+            },
             maxBodyBytes: try number("max-body-bytes", default: 1 << 20, { (1_024...(64 << 20)).contains($0) }, "a size from 1024 to 67108864 bytes"),
             clientRateLimit: try number("client-rate-limit", default: 20.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
             clientRateBurst: try number("client-rate-burst", default: 40, { $0 >= 1 }, "a whole number ≥ 1"),

@@ -16,13 +16,14 @@ extension APIHarness {
 
     /// A V2 notification about `otid`, signed by the test CA the server trusts.
     func signedNotification(otid: String, type: String = "DID_RENEW", uuid: String = UUID().uuidString,
-                            environment: String = "Production") throws -> [String: Any] {
+                            environment: String = "Production", bundleID: String = "com.example.app") throws -> [String: Any] {
         let transaction = try ca.sign([
             "originalTransactionId": otid, "transactionId": "\(otid)9", "productId": "pro.monthly", "environment": environment,
+            "bundleId": bundleID,
         ])
         let payload = try ca.sign([
             "notificationType": type, "notificationUUID": uuid, "version": "2.0", "signedDate": Self.nowMs,
-            "data": ["environment": environment, "bundleId": "com.example.app", "signedTransactionInfo": transaction],
+            "data": ["environment": environment, "bundleId": bundleID, "signedTransactionInfo": transaction],
         ])
         return ["signedPayload": payload]
     }

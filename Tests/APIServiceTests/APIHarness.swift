@@ -27,9 +27,9 @@ struct APIHarness: Sendable {
     static let sharedSecret = "test-shared-secret"
     static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Runs `body` while a server configured by `configure` serves.
+    /// Runs `body` while a server configured by `configure` serves; it logs into `log` when given.
     static func with<T: Sendable>(
-        configure: (inout APISettings) -> Void = { _ in }, _ body: (APIHarness) async throws -> T
+        configure: (inout APISettings) -> Void = { _ in }, log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
         return try await TestDatabase.with { database in
@@ -43,10 +43,11 @@ struct APIHarness: Sendable {
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
                     port: 0, tokens: try APITokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
-                    trustedRoots: [ca.root], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
+                    trustedRoots: [ca.root], bundleIDs: ["com.example.app"], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
                 configure(&settings)
                 let metrics = TestMetrics()
-                let server = APIServer(settings: settings, fleet: fleet, logger: Logger(label: "api-test"), metrics: metrics)
+                let logger = log.map { log in Logger(label: "api-test") { _ in log.handler } } ?? Logger(label: "api-test")
+                let server = APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics)
                 let (ports, listening) = AsyncStream.makeStream(of: Int.self)
                 let running = Task { try await server.run { listening.yield($0) } }
                 defer { running.cancel() }

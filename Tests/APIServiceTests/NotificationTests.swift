@@ -77,6 +77,23 @@ import Testing
         }
     }
 
+    /// Apple signs every developer's notifications with one chain: a genuine signature for
+    /// another app's bundle is still not ours to act on.
+    @Test func aNotificationForAnotherAppIsRefusedAndLoggedOnce() async throws {
+        let log = CapturedLog()
+        try await APIHarness.with(log: log) { api in
+            let (otid, _) = try await api.registered()
+            let foreign = try await api.post(
+                Self.path, try api.signedNotification(otid: otid, bundleID: "com.someone.else"), auth: .none)
+            #expect(foreign.status == 401)
+            #expect(foreign.code == "notification_unauthenticated")
+            #expect(try await api.streamLength(\.readyHigh) == 0)
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == 0)
+            let lines = log.text.split(separator: "\n").filter { $0.contains("com.someone.else") }
+            #expect(lines.count == 1, "\(lines)")
+        }
+    }
+
     @Test func aTamperedV2NotificationIsRefusedAndCounted() async throws {
         try await APIHarness.with { api in
             let (otid, _) = try await api.registered()

@@ -8,7 +8,6 @@ import Logging
 import PostgresClient
 import RedisClient
 import TestSupport
-import Synchronization
 import Testing
 
 /// The whole fleet in one process: real Redis and PostgreSQL, the simulator over HTTP, the
@@ -133,32 +132,6 @@ import Testing
                 #expect(!text.contains("a-wrong-secret"))
                 for receipt in setup.fleet { #expect(!text.contains(receipt.receiptData)) }
             }
-        }
-    }
-}
-
-/// The lines logged through `handler`s, metadata included, for tests that read the logs.
-final class CapturedLog: Sendable {
-    private let lines = Mutex<[String]>([])
-
-    var text: String { lines.withLock { $0.joined(separator: "\n") } }
-
-    /// A log handler writing here; each logger gets its own, as swift-log expects.
-    var handler: Handler { Handler(log: self) }
-
-    struct Handler: LogHandler {
-        let log: CapturedLog
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let all = metadata.merging(event.metadata ?? [:]) { $1 }
-            log.lines.withLock { $0.append("\(event.level) \(event.message) \(all)") }
         }
     }
 }

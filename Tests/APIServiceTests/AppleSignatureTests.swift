@@ -1,0 +1,69 @@
+import APIService
+import Foundation
+import Testing
+import X509
+
+/// V2 notifications are believed only when Apple signed them, for this app: a genuine notification
+/// Apple signed verifies against the built-in Apple Root CA - G3; nothing else does.
+@Suite struct AppleSignatureTests {
+    /// A TEST notification Apple signed on 2022-09-02 (Fixtures/SOURCES.md); its signing
+    /// certificate was valid from 2021-08-25 to 2023-09-24.
+    static func genuine() throws -> String {
+        let url = try #require(Bundle.module.url(
+            forResource: "aporat-store-receipt-validator__tests__AppleAppStore__fixtures__test-notification-signed-payload",
+            withExtension: "json", subdirectory: "Fixtures"))
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
+        return try #require(object?["signedPayload"] as? String)
+    }
+
+    static let signedDate = Date(timeIntervalSince1970: 1_662_122_492.884)
+
+    @Test func theBuiltInRootIsApplesByItsPublishedFingerprint() throws {
+        let url = try #require(Bundle.module.url(forResource: "AppleRootCA-G3", withExtension: "der", subdirectory: "Fixtures"))
+        let published = try Data(contentsOf: url)
+        #expect(AppleRootCertificate.sha256Hex(published) == AppleRootCertificate.fingerprint)
+        #expect(try AppleRootCertificate.load() == Certificate(derEncoded: Array(published)))
+    }
+
+    @Test func aGenuineAppleNotificationVerifiesAtItsSignedDate() async throws {
+        let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        let payload = try await verifier.payload(of: try Self.genuine(), at: Self.signedDate)
+        let object = try JSONSerialization.jsonObject(with: payload) as? [String: Any]
+        #expect(object?["notificationType"] as? String == "TEST")
+        #expect((object?["data"] as? [String: Any])?["bundleId"] as? String == "com.Abilities")
+    }
+
+    @Test func itDoesNotVerifyOnceItsCertificateExpiredOrAgainstAnotherRoot() async throws {
+        let apple = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        await #expect(throws: SignatureError.self) { try await apple.payload(of: try Self.genuine(), at: Date()) }
+        let other = SignedPayloadVerifier(trustedRoots: [try TestCA().root])
+        await #expect(throws: SignatureError.self) { try await other.payload(of: try Self.genuine(), at: Self.signedDate) }
+    }
+
+    @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
+        let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        let parts = try Self.genuine().split(separator: ".").map(String.init)
+        let header = try #require(Data(base64Encoded: Self.padded(parts[0])))
+        var object = try #require(try JSONSerialization.jsonObject(with: header) as? [String: Any])
+        let chain = try #require(object["x5c"] as? [String])
+        object["x5c"] = chain + [chain[2]]
+        let longer = Self.base64URL(try JSONSerialization.data(withJSONObject: object)) + "." + parts[1] + "." + parts[2]
+        await #expect(performing: { try await verifier.payload(of: longer, at: Self.signedDate) }, throws: { error in
+            "\(error)".contains("Apple sends 3")
+        })
+        let oversized = parts[0] + "." + String(repeating: "A", count: SignedPayloadVerifier.maximumBytes) + "." + parts[2]
+        await #expect(performing: { try await verifier.payload(of: oversized, at: Self.signedDate) }, throws: { error in
+            "\(error)".contains("larger than")
+        })
+    }
+
+    static func padded(_ base64URL: String) -> String {
+        let base64 = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        return base64 + String(repeating: "=", count: (4 - base64.count % 4) % 4)
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
