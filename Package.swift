@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -84,6 +85,7 @@ let package = Package(
         .target(name: "APIService", dependencies: [
             "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Metrics", package: "swift-metrics"),

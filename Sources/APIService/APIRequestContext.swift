@@ -4,8 +4,11 @@ import Hummingbird
 /// `ProtectionMiddleware` has checked it (nil on the notification endpoint, which Apple calls).
 public struct APIRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The peer's IP address, for rate-limiting callers without a token.
+    /// The peer's IP address.
     let remoteIP: String?
+    /// The caller's address, for rate-limiting callers without a token: the peer's, or behind a
+    /// trusted proxy the address it forwarded for (set by `ProtectionMiddleware`).
+    var clientAddress: String?
     var client: String?
 
     public init(source: ApplicationRequestContextSource) {

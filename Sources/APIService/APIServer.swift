@@ -25,6 +25,10 @@ public final class APIServer: Sendable {
     let logger: Logger
     let metrics: APIMetrics
     let lanes: APILanes
+    /// Per client: an API token's name, or the address of a caller without one.
+    let clientLimiter: ClientRateLimiter
+    /// Apple's authenticated notifications, all together.
+    let notificationLimiter: ClientRateLimiter
 
     /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
     public init(settings: APISettings, fleet: FleetSettings, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory) {
@@ -32,6 +36,8 @@ public final class APIServer: Sendable {
         self.fleet = fleet
         self.logger = logger
         self.metrics = APIMetrics(factory: metrics)
+        clientLimiter = ClientRateLimiter(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst)
+        notificationLimiter = ClientRateLimiter(perSecond: settings.notificationRateLimit, burst: settings.notificationRateBurst)
         let consumer = "api-" + JobQueue.consumerName(thread: 0)  // enqueues only; never reserves
         lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer) }
     }
@@ -59,8 +65,7 @@ public final class APIServer: Sendable {
     func router() -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: ProtectionMiddleware(
-            tokens: settings.tokens, limiter: ClientRateLimiter(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst),
-            maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath]))
+            tokens: settings.tokens, limiter: clientLimiter, trustedProxies: settings.trustedProxies, maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath]))
         let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, logger: logger)
         router.post("/v1/receipts") { request, context in
             let body = try await self.decode(RegistrationRequest.self, from: request)
@@ -102,13 +107,15 @@ public final class APIServer: Sendable {
             }
             return try Self.json(["subscriptions": records.map { SubscriptionView($0, now: now) }])
         }
-        router.post(RouterPath(Self.notificationPath)) { request, _ in try await self.receiveNotification(request) }
+        router.post(RouterPath(Self.notificationPath)) { request, context in
+            try await self.receiveNotification(request, from: context.clientAddress)
+        }
         return router
     }
 
     /// Apple re-sends until it gets a 200, so everything that is not a forgery or garbage answers
     /// 200 at once; the verification itself is the job's.
-    private func receiveNotification(_ request: Request) async throws -> Response {
+    private func receiveNotification(_ request: Request, from address: String?) async throws -> Response {
         let body = try await request.body.collect(upTo: settings.maxBodyBytes)
         let reader = NotificationReader(
             sharedSecret: fleet.sharedSecret,
@@ -118,6 +125,11 @@ public final class APIServer: Sendable {
         do throws(NotificationReader.Failure) {
             notification = try await reader.read(Data(buffer: body), now: Date())
         } catch .unauthenticated(let version, let reason) {
+            // Not Apple: charged to the caller's address, like any caller without a token.
+            if let wait = clientLimiter.admit("address:\(address ?? "unknown")") {
+                metrics.rejected("rate_limited")
+                throw APIError.rateLimited(retryAfter: wait)
+            }
             metrics.notification(version: version, "unauthenticated")
             logger.warning("a notification failed authentication", metadata: ["version": "\(version)", "reason": "\(reason)"])
             throw APIError(.unauthorized, "notification_unauthenticated", "not accepted as Apple's: \(reason)")
@@ -128,6 +140,10 @@ public final class APIServer: Sendable {
         } catch .malformed(let reason) {
             metrics.notification(version: nil, "malformed")
             throw APIError.badRequest("invalid_notification", reason)
+        }
+        if let wait = notificationLimiter.admit("apple") {
+            metrics.rejected("rate_limited")
+            throw APIError.rateLimited(retryAfter: wait)  // Apple re-sends with backoff
         }
         if notification.meaning == nil {
             // Handled like every other type (its subscription is re-verified); worth a look at Apple's documentation.

@@ -24,6 +24,11 @@ public struct APISettings: Sendable {
     /// Requests per second per client, and how many may come at once.
     public var clientRateLimit: Double
     public var clientRateBurst: Int
+    /// Apple's authenticated notifications per second, and how many at once: a budget of their own.
+    public var notificationRateLimit: Double
+    public var notificationRateBurst: Int
+    /// The proxies whose `Forwarded` / `X-Forwarded-For` name the caller's address.
+    public var trustedProxies: TrustedProxies
     /// Lanes (threads, each with Redis, PostgreSQL and HTTP connections) serving the requests.
     public var lanes: Int
     /// How long a registration may wait for the fleet's rate limiter before answering 503.
@@ -35,7 +40,8 @@ public struct APISettings: Sendable {
         host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens,
         notificationEnvironments: Set<AppStoreEnvironment> = [.production], trustedRoots: [Certificate] = [],
         bundleIDs: Set<String> = [], appAppleID: Int64? = nil,
-        maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40, lanes: Int = 4,
+        maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40,
+        notificationRateLimit: Double = 100, notificationRateBurst: Int = 200, trustedProxies: TrustedProxies = .none, lanes: Int = 4,
         appleWait: Duration = .seconds(10), app: String = "default"
     ) {
         self.host = host
@@ -48,6 +54,9 @@ public struct APISettings: Sendable {
         self.maxBodyBytes = maxBodyBytes
         self.clientRateLimit = clientRateLimit
         self.clientRateBurst = clientRateBurst
+        self.notificationRateLimit = notificationRateLimit
+        self.notificationRateBurst = notificationRateBurst
+        self.trustedProxies = trustedProxies
         self.lanes = lanes
         self.appleWait = appleWait
         self.app = app

@@ -1,13 +1,19 @@
+import HTTPTypes
 import Hummingbird
 import Logging
 
 /// In front of every route: the body size limit, the per-client rate limit, bearer-token
 /// authentication (for everything but Apple's notification endpoint), and errors as JSON.
+///
+/// Apple's notification endpoint is limited after the notification is authenticated instead
+/// (`APIServer.receiveNotification`): charged up front to the caller's address, Apple's own
+/// notifications would share a bucket with whatever junk comes from the same proxy.
 struct ProtectionMiddleware: RouterMiddleware {
     typealias Context = APIRequestContext
 
     let tokens: APITokens
     let limiter: ClientRateLimiter
+    let trustedProxies: TrustedProxies
     let maxBodyBytes: Int
     let metrics: APIMetrics
     /// Paths Apple calls, which carry their own proof (a password or a signature) instead of a token.
@@ -21,8 +27,11 @@ struct ProtectionMiddleware: RouterMiddleware {
             }
             var context = context
             context.client = bearerToken(of: request).flatMap { tokens.client(presenting: $0) }
+            context.clientAddress = trustedProxies.client(
+                peer: context.remoteIP, forwarded: request.headers[Self.forwarded], xForwardedFor: request.headers[Self.xForwardedFor])
             // Callers without a valid token are limited by address, so guessing tokens is slow too.
-            if let wait = limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.remoteIP ?? "unknown")") {
+            if !openPaths.contains(request.uri.path),
+               let wait = limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.clientAddress ?? "unknown")") {
                 metrics.rejected("rate_limited")
                 throw APIError.rateLimited(retryAfter: wait)
             }
@@ -42,6 +51,9 @@ struct ProtectionMiddleware: RouterMiddleware {
             return APIError(.internalServerError, "internal_error", "the request failed on the server; it is logged, try again").response
         }
     }
+
+    static let forwarded = HTTPField.Name("Forwarded")!
+    static let xForwardedFor = HTTPField.Name("X-Forwarded-For")!
 
     private func bearerToken(of request: Request) -> Substring? {
         guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }

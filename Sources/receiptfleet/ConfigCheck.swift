@@ -71,6 +71,8 @@ struct Config: ParsableCommand {
                 row("client-rate-limit", "\(serve.clientRateLimit)/s")
                 row("client-rate-burst", "\(serve.clientRateBurst)")
                 row("lanes", "\(serve.lanes)")
+                row("notification-rate-limit", "\(serve.notificationRateLimit)/s, burst \(serve.notificationRateBurst)")
+                row("trusted-proxies", resolved.value("trusted-proxies")?.0 ?? "none (the peer's address is the caller's)")
             }
             print("The configuration is valid.")
         }

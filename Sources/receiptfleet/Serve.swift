@@ -95,13 +95,16 @@ struct APIOptions: ParsableArguments {
     @Option(help: "Threads with their own Redis, PostgreSQL and Apple connections serving requests. Default 4.")
     var lanes: Int?
 
+    @Option(help: "Proxies (CIDR,…) whose Forwarded / X-Forwarded-For name the caller's address, e.g. 10.0.0.0/8,127.0.0.1. Default none.")
+    var trustedProxies: String?
+
     var flags: [String: String?] {
         [
             "address": address, "notification-environments": notificationEnvironments,
             "apple-root-certificate": appleRootCertificate, "apple-bundle-id": appleBundleID,
             "apple-app-id": appleAppID.map(String.init), "max-body-bytes": maxBodyBytes.map(String.init),
             "client-rate-limit": clientRateLimit.map { String($0) }, "client-rate-burst": clientRateBurst.map(String.init),
-            "lanes": lanes.map(String.init),
+            "lanes": lanes.map(String.init), "trusted-proxies": trustedProxies,
         ]
     }
 }
@@ -143,6 +146,14 @@ extension ResolvedConfiguration {
             maxBodyBytes: try number("max-body-bytes", default: 1 << 20, { (1_024...(64 << 20)).contains($0) }, "a size from 1024 to 67108864 bytes"),
             clientRateLimit: try number("client-rate-limit", default: 20.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
             clientRateBurst: try number("client-rate-burst", default: 40, { $0 >= 1 }, "a whole number ≥ 1"),
+            notificationRateLimit: try number(
+                "notification-rate-limit", default: 100.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
+            notificationRateBurst: try number("notification-rate-burst", default: 200, { $0 >= 1 }, "a whole number ≥ 1"),
+            trustedProxies: try value("trusted-proxies").map { text, source in
+                do { return try TrustedProxies(parsing: text) } catch {
+                    throw ConfigurationError(key: "trusted-proxies", source: source, reason: "\(error)")
+                }
+            } ?? .none,
             lanes: try number("lanes", default: 4, { (1...256).contains($0) }, "a whole number from 1 to 256"))
     }
 

@@ -88,8 +88,12 @@ struct APIHarness: Sendable {
         }
     }
 
-    func get(_ path: String, auth: Auth = .token) async throws -> Reply {
-        let (url, headers) = (baseURL + path, headers(auth))
+    /// `forwardedFor`: an `X-Forwarded-For` header, as a proxy in front of `serve` would add.
+    func get(_ path: String, auth: Auth = .token, forwardedFor: String? = nil) async throws -> Reply {
+        let url = baseURL + path
+        var fields = headers(auth).fields
+        if let forwardedFor { fields.append(.init(name: "X-Forwarded-For", value: forwardedFor)) }
+        let headers = HTTPHeaders(fields)
         return try await onOwnThread {
             let response = try HTTPClient().get(url: url, headers: headers)
             return Reply(status: response.status, headers: response.headers, body: response.body)
