@@ -74,6 +74,11 @@ struct Config: ParsableCommand {
                 row("notification-rate-limit", "\(serve.notificationRateLimit)/s, burst \(serve.notificationRateBurst)")
                 row("trusted-proxies", resolved.value("trusted-proxies")?.0 ?? "none (the peer's address is the caller's)")
             }
+            do {
+                for warning in try redisDurabilityWarnings(settings) { print("warning: \(warning)") }
+            } catch {
+                print("warning: Redis could not be reached to check its persistence (\(error))")
+            }
             print("The configuration is valid.")
         }
     }

@@ -34,6 +34,9 @@ struct Worker: AsyncParsableCommand {
     func run() async throws {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
+        for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {
+            logger.warning("\(warning)")
+        }
         let metrics = ProcessMetrics()
         let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
         let pool = WorkerPool(settings: settings, metrics: metrics.fleet, logger: logger)
