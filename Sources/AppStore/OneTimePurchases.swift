@@ -41,6 +41,19 @@ public struct OneTimePurchases: Sendable, Equatable {
         return Set(entries.map(\.originalTransactionID)).sorted()
     }
 
+    /// After when a purchase the ledger lacks is news: the fleet's last reading of the receipt
+    /// (`stored`, the state a subscription on it was left in), or for a registration the start of
+    /// `registrationWindow` before Apple's answer; the earlier of the two. nil (a first sight that is
+    /// no registration, such as a bulk import's first night) announces nothing.
+    public static func announcingAfter(
+        _ response: VerifyReceiptResponse, stored: SubscriptionState?, registrationWindow: TimeInterval?, now: Date
+    ) -> Instant? {
+        let answered = response.receipt?.requestDate ?? Instant(now)
+        let lastReading = stored?.latestTransactionID == nil ? nil : stored?.verifiedAt
+        let windowStart = registrationWindow.map { Instant(answered.date.addingTimeInterval(-$0)) }
+        return [lastReading, windowStart].compactMap { $0 }.min()
+    }
+
     /// Compares these purchases with what the ledger stored of them (by transaction id).
     ///
     /// A purchase the ledger never had is a baseline, like a subscription's first sight, unless it

@@ -34,6 +34,9 @@ public struct FleetSettings: Sendable {
     /// A subscription first seen through a registration whose chain began less than this long
     /// before is a new purchase, announced as `initial_purchase`; older ones are restores.
     public var initialPurchaseWindow: TimeInterval
+    /// Products the app sells as non-renewing subscriptions: one-time purchases even where their
+    /// entries carry an expiry (see `OneTimePurchases`).
+    public var nonRenewingProductIDs: Set<String> = []
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
 
