@@ -16,7 +16,9 @@ enum ResponseRenderer {
         let token = receipt.token
         let sandbox = token.environment == .sandbox
         let all = snapshots.flatMap(\.transactions)
-        let firstPurchase = all.map(\.purchaseMs).min() ?? now
+        let lifetime = receipt.lifetimePurchase.flatMap { $0.status(at: now) == nil ? nil : $0 }
+        let purchases = all.map(\.purchaseMs) + (lifetime.map { [$0.purchaseMs] } ?? [])
+        let firstPurchase = purchases.min() ?? now
         let created = min(token.createdMs ?? firstPurchase, now)
 
         var json = JSONWriter(capacity: 1024 + 1200 * all.count)
@@ -40,6 +42,7 @@ enum ResponseRenderer {
         for transaction in all.filter({ $0.purchaseMs <= created }).sorted(by: { $0.purchaseMs < $1.purchaseMs }) {
             write(transaction, to: &json, inLatestReceiptInfo: false)
         }
+        if let lifetime, lifetime.purchaseMs <= created { lifetime.write(to: &json, at: now) }
         json.endArray()
         json.endObject()
 
@@ -49,10 +52,11 @@ enum ResponseRenderer {
         for transaction in latest.sorted(by: { $0.purchaseMs > $1.purchaseMs }) {
             write(transaction, to: &json, inLatestReceiptInfo: true)
         }
+        lifetime?.write(to: &json, at: now)
         json.endArray()
 
         // The newest receipt is the one issued with the latest purchase; it is this one if nothing came after.
-        let newestPurchase = all.map(\.purchaseMs).max() ?? created
+        let newestPurchase = purchases.max() ?? created
         json.string("latest_receipt", (newestPurchase == created ? token : token.reissued(atMs: newestPurchase)).receiptData)
 
         json.beginArray("pending_renewal_info")

@@ -42,6 +42,9 @@ public enum LifecycleKind: String, Sendable, Codable, CaseIterable {
     /// A price increase awaits consent (`price_consent_status` 0); the customer agrees (1) in time, or
     /// does not and the subscription expires at the period's end (intent 3).
     case priceIncrease = "price_increase"
+    /// A lifetime non-consumable (no expiry), beside a monthly subscription or alone on the receipt,
+    /// refunded on some receipts (`SimulatedLifetimePurchase`).
+    case lifetimePurchase = "lifetime_purchase"
 
     /// The kind of the receipt at `index` in a seeded fleet.
     public static func at(index: Int) -> LifecycleKind {

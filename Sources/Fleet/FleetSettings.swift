@@ -36,7 +36,7 @@ public struct FleetSettings: Sendable {
     public var initialPurchaseWindow: TimeInterval
     /// Products the app sells as non-renewing subscriptions: one-time purchases even where their
     /// entries carry an expiry (see `OneTimePurchases`).
-    public var nonRenewingProductIDs: Set<String> = []
+    public var nonRenewingProductIDs: Set<String>
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
 
@@ -46,7 +46,8 @@ public struct FleetSettings: Sendable {
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
-        initialPurchaseWindow: TimeInterval = CheckSchedule.day, metricsAddress: MetricsAddress? = .standard
+        initialPurchaseWindow: TimeInterval = CheckSchedule.day, nonRenewingProductIDs: Set<String> = [],
+        metricsAddress: MetricsAddress? = .standard
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -65,6 +66,7 @@ public struct FleetSettings: Sendable {
         self.nightlyHourUTC = nightlyHourUTC
         self.checkSchedule = checkSchedule
         self.initialPurchaseWindow = initialPurchaseWindow
+        self.nonRenewingProductIDs = nonRenewingProductIDs
         self.metricsAddress = metricsAddress
     }
 
