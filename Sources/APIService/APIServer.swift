@@ -148,7 +148,7 @@ public final class APIServer: Sendable {
     /// The two query parameters a lookup takes, of which a request must give exactly one, not empty.
     private static func lookup(_ request: Request, by first: String, or second: String) throws -> (String?, String?) {
         let query = request.uri.queryParameters
-        let (one, other) = (query[first].map(String.init), query[second].map(String.init))
+        let (one, other) = (query[Substring(first)].map(String.init), query[Substring(second)].map(String.init))
         guard (one == nil) != (other == nil), one?.isEmpty != true, other?.isEmpty != true else {
             throw APIError.badRequest("invalid_query", "give exactly one of \(first) or \(second)")
         }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The one-time purchases a verifyReceipt response holds, read apart from its subscriptions: every
 /// transaction without `expires_date` (non-consumables, non-renewing subscriptions), or of a product
 /// the deployment names as non-renewing. `SubscriptionAnalyzer` lists their ids among the receipt's

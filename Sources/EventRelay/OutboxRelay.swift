@@ -122,7 +122,7 @@ public final class OutboxRelay {
         var command: [any RedisArgument] = ["XADD", key, "MINID", "~", minimumID, "*"]
         // An event is about a subscription or a purchase: only the id it has is a field.
         for field in ["id", "type", "subscription_id", "purchase_id", "original_transaction_id", "occurred_at", "payload"] {
-            guard let value = event[field].text() else { continue }
+            guard let value = try event[field].text() else { continue }
             command += [field, value]
         }
         return command
