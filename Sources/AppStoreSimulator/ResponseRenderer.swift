@@ -49,10 +49,15 @@ enum ResponseRenderer {
         // With exclude-old-transactions Apple keeps only each subscription's newest entry.
         let latest = excludeOldTransactions ? snapshots.map { $0.transactions.last! } : all
         json.beginArray("latest_receipt_info")
+        var lifetimeToList = lifetime  // in its place among the newest-first entries
         for transaction in latest.sorted(by: { $0.purchaseMs > $1.purchaseMs }) {
+            if let purchase = lifetimeToList, purchase.purchaseMs > transaction.purchaseMs {
+                purchase.write(to: &json, at: now)
+                lifetimeToList = nil
+            }
             write(transaction, to: &json, inLatestReceiptInfo: true)
         }
-        lifetime?.write(to: &json, at: now)
+        lifetimeToList?.write(to: &json, at: now)
         json.endArray()
 
         // The newest receipt is the one issued with the latest purchase; it is this one if nothing came after.

@@ -64,13 +64,14 @@ import Testing
     @Test func aWorkersRecheckOfTheSubscriptionFindsTheLifetimePurchasesRefund() async throws {
         try await APIHarness.with { api in
             // A receipt whose lifetime purchase beside the subscription is refunded while the subscription runs.
-            let (receipt, refund) = try #require((1...500).lazy.compactMap { seed -> (SimulatedReceipt, Int64)? in
+            let found = (1...500).lazy.compactMap { seed -> (SimulatedReceipt, Int64)? in
                 let receipt = api.receipt(index: Self.beside, seed: UInt64(seed))
                 guard let refund = receipt.lifetimePurchase?.refund?.atMs,
                       receipt.subscriptions.first?.groundTruth(at: refund - 60_000).status == .active
                 else { return nil }
                 return (receipt, refund)
-            }.first)
+            }.first
+            let (receipt, refund) = try #require(found)
             api.simulator.store.clock.set(nowMs: refund - 60_000)
             let registered = try await api.post("/v1/receipts", ["receipt": receipt.receiptData, "account_id": "acct-1"])
             let items = try #require(registered.json["subscriptions"] as? [[String: Any]])

@@ -36,7 +36,7 @@ import Testing
 
     static func purchaseEvents(_ ledger: Ledger) throws -> [String] {
         try ledger.connection.query("SELECT type FROM events WHERE purchase_id IS NOT NULL ORDER BY seq")
-            .map { $0["type"].text() ?? "" }
+            .map { try $0["type"].text() ?? "" }
     }
 
     @Test func aNewPurchaseIsStoredAndAnnouncedOnceHoweverOftenItIsRecorded() async throws {
@@ -55,7 +55,7 @@ import Testing
             let linked = try ledger.connection.query(
                 "SELECT purchase_id, subscription_id FROM events")[0]
             #expect(try linked["purchase_id"].int64() == record.id)
-            #expect(linked["subscription_id"].isNull)
+            #expect(try linked["subscription_id"].isNull)
         }
     }
 
