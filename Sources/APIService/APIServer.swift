@@ -16,6 +16,7 @@ typealias APILanes = LanePool<Connections>
 ///     POST /v1/receipts                    register a purchase: verify now, store, answer the entitlement
 ///     GET  /v1/subscriptions/{id}          one subscription with its history
 ///     GET  /v1/subscriptions?original_transaction_id=… | ?account_id=…
+///     GET  /v1/purchases?transaction_id=… | ?account_id=…   one-time purchases (lifetime, non-renewing)
 ///     POST /v1/notifications/apple         App Store Server Notifications V1 and V2 (no token: Apple signs)
 public final class APIServer: Sendable {
     public static let notificationPath = "/v1/notifications/apple"
@@ -92,12 +93,7 @@ public final class APIServer: Sendable {
             return try Self.json(view)
         }
         router.get("/v1/subscriptions") { request, _ in
-            let query = request.uri.queryParameters
-            let byTransaction = query["original_transaction_id"].map(String.init)
-            let byAccount = query["account_id"].map(String.init)
-            guard (byTransaction == nil) != (byAccount == nil), byTransaction?.isEmpty != true, byAccount?.isEmpty != true else {
-                throw APIError.badRequest("invalid_query", "give exactly one of original_transaction_id or account_id")
-            }
+            let (byTransaction, byAccount) = try Self.lookup(request, by: "original_transaction_id", or: "account_id")
             let (app, now) = (self.settings.app, Date())
             let records = try await self.lanes.run { connections in
                 if let byTransaction {
@@ -106,6 +102,17 @@ public final class APIServer: Sendable {
                 return try connections.ledger.subscriptions(accountID: byAccount ?? "", app: app)
             }
             return try Self.json(["subscriptions": records.map { SubscriptionView($0, now: now) }])
+        }
+        router.get("/v1/purchases") { request, _ in
+            let (byTransaction, byAccount) = try Self.lookup(request, by: "transaction_id", or: "account_id")
+            let app = self.settings.app
+            let records = try await self.lanes.run { connections in
+                if let byTransaction {
+                    return try connections.ledger.purchase(transactionID: byTransaction, app: app).map { [$0] } ?? []
+                }
+                return try connections.ledger.purchases(accountID: byAccount ?? "", app: app)
+            }
+            return try Self.json(["purchases": records.map(PurchaseView.init)])
         }
         router.post(RouterPath(Self.notificationPath)) { request, context in
             try await self.receiveNotification(request, from: context.clientAddress)
@@ -153,6 +160,16 @@ public final class APIServer: Sendable {
         let result = try await lanes.run { try intake.take(notification, connections: $0) }
         metrics.notification(version: notification.version, result.status)
         return try Self.json(result)
+    }
+
+    /// The two query parameters a lookup takes, of which a request must give exactly one, not empty.
+    private static func lookup(_ request: Request, by first: String, or second: String) throws -> (String?, String?) {
+        let query = request.uri.queryParameters
+        let (one, other) = (query[Substring(first)].map(String.init), query[Substring(second)].map(String.init))
+        guard (one == nil) != (other == nil), one?.isEmpty != true, other?.isEmpty != true else {
+            throw APIError.badRequest("invalid_query", "give exactly one of \(first) or \(second)")
+        }
+        return (one, other)
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {

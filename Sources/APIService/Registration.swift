@@ -38,7 +38,8 @@ struct RegistrationRequest: Decodable, Sendable {
     }
 }
 
-/// The answer: every subscription on the receipt, with how it stands and whom it belongs to.
+/// The answer: every subscription and one-time purchase on the receipt, with how it stands and
+/// whom it belongs to.
 struct RegistrationResponse: Encodable, Sendable {
     struct Item: Encodable, Sendable {
         var subscription: SubscriptionView
@@ -51,9 +52,27 @@ struct RegistrationResponse: Encodable, Sendable {
         var created: Bool
     }
 
+    /// A one-time purchase, linked like a subscription (`account` and `created` mean the same).
+    struct PurchaseItem: Encodable, Sendable {
+        var purchase: PurchaseView
+        var account: String
+        var created: Bool
+    }
+
     /// `verified` (Apple answered now) or `pending` (queued; Apple could not be asked now).
     var verification: String
     var subscriptions: [Item]
+    /// Empty while `pending`: only Apple's answer shows them.
+    var purchases: [PurchaseItem]
+
+    /// How a registration naming `wanted` left the link of something linked to `linked`.
+    static func account(wanted: String?, linked: String?) -> String {
+        switch (wanted, linked) {
+        case (nil, _): "none"
+        case (let wanted?, let linked?) where wanted != linked: "other_account"
+        default: "linked"
+        }
+    }
 }
 
 /// Registers receipts: verifies them with Apple at once, under the fleet's halt, pause and rate
@@ -154,10 +173,17 @@ struct Registrar: Sendable {
         fleet: FleetSettings, app: String, ledger: Ledger
     ) throws -> RegistrationResponse {
         let now = Date()
-        let ids = Set(response.allTransactions.filter { $0.expiresDate != nil }.map(\.originalTransactionID)).sorted()
-        guard !ids.isEmpty else {
-            throw APIError(.unprocessableContent, "no_subscription", "the receipt holds no auto-renewable subscription")
+        let ids = OneTimePurchases.subscriptionIDs(in: response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
+        let found = OneTimePurchases(response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
+        guard !ids.isEmpty || !found.purchases.isEmpty else {
+            throw APIError(.unprocessableContent, "no_subscription", "the receipt holds no subscription and no in-app purchase")
         }
+        // In a transaction of their own: purchases belong to no subscription, and recording them again is harmless.
+        let purchases = try ledger.recordPurchases(PurchaseWrite(
+            app: app, found: found,
+            announcingPurchasesAfter: OneTimePurchases.announcingAfter(
+                response, stored: nil, registrationWindow: fleet.initialPurchaseWindow, now: now),
+            accountID: accountID))
         let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
         try ledger.addSubscriptions(ids.map {
             NewSubscription(app: app, originalTransactionID: $0, environment: response.effectiveEnvironment ?? verification.environment,
@@ -180,8 +206,15 @@ struct Registrar: Sendable {
                 nextNightlyRun: fleet.nextNightlyRun(after: now), reanalysing: analyse)
             if case .failed(let error) = outcome { throw error }
         }
-        return try answer(ids: records.map(\.id), accountID: accountID, existing: existing, verification: "verified",
-                          app: app, ledger: ledger, now: now)
+        var registration = try answer(
+            ids: records.map(\.id), accountID: accountID, existing: existing, verification: "verified", app: app,
+            ledger: ledger, now: now)
+        registration.purchases = purchases.records.map { record in
+            RegistrationResponse.PurchaseItem(
+                purchase: PurchaseView(record), account: RegistrationResponse.account(wanted: accountID, linked: record.accountID),
+                created: purchases.created.contains(record.purchase.transactionID))
+        }
+        return registration
     }
 
     /// On a lane: stores the receipt under the subscription the app named, unverified, and
@@ -208,16 +241,12 @@ struct Registrar: Sendable {
         let accounts = try accountID.map { try ledger.linkAccount($0, to: ids, app: app) } ?? [:]
         let items = try ids.compactMap { id -> RegistrationResponse.Item? in
             guard let record = try ledger.subscription(id: id) else { return nil }
-            let account = switch (accountID, accounts[id]) {
-            case (nil, _): "none"
-            case (let wanted?, let linked?) where wanted != linked: "other_account"
-            default: "linked"
-            }
             return RegistrationResponse.Item(
-                subscription: SubscriptionView(record, now: now), account: account,
+                subscription: SubscriptionView(record, now: now),
+                account: RegistrationResponse.account(wanted: accountID, linked: accounts[id]),
                 created: !existing.contains(record.originalTransactionID))
         }
-        return RegistrationResponse(verification: verification, subscriptions: items)
+        return RegistrationResponse(verification: verification, subscriptions: items, purchases: [])
     }
 }
 

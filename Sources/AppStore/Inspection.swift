@@ -1,7 +1,7 @@
 import Foundation
 
-/// What one verifyReceipt response says about each subscription in it: the support engineer's
-/// view behind `receiptfleet inspect`.
+/// What one verifyReceipt response says about each subscription in it, and its one-time purchases
+/// apart: the support engineer's view behind `receiptfleet inspect`.
 public struct Inspection: Sendable, Encodable {
     public struct Subscription: Sendable, Encodable {
         public var originalTransactionID: String
@@ -20,24 +20,28 @@ public struct Inspection: Sendable, Encodable {
     /// The status policy's verdict, in words.
     public var action: String
     public var subscriptions: [Subscription]
+    /// Non-consumables and non-renewing subscriptions, which have no subscription state.
+    public var purchases: [Purchase]
 
     /// Decodes `body` and analyses every subscription in it (or only `originalTransactionID`),
-    /// against `stored` when given. A decodable response with an error status yields no
-    /// subscriptions; an unreadable body throws `ResponseDecodingError`.
+    /// against `stored` when given, and lists its one-time purchases (products in
+    /// `nonRenewingProductIDs` count as such too). A decodable response with an error status yields
+    /// neither; an unreadable body throws `ResponseDecodingError`.
     public init(
         body: [UInt8], httpStatus: Int = 200, now: Date, stored: SubscriptionState? = nil,
-        originalTransactionID: String? = nil
+        originalTransactionID: String? = nil, nonRenewingProductIDs: Set<String> = []
     ) throws {
         let response = try VerifyReceiptResponse(body: body, httpStatus: httpStatus)
         status = response.status
         environment = response.effectiveEnvironment
         action = Self.describe(StatusPolicy().action(for: VerificationOutcome(response), attempt: 1))
+        purchases = OneTimePurchases(response, nonRenewingProductIDs: nonRenewingProductIDs).purchases
         guard response.status == 0 || response.status == 21006 else {
             subscriptions = []
             return
         }
         let ids = originalTransactionID.map { [$0] }
-            ?? Array(Set(response.allTransactions.map(\.originalTransactionID))).sorted()
+            ?? OneTimePurchases.subscriptionIDs(in: response, nonRenewingProductIDs: nonRenewingProductIDs)
         subscriptions = try ids.map { id in
             let analysis = try SubscriptionAnalyzer.analyze(
                 stored: stored?.originalTransactionID == id ? stored : nil,

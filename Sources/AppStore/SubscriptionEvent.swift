@@ -1,6 +1,7 @@
 import Crypto
 
-/// The kinds of change the fleet announces; docs/events.md describes each one and its payload.
+/// The kinds of change the fleet announces (about subscriptions, and `refunded` and
+/// `non_renewing_purchase` also about one-time purchases); docs/events.md describes each one and its payload.
 public enum SubscriptionEventType: String, Sendable, Codable, CaseIterable {
     case renewed
     case refunded
@@ -20,6 +21,8 @@ public enum SubscriptionEventType: String, Sendable, Codable, CaseIterable {
     case gracePeriodEnded = "grace_period_ended"
     case initialPurchase = "initial_purchase"
     case priceIncreaseConsent = "price_increase_consent"
+    /// A one-time purchase (non-consumable or non-renewing subscription); see `OneTimePurchases`.
+    case nonRenewingPurchase = "non_renewing_purchase"
 }
 
 /// One change to one subscription, for the outbox and its consumers.

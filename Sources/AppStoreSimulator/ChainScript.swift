@@ -64,7 +64,7 @@ extension ChainScript {
         func renewalsBeforeAnchor(since start: Int64) -> Int { Int((anchor - start) / month) }
 
         switch kind {
-        case .renewing, .sandbox, .malformed, .deletedAccount:
+        case .renewing, .sandbox, .malformed, .deletedAccount, .lifetimePurchase:
             return [ChainScript(plan: Catalog.proMonthly, start: start(&random))]
         case .familyShared:
             return [ChainScript(plan: Catalog.proMonthly, start: start(&random), ownership: .familyShared)]

@@ -30,9 +30,10 @@ extension SimulatedSubscription {
     /// receipt's issue, and the newest one of each subscription.
     public func expectedEvents(since previousMs: Int64, at lookMs: Int64) -> [ExpectedEvent] {
         let timeline = receipt.timeline(script)
+        let lifetime = receipt.lifetimePurchase.flatMap { $0.status(at: previousMs) == nil ? nil : $0.purchaseMs }
         guard receipt.fixedFailureStatus == nil, previousMs < lookMs,
               let before = timeline.snapshot(at: previousMs), let after = timeline.snapshot(at: lookMs),
-              let issued = receipt.snapshots(at: previousMs).flatMap(\.transactions).map(\.purchaseMs).max()
+              let issued = (receipt.snapshots(at: previousMs).flatMap(\.transactions).map(\.purchaseMs) + [lifetime].compactMap { $0 }).max()
         else { return [] }
         let newest = after.transactions.last!
         let listed = after.transactions.filter { $0.purchaseMs <= issued || $0.transactionID == newest.transactionID }

@@ -16,7 +16,9 @@ enum ResponseRenderer {
         let token = receipt.token
         let sandbox = token.environment == .sandbox
         let all = snapshots.flatMap(\.transactions)
-        let firstPurchase = all.map(\.purchaseMs).min() ?? now
+        let lifetime = receipt.lifetimePurchase.flatMap { $0.status(at: now) == nil ? nil : $0 }
+        let purchases = all.map(\.purchaseMs) + (lifetime.map { [$0.purchaseMs] } ?? [])
+        let firstPurchase = purchases.min() ?? now
         let created = min(token.createdMs ?? firstPurchase, now)
 
         var json = JSONWriter(capacity: 1024 + 1200 * all.count)
@@ -40,19 +42,26 @@ enum ResponseRenderer {
         for transaction in all.filter({ $0.purchaseMs <= created }).sorted(by: { $0.purchaseMs < $1.purchaseMs }) {
             write(transaction, to: &json, inLatestReceiptInfo: false)
         }
+        if let lifetime, lifetime.purchaseMs <= created { lifetime.write(to: &json, at: now) }
         json.endArray()
         json.endObject()
 
         // With exclude-old-transactions Apple keeps only each subscription's newest entry.
         let latest = excludeOldTransactions ? snapshots.map { $0.transactions.last! } : all
         json.beginArray("latest_receipt_info")
+        var lifetimeToList = lifetime  // in its place among the newest-first entries
         for transaction in latest.sorted(by: { $0.purchaseMs > $1.purchaseMs }) {
+            if let purchase = lifetimeToList, purchase.purchaseMs > transaction.purchaseMs {
+                purchase.write(to: &json, at: now)
+                lifetimeToList = nil
+            }
             write(transaction, to: &json, inLatestReceiptInfo: true)
         }
+        lifetimeToList?.write(to: &json, at: now)
         json.endArray()
 
         // The newest receipt is the one issued with the latest purchase; it is this one if nothing came after.
-        let newestPurchase = all.map(\.purchaseMs).max() ?? created
+        let newestPurchase = purchases.max() ?? created
         json.string("latest_receipt", (newestPurchase == created ? token : token.reissued(atMs: newestPurchase)).receiptData)
 
         json.beginArray("pending_renewal_info")

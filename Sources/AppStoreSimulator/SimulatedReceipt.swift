@@ -6,12 +6,15 @@ public struct SimulatedReceipt: Sendable {
     /// The story the receipt tells, fixed by its index.
     public let kind: LifecycleKind
     let scripts: [ChainScript]
+    /// The one-time purchase on a `lifetimePurchase` receipt.
+    public let lifetimePurchase: SimulatedLifetimePurchase?
 
     /// The receipt a token stands for.
     public init(token: ReceiptToken) {
         self.token = token
         self.kind = LifecycleKind.at(index: token.index)
-        self.scripts = ChainScript.scripts(for: token, kind: kind)
+        lifetimePurchase = SimulatedLifetimePurchase(token: token, kind: kind)
+        self.scripts = lifetimePurchase?.isAlone == true ? [] : ChainScript.scripts(for: token, kind: kind)
     }
 
     /// nil when `receiptData` is not a simulator receipt.
@@ -57,7 +60,7 @@ public struct SimulatedReceipt: Sendable {
         if let fixed = fixedFailureStatus { return VerifyReceiptEndpoint.failure(fixed) }
         let snapshots = snapshots(at: now)
         // A receipt whose first purchase is still in the simulated future cannot have been issued.
-        guard !snapshots.isEmpty else { return VerifyReceiptEndpoint.failure(21002) }
+        guard !snapshots.isEmpty || lifetimePurchase?.status(at: now) != nil else { return VerifyReceiptEndpoint.failure(21002) }
         return (0, ResponseRenderer.valid(self, snapshots: snapshots, now: now, excludeOldTransactions: excludeOldTransactions))
     }
 

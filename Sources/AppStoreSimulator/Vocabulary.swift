@@ -45,6 +45,9 @@ public enum LifecycleKind: String, Sendable, Codable, CaseIterable {
     /// Apple refunds the month before the current one and shows it only days later; the subscription
     /// renews on.
     case lateRefund = "late_refund"
+    /// A lifetime non-consumable (no expiry), beside a monthly subscription or alone on the receipt,
+    /// refunded on some receipts (`SimulatedLifetimePurchase`).
+    case lifetimePurchase = "lifetime_purchase"
 
     /// The kind of the receipt at `index` in a seeded fleet.
     public static func at(index: Int) -> LifecycleKind {

@@ -4,9 +4,11 @@ enum EventSQL {
     /// `occurred_at` as `YYYY-MM-DDTHH:MM:SS.mmmZ`, the form docs/events.md promises.
     static let occurredAt = #"to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
 
-    /// The whole event as one JSON object (json, not jsonb, so the keys keep this order).
+    /// The whole event as one JSON object (json, not jsonb, so the keys keep this order). It names its
+    /// subscription or its one-time purchase; the other id is null.
     static let envelope = """
         json_build_object('id', e.id, 'type', e.type, 'subscription_id', e.subscription_id,
+            'purchase_id', e.purchase_id,
             'original_transaction_id', e.original_transaction_id, 'occurred_at', \(occurredAt),
             'payload', e.payload)::text
         """

@@ -9,7 +9,7 @@ import RedisClient
 /// Each round is one PostgreSQL transaction: claim unpublished events, XADD them in `seq` order,
 /// mark them published, create their webhook deliveries, commit. Several relays may run at once
 /// (each on its own thread with its own connections); every event is published at least once, in
-/// the normal case exactly once, and the events of one subscription always in `seq` order.
+/// the normal case exactly once, and the events of one subscription (or one-time purchase) always in `seq` order.
 ///
 /// How the order survives several relays: claims use `FOR UPDATE SKIP LOCKED`, so a relay never
 /// waits for another, and a claimed event is published only if no earlier unpublished event of its
@@ -120,8 +120,10 @@ public final class OutboxRelay {
         -> [any RedisArgument]
     {
         var command: [any RedisArgument] = ["XADD", key, "MINID", "~", minimumID, "*"]
-        for field in ["id", "type", "subscription_id", "original_transaction_id", "occurred_at", "payload"] {
-            command += [field, try event[field].text() ?? ""]
+        // An event is about a subscription or a purchase: only the id it has is a field.
+        for field in ["id", "type", "subscription_id", "purchase_id", "original_transaction_id", "occurred_at", "payload"] {
+            guard let value = try event[field].text() else { continue }
+            command += [field, value]
         }
         return command
     }
@@ -132,24 +134,28 @@ public final class OutboxRelay {
     /// published meanwhile fails the row lock's re-check and is not claimed twice.
     private static let claim = """
         WITH claimed AS (
-            SELECT id, seq, subscription_id FROM events
+            SELECT id, seq, subscription_id, purchase_id FROM events
             WHERE published_at IS NULL
             ORDER BY seq
             LIMIT $1
             FOR UPDATE SKIP LOCKED
         ), held_elsewhere AS (
-            SELECT subscription_id, min(seq) AS seq FROM events
+            SELECT subscription_id, purchase_id, min(seq) AS seq FROM events
             WHERE published_at IS NULL
-              AND subscription_id IN (SELECT subscription_id FROM claimed)
+              AND (subscription_id IN (SELECT subscription_id FROM claimed)
+                   OR purchase_id IN (SELECT purchase_id FROM claimed))
               AND id NOT IN (SELECT id FROM claimed)
-            GROUP BY subscription_id
+            GROUP BY subscription_id, purchase_id
         )
         SELECT e.id::text AS id, e.type, e.subscription_id::text AS subscription_id,
+               e.purchase_id::text AS purchase_id,
                e.original_transaction_id, \(EventSQL.occurredAt) AS occurred_at, e.payload::text AS payload,
                (h.seq IS NULL OR c.seq < h.seq) AS publishable
         FROM claimed c
         JOIN events e ON e.id = c.id
-        LEFT JOIN held_elsewhere h ON h.subscription_id = c.subscription_id
+        -- An event has one of the two ids; the other is NULL on both sides.
+        LEFT JOIN held_elsewhere h ON h.subscription_id IS NOT DISTINCT FROM c.subscription_id
+                                  AND h.purchase_id IS NOT DISTINCT FROM c.purchase_id
         ORDER BY c.seq
         """
 

@@ -35,6 +35,9 @@ public struct FleetSettings: Sendable {
     /// A subscription first seen through a registration whose chain began less than this long
     /// before is a new purchase, announced as `initial_purchase`; older ones are restores.
     public var initialPurchaseWindow: TimeInterval
+    /// Products the app sells as non-renewing subscriptions: one-time purchases even where their
+    /// entries carry an expiry (see `OneTimePurchases`).
+    public var nonRenewingProductIDs: Set<String>
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
 
@@ -44,7 +47,8 @@ public struct FleetSettings: Sendable {
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
-        initialPurchaseWindow: TimeInterval = CheckSchedule.day, metricsAddress: MetricsAddress? = .standard
+        initialPurchaseWindow: TimeInterval = CheckSchedule.day, nonRenewingProductIDs: Set<String> = [],
+        metricsAddress: MetricsAddress? = .standard
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -63,6 +67,7 @@ public struct FleetSettings: Sendable {
         self.nightlyHourUTC = nightlyHourUTC
         self.checkSchedule = checkSchedule
         self.initialPurchaseWindow = initialPurchaseWindow
+        self.nonRenewingProductIDs = nonRenewingProductIDs
         self.metricsAddress = metricsAddress
     }
 

@@ -174,8 +174,15 @@ final class Processor {
                     stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
                     announcingPurchasesWithin: purchaseWindow)
             }
+            // The receipt's one-time purchases are recorded with the subscription, in its transaction.
+            let purchases = PurchaseWrite(
+                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: settings.nonRenewingProductIDs),
+                announcingPurchasesAfter: OneTimePurchases.announcingAfter(
+                    response, stored: subscription.state, registrationWindow: purchaseWindow, now: now),
+                accountID: subscription.accountID)
             do {
-                return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified)),
+                return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified),
+                                        purchases: purchases),
                               reanalyse: analyse, then: .ack(.verified))
             } catch let error as AnalysisError {
                 let write = VerificationWrite.permanentFailure(

@@ -16,7 +16,7 @@ extension Ledger {
         // Two writes for one subscription would meet in one UPDATE; one at a time, the second is stale.
         if Set(writes.map(\.subscriptionID)).count == writes.count {
             do {
-                return try run(writes, nextNightlyRun: nextNightlyRun)
+                return try atomically(writes) { try run(writes, nextNightlyRun: nextNightlyRun) }
             } catch where (error as? PostgresError)?.kind == .server {
                 // Rolled back as a whole: fall through to find the write it was about.
             }
@@ -36,11 +36,11 @@ extension Ledger {
         }
     }
 
-    /// Writes one job's result in one statement. `.stale` means nothing was written; the overload
-    /// with `reanalysing` deals with it.
+    /// Writes one job's result in one statement (and its purchases, in the same transaction).
+    /// `.stale` means nothing was written; the overload with `reanalysing` deals with it.
     /// - Throws: the database's error, with nothing written.
     public func persist(_ write: VerificationWrite, nextNightlyRun: Date) throws -> WriteOutcome {
-        try run([write], nextNightlyRun: nextNightlyRun)[0]
+        try atomically([write]) { try run([write], nextNightlyRun: nextNightlyRun)[0] }
     }
 
     /// Writes one job's result; when another writer got there first, reads the subscription again,
@@ -73,10 +73,25 @@ extension Ledger {
         return outcome
     }
 
+    /// The statement, then the purchases of the writes it wrote. Call it in a transaction when
+    /// writes carry purchases (`atomically`), so a subscription's new state never commits without
+    /// them: the next look would otherwise count them as known and never announce them.
     private func run(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
         let rows = try connection.query(
             PersistenceStatement.sql,
             [PersistenceStatement.parameter(writes, schedule: schedule, nextNightlyRun: nextNightlyRun)])
-        return try PersistenceStatement.outcomes(rows)
+        let outcomes = try PersistenceStatement.outcomes(rows)
+        for (write, outcome) in zip(writes, outcomes) {
+            guard case .written = outcome, write.change != nil, let purchases = write.purchases else { continue }
+            _ = try Self.record(purchases, on: connection)
+        }
+        return outcomes
+    }
+
+    /// `body` in a transaction if any write carries purchases; otherwise its one statement is a
+    /// transaction of its own, and the batch keeps its single round trip.
+    private func atomically<T>(_ writes: [VerificationWrite], _ body: () throws -> T) throws -> T {
+        guard writes.contains(where: { $0.purchases != nil }) else { return try body() }
+        return try connection.transaction { _ in try body() }
     }
 }

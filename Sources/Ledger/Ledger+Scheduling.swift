@@ -32,6 +32,8 @@ public struct LoadedSubscription: Sendable {
     public var id: Int64
     public var originalTransactionID: String
     public var app: String
+    /// The app's customer the subscription is linked to; its receipt's purchases are theirs too.
+    public var accountID: String?
     public var environment: AppStoreEnvironment
     /// The receipt to send to Apple; nil if none was ever stored. It prints redacted.
     public var receipt: ReceiptData?
@@ -75,7 +77,7 @@ extension Ledger {
     /// ids that no longer exist are left out.
     public func loadForVerification(ids: [Int64]) throws -> [LoadedSubscription] {
         let rows = try connection.query("""
-            SELECT s.id, s.original_transaction_id, s.app, s.environment, r.receipt, s.state, s.version,
+            SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, r.receipt, s.state, s.version,
                 s.last_verified_at, s.next_check_at
             FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
             JOIN subscriptions s ON s.id = wanted.id
@@ -88,6 +90,7 @@ extension Ledger {
                 id: id,
                 originalTransactionID: row["original_transaction_id"].text() ?? "",
                 app: row["app"].text() ?? "",
+                accountID: row["account_id"].text(),
                 environment: AppStoreEnvironment(rawValue: row["environment"].text() ?? "") ?? .production,
                 receipt: row["receipt"].text().map(ReceiptData.init(base64:)),
                 state: Self.decodeState(row["state"], subscriptionID: id),

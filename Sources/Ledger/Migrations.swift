@@ -205,5 +205,39 @@ enum Migrations {
             -- time the stored state is true at. NULL for attempts that changed nothing.
             ALTER TABLE verifications ADD COLUMN judged_at timestamptz;
             """),
+        Migration(version: 6, name: "purchases", sql: """
+            -- One-time purchases (non-consumables such as a lifetime unlock, non-renewing subscriptions),
+            -- one row per transaction of an app. They have no renewal chain and no subscription state:
+            -- owned until Apple refunds them. The account link is set once, like subscriptions.account_id.
+            CREATE TABLE purchases (
+                id                       bigserial PRIMARY KEY,
+                app                      text NOT NULL DEFAULT 'default',
+                transaction_id           text NOT NULL,
+                original_transaction_id  text NOT NULL,
+                account_id               text,
+                product_id               text,
+                quantity                 integer,
+                ownership                text,
+                environment              text NOT NULL DEFAULT 'Production'
+                                         CHECK (environment IN ('Production', 'Sandbox')),
+                status                   text NOT NULL CHECK (status IN ('owned', 'refunded')),
+                purchased_at             timestamptz,
+                cancelled_at             timestamptz,
+                cancellation_reason      integer,
+                last_verified_at         timestamptz NOT NULL DEFAULT now(),
+                created_at               timestamptz NOT NULL DEFAULT now(),
+                updated_at               timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (app, transaction_id)
+            );
+            CREATE INDEX purchases_account ON purchases (app, account_id) WHERE account_id IS NOT NULL;
+
+            -- An event is about a subscription or about a purchase, never both: the outbox keeps each
+            -- one's events in order by whichever id it has.
+            ALTER TABLE events ALTER COLUMN subscription_id DROP NOT NULL;
+            ALTER TABLE events ADD COLUMN purchase_id bigint REFERENCES purchases (id) ON DELETE CASCADE;
+            ALTER TABLE events ADD CONSTRAINT events_one_subject CHECK ((subscription_id IS NULL) <> (purchase_id IS NULL));
+            CREATE INDEX events_unpublished_purchase ON events (purchase_id, seq)
+                WHERE published_at IS NULL AND purchase_id IS NOT NULL;
+            """),
     ]
 }

@@ -54,6 +54,9 @@ public struct VerificationWrite: Sendable {
     public var attempt: VerificationAttempt
     /// The new state and what came with it; nil when the attempt changed nothing.
     public var change: Change?
+    /// The one-time purchases on the same receipt, recorded in the same transaction when the
+    /// change is written (a refund of a lifetime purchase found on a nightly check, say).
+    public var purchases: PurchaseWrite?
 
     /// An analysis to store in place of the state it was made from.
     public struct Change: Sendable {
@@ -68,19 +71,21 @@ public struct VerificationWrite: Sendable {
         }
     }
 
-    public init(subscriptionID: Int64, attempt: VerificationAttempt, change: Change?) {
+    public init(subscriptionID: Int64, attempt: VerificationAttempt, change: Change?, purchases: PurchaseWrite? = nil) {
         self.subscriptionID = subscriptionID
         self.attempt = attempt
         self.change = change
+        self.purchases = purchases
     }
 
-    /// Stores `analysis`, made from `subscription.state`.
+    /// Stores `analysis`, made from `subscription.state`, and the receipt's `purchases` with it.
     public static func analysed(
-        _ analysis: Analysis, of subscription: LoadedSubscription, attempt: VerificationAttempt
+        _ analysis: Analysis, of subscription: LoadedSubscription, attempt: VerificationAttempt,
+        purchases: PurchaseWrite? = nil
     ) -> VerificationWrite {
         VerificationWrite(
             subscriptionID: subscription.id, attempt: attempt,
-            change: Change(analysis: analysis, expectedVersion: subscription.version))
+            change: Change(analysis: analysis, expectedVersion: subscription.version), purchases: purchases)
     }
 
     /// Records an attempt that changed nothing (a retryable failure): a `verifications` row and

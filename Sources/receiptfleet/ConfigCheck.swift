@@ -53,6 +53,8 @@ struct Config: ParsableCommand {
             row("refunded-recheck-hours", "\(settings.checkSchedule.refundedOrInvalidInterval / 3_600)")
             row("refunded-recheck-days", "\(settings.checkSchedule.refundedOrInvalidWatchPeriod / 86_400)")
             row("initial-purchase-hours", "\(settings.initialPurchaseWindow / 3_600)")
+            row("non-renewing-products", settings.nonRenewingProductIDs.isEmpty
+                ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
             row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
             if resolved.value("api-tokens") == nil, resolved.value("api-tokens-file") == nil {
                 print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")

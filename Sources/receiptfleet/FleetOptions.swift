@@ -155,6 +155,10 @@ struct ResolvedConfiguration {
                     "refunded-recheck-days", default: 30.0, { $0 >= 0 }, "a number of days ≥ 0 (0: never)"))),
             initialPurchaseWindow: 3_600 * (try number(
                 "initial-purchase-hours", default: 24.0, { $0 >= 0 }, "a number of hours ≥ 0 (0: never announce)")),
+            // Comma-separated: products sold as non-renewing subscriptions (one-time purchases with an expiry).
+            nonRenewingProductIDs: Set(string("non-renewing-products", default: "").split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }.filter { !$0.isEmpty }),
             metricsAddress: try metricsAddress())
     }
 

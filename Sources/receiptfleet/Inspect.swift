@@ -5,13 +5,14 @@ import Foundation
 /// `receiptfleet inspect`: what does Apple say about this customer?
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the subscription state and events a verifyReceipt response implies.",
+        abstract: "Show the subscription state and events, and the one-time purchases, a verifyReceipt response implies.",
         discussion: """
             Reads a verifyReceipt response body (as Apple sent it) and prints, for each subscription in it, \
             the state the fleet would store and the events it would emit. With --state, the events are the \
             changes since that stored state (a file as printed by this command, or the `state` column of the \
-            subscriptions table); without it, the analysis is a baseline and emits none. Receipts in the \
-            output are redacted.
+            subscriptions table); without it, the analysis is a baseline and emits none. One-time purchases \
+            (non-consumables, non-renewing subscriptions: entries without an expiry, or of a product named with \
+            --non-renewing-product) are listed apart, owned or refunded. Receipts in the output are redacted.
 
             Exits 0 for any response that can be read, including error statuses (reported as such), and 1 \
             for a body that cannot be read.
@@ -39,6 +40,9 @@ struct Inspect: ParsableCommand {
     @Option(help: "A stored subscription state (JSON) to compare with.")
     var state: String?
 
+    @Option(name: .customLong("non-renewing-product"), help: "A product sold as a non-renewing subscription (repeatable).")
+    var nonRenewingProductIDs: [String] = []
+
     @Option(help: "Output format: json or table.")
     var format: Format = .json
 
@@ -50,7 +54,8 @@ struct Inspect: ParsableCommand {
         }
         // An unreadable body throws ResponseDecodingError, which ArgumentParser prints before exiting 1.
         let inspection = try Inspection(
-            body: body, now: moment, stored: stored, originalTransactionID: originalTransactionID)
+            body: body, now: moment, stored: stored, originalTransactionID: originalTransactionID,
+            nonRenewingProductIDs: Set(nonRenewingProductIDs))
         switch format {
         case .json: print(try renderJSON(inspection))
         case .table: print(renderTable(inspection))
@@ -97,13 +102,27 @@ struct Inspect: ParsableCommand {
                 lines.append("  expiry why   \(intent): \(expirationIntentMeaning(intent) ?? "undocumented")")
             }
             if let cancellation = state.cancellation {
-                lines.append("  cancelled    \(cancellation.cancelledAt) (reason \(cancellation.reason.map(String.init) ?? "-"))")
+                lines.append(cancelledLine(cancellation))
             }
             lines.append("  transactions \(subscription.transactions)")
             for event in subscription.events {
                 lines.append("  event        \(event.type.rawValue) at \(event.occurredAt) [\(event.id)]")
             }
         }
+        for purchase in inspection.purchases {
+            lines.append("")
+            lines.append("purchase     \(purchase.transactionID) (one-time)")
+            lines.append("  status       \(purchase.status.rawValue)")
+            lines.append("  product      \(purchase.productID ?? "-")")
+            lines.append("  purchased    \(purchase.purchasedAt?.description ?? "-")")
+            if let cancellation = purchase.cancellation {
+                lines.append(cancelledLine(cancellation))
+            }
+        }
         return lines.joined(separator: "\n")
+    }
+
+    private func cancelledLine(_ cancellation: Cancellation) -> String {
+        "  cancelled    \(cancellation.cancelledAt) (reason \(cancellation.reason.map(String.init) ?? "-"))"
     }
 }

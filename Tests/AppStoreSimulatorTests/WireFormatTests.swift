@@ -18,6 +18,10 @@ enum AppleKeys {
         "expires_date", "expires_date_ms", "expires_date_pst", "web_order_line_item_id", "is_trial_period",
         "is_in_intro_offer_period", "in_app_ownership_type",
     ]
+    /// What a subscription period has and a non-consumable lacks.
+    static let subscriptionOnly: Set = [
+        "expires_date", "expires_date_ms", "expires_date_pst", "web_order_line_item_id", "is_in_intro_offer_period",
+    ]
     static let optionalTransaction: Set = [
         "cancellation_date", "cancellation_date_ms", "cancellation_date_pst", "cancellation_reason", "is_upgraded",
         "subscription_group_identifier",
@@ -53,7 +57,8 @@ struct WireFormatTests {
                 let latest = try #require(json["latest_receipt_info"] as? [[String: Any]])
                 #expect(!inApp.isEmpty && !latest.isEmpty)
                 for entry in inApp + latest { try checkTransaction(entry) }
-                #expect(latest.allSatisfy { $0["subscription_group_identifier"] is String })
+                // A non-consumable (lifetime_purchase) belongs to no subscription group.
+                #expect(latest.allSatisfy { $0["subscription_group_identifier"] is String || $0["expires_date"] == nil })
                 let purchases = latest.map { Int64($0["purchase_date_ms"] as! String)! }
                 #expect(purchases == purchases.sorted(by: >), "latest_receipt_info is newest first")
 
@@ -70,17 +75,20 @@ struct WireFormatTests {
     }
 
     func checkTransaction(_ entry: [String: Any]) throws {
-        #expect(AppleKeys.transaction.isSubset(of: entry.keys), "missing \(AppleKeys.transaction.subtracting(entry.keys))")
+        // A non-consumable has no expiry and none of a subscription period's fields.
+        let oneTime = entry["product_id"] as? String == SimulatedLifetimePurchase.productID
+        let required = oneTime ? AppleKeys.transaction.subtracting(AppleKeys.subscriptionOnly) : AppleKeys.transaction
+        #expect(required.isSubset(of: entry.keys), "missing \(required.subtracting(entry.keys))")
         #expect(Set(entry.keys).isSubset(of: AppleKeys.transaction.union(AppleKeys.optionalTransaction)))
         #expect(entry.values.allSatisfy { $0 is String }, "every transaction value is a string")
-        for key in ["quantity", "transaction_id", "original_transaction_id", "web_order_line_item_id"] {
+        for key in ["quantity", "transaction_id", "original_transaction_id"] + (oneTime ? [] : ["web_order_line_item_id"]) {
             #expect((entry[key] as? String).flatMap { UInt64($0) } != nil, "\(key) is a decimal string")
         }
-        for key in ["is_trial_period", "is_in_intro_offer_period"] {
+        for key in ["is_trial_period"] + (oneTime ? [] : ["is_in_intro_offer_period"]) {
             #expect(["true", "false"].contains(entry[key] as? String))
         }
         #expect(["PURCHASED", "FAMILY_SHARED"].contains(entry["in_app_ownership_type"] as? String))
-        try checkDates(entry, ["purchase_date", "original_purchase_date", "expires_date"])
+        try checkDates(entry, ["purchase_date", "original_purchase_date"] + (oneTime ? [] : ["expires_date"]))
         if entry["cancellation_date"] != nil { try checkDates(entry, ["cancellation_date"]) }
     }
 

@@ -48,6 +48,7 @@ struct EventReplay: Equatable, CustomStringConvertible {
         case .expired: status = .expired
         case .verificationFailed: status = .invalid
         case .planChangeScheduled, .trialConverted, .renewalExtended, .priceIncreaseConsent: break
+        case .nonRenewingPurchase: break  // about a one-time purchase, never a subscription
         }
     }
 

@@ -28,10 +28,32 @@ import Testing
     @Test func everySubscriptionInTheReceiptIsListedUnlessOneIsChosen() throws {
         let all = try Inspection(body: Array(Fixture.sandbox.bytes()), now: Self.now)
         #expect(all.environment == .sandbox)
-        #expect(all.subscriptions.map(\.originalTransactionID) == ["1000000197013632", "1000000248850692"])
+        #expect(all.subscriptions.map(\.originalTransactionID) == ["1000000248850692"])
         let one = try Inspection(
             body: Array(Fixture.sandbox.bytes()), now: Self.now, originalTransactionID: "1000000248850692")
         #expect(one.subscriptions.map(\.originalTransactionID) == ["1000000248850692"])
+    }
+
+    @Test func aOneTimePurchaseIsListedApartNotAsAnExpiredSubscription() throws {
+        // The real receipt holds a non-consumable (no expires_date) beside a subscription.
+        let report = try Inspection(body: Array(Fixture.sandbox.bytes()), now: Self.now)
+        #expect(!report.subscriptions.map(\.originalTransactionID).contains("1000000197013632"))
+        let purchase = try #require(report.purchases.first)
+        #expect(report.purchases.count == 1)
+        #expect(purchase.transactionID == "1000000197013632")
+        #expect(purchase.productID == "com.sumiapp.GridDiary.pro")
+        #expect(purchase.purchasedAt == ms(1_456_906_836_000))
+        #expect(purchase.quantity == 1)
+        #expect(purchase.environment == .sandbox)
+        #expect(purchase.status == .owned)
+    }
+
+    @Test func aConfiguredNonRenewingProductIsAPurchaseEvenWithAnExpiry() throws {
+        let report = try Inspection(
+            body: Array(Fixture.sandbox.bytes()), now: Self.now,
+            nonRenewingProductIDs: ["com.sumiapp.GridDiary.pro.subscription"])
+        #expect(report.subscriptions.isEmpty)
+        #expect(report.purchases.count == 15)
     }
 
     @Test func aStoredStateTurnsChangesIntoEvents() throws {

@@ -26,6 +26,7 @@ func migrateForTest(_ connection: PostgresConnection) throws {
         ALTER TABLE transactions SET (autovacuum_enabled = false);
         ALTER TABLE verifications SET (autovacuum_enabled = false);
         ALTER TABLE events SET (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+        ALTER TABLE purchases SET (autovacuum_enabled = false);
         """)
 }
 
