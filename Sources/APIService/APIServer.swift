@@ -95,13 +95,18 @@ public final class APIServer: Sendable {
         router.get("/v1/subscriptions") { request, _ in
             let (byTransaction, byAccount) = try Self.lookup(request, by: "original_transaction_id", or: "account_id")
             let (app, now) = (self.settings.app, Date())
-            let records = try await self.lanes.run { connections in
+            let views = try await self.lanes.run { connections -> [SubscriptionView] in
+                let ledger = connections.ledger
                 if let byTransaction {
-                    return try connections.ledger.subscription(originalTransactionID: byTransaction, app: app).map { [$0] } ?? []
+                    return try ledger.subscription(originalTransactionID: byTransaction, app: app).map { [SubscriptionView($0, now: now)] } ?? []
                 }
-                return try connections.ledger.subscriptions(accountID: byAccount ?? "", app: app)
+                let account = byAccount ?? ""
+                // Claimed but not yet proven by Apple: listed as pending, without state or entitlement.
+                let pending = try ledger.pendingClaims(accountID: account, app: app).compactMap { try ledger.subscription(id: $0) }
+                return try ledger.subscriptions(accountID: account, app: app).map { SubscriptionView($0, now: now) }
+                    + pending.map(SubscriptionView.pending)
             }
-            return try Self.json(["subscriptions": records.map { SubscriptionView($0, now: now) }])
+            return try Self.json(["subscriptions": views])
         }
         router.get("/v1/purchases") { request, _ in
             let (byTransaction, byAccount) = try Self.lookup(request, by: "transaction_id", or: "account_id")

@@ -230,9 +230,14 @@ struct Registrar: Sendable {
         guard let record = try ledger.subscription(originalTransactionID: originalTransactionID, app: app) else {
             throw APIError(.conflict, "subscription_deleted", "the subscription was deleted while registering; try again")
         }
+        // A claim, not a link: anyone can name any original_transaction_id. Only Apple's answer for
+        // this very receipt (a worker's check of a subscription this receipt created, or a verified
+        // registration later) links the account and grants the entitlement.
+        if let accountID { try ledger.claimAccount(accountID, for: record.id, receiptSHA256: receipt.sha256Hex) }
         try connections.queue.enqueue(subscriptionID: record.id, run: "registration", reason: .registration)
-        return try answer(ids: [record.id], accountID: accountID, existing: existing == nil ? [] : [originalTransactionID],
-                          verification: "pending", app: app, ledger: ledger, now: Date())
+        let item = RegistrationResponse.Item(
+            subscription: .pending(record), account: accountID == nil ? "none" : "pending", created: existing == nil)
+        return RegistrationResponse(verification: "pending", subscriptions: [item], purchases: [])
     }
 
     private static func answer(

@@ -33,6 +33,18 @@ struct SubscriptionView: Encodable, Sendable {
     var lastVerifiedAt: Instant?
     var history: History?
 
+    /// A subscription an account claims and Apple has not yet shown to be its own: its id and
+    /// nothing of its state or owner, no entitlement.
+    static func pending(_ record: SubscriptionRecord) -> SubscriptionView {
+        var view = SubscriptionView(record, now: Date())
+        view.accountID = nil
+        view.status = "pending"
+        (view.productID, view.expiresAt, view.autoRenew, view.autoRenewProductID) = (nil, nil, nil, nil)
+        (view.gracePeriodExpiresAt, view.lastVerifiedAt) = (nil, nil)
+        view.entitlement = Entitlement(active: false, until: nil)
+        return view
+    }
+
     init(_ record: SubscriptionRecord, history: History? = nil, now: Date) {
         id = record.id
         originalTransactionID = record.originalTransactionID

@@ -1,3 +1,5 @@
+import Crypto
+
 /// A base64 App Store receipt: a secret, like a password.
 ///
 /// Printing, interpolating or dumping it shows only its length, so it cannot reach a log or an
@@ -11,6 +13,14 @@ public struct ReceiptData: Sendable, Hashable, Codable, CustomStringConvertible,
     public let base64: String
 
     public init(base64: String) { self.base64 = base64 }
+
+    /// SHA-256 of the base64 text, in hex: how the ledger recognises a receipt without keeping it.
+    public var sha256Hex: String {
+        SHA256.hash(data: Array(base64.utf8)).map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
 
     /// Set this `userInfo` key to `true` on a `JSONEncoder` to write receipts redacted.
     public static let redactInJSON = CodingUserInfoKey(rawValue: "receiptfleet.redactReceipts")!

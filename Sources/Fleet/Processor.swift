@@ -89,6 +89,12 @@ final class Processor {
             decisions.append((job, try decide(job.job, subscriptions[job.job.subscriptionID])))
         }
         for (reserved, settlement) in zip(decisions.map(\.0), try write(decisions.map(\.1))) {
+            if reserved.job.reason == .registration, case .ack(.verified) = settlement,
+               let receipt = subscriptions[reserved.job.subscriptionID]?.receipt {
+                // Apple has now shown this receipt to hold the subscription: the registration that
+                // was queued with it (Apple could not be asked then) may link its account.
+                try connections.ledger.resolveClaims(of: reserved.job.subscriptionID, receiptSHA256: receipt.sha256Hex)
+            }
             try apply(settlement, to: reserved)
         }
         if let rest = restBeforeNextBatch {

@@ -239,5 +239,20 @@ enum Migrations {
             CREATE INDEX events_unpublished_purchase ON events (purchase_id, seq)
                 WHERE published_at IS NULL AND purchase_id IS NOT NULL;
             """),
+        Migration(version: 7, name: "account claims", sql: """
+            -- A registration Apple could not be asked about claims a subscription for an account. The
+            -- claim links nothing until Apple's answer for that very receipt (known by its SHA-256,
+            -- never kept) shows the subscription; until then the account sees it as pending.
+            CREATE TABLE account_claims (
+                id               bigserial PRIMARY KEY,
+                subscription_id  bigint NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+                account_id       text NOT NULL,
+                receipt_sha256   text NOT NULL,
+                claimed_at       timestamptz NOT NULL DEFAULT now(),
+                resolved_at      timestamptz,
+                UNIQUE (subscription_id, account_id, receipt_sha256)
+            );
+            CREATE INDEX account_claims_pending ON account_claims (account_id) WHERE resolved_at IS NULL;
+            """),
     ]
 }

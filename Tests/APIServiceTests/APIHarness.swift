@@ -124,11 +124,19 @@ struct APIHarness: Sendable {
 
     /// Halts the fleet, as an operator's `receiptfleet pause` does.
     func haltFleet() async throws {
+        try await gate { try $0.halt(reason: "halted by the test") }
+    }
+
+    /// Resumes a halted fleet, as an operator's `receiptfleet resume` does.
+    func resumeFleet() async throws {
+        try await gate { try $0.resume() }
+    }
+
+    private func gate(_ body: @escaping @Sendable (FleetGate) throws -> Void) async throws {
         let fleet = fleet
         try await onOwnThread {
             let connection = try RedisConnection(RedisConfiguration(url: fleet.redisURL))
-            try FleetGate(connection: connection, keys: try QueueKeys(prefix: fleet.keyPrefix), limit: fleet.rateLimit)
-                .halt(reason: "halted by the test")
+            try body(FleetGate(connection: connection, keys: try QueueKeys(prefix: fleet.keyPrefix), limit: fleet.rateLimit))
         }
     }
 

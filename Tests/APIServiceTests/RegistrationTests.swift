@@ -1,5 +1,7 @@
 import AppStoreSimulator
+import Fleet
 import Foundation
+import Logging
 import Testing
 
 /// POST /v1/receipts and the reads: a purchase is verified with the simulator at once, stored,
@@ -141,10 +143,72 @@ import Testing
             #expect(queued.status == 202)
             #expect(queued.json["verification"] as? String == "pending")
             let item = try #require((queued.json["subscriptions"] as? [[String: Any]])?.first)
-            #expect((item["subscription"] as? [String: Any])?["status"] as? String == "unverified")
-            #expect(item["account"] as? String == "linked")
+            #expect((item["subscription"] as? [String: Any])?["status"] as? String == "pending")
+            #expect(item["account"] as? String == "pending", "a claim; Apple has not shown the receipt holds it")
             #expect(try await api.streamLength(\.readyHigh) == 1, "a registration job, ahead of the nightly backlog")
             #expect(try await api.count("SELECT count(*) AS n FROM verifications") == 0, "Apple was not asked")
+        }
+    }
+
+    /// While Apple cannot be asked, anyone can name any original_transaction_id: mallory's junk
+    /// receipt naming alice's subscription links nothing and grants nothing; alice's genuine
+    /// registration links it once Apple answers.
+    @Test func aQueuedClaimWithAJunkReceiptLinksNothing() async throws {
+        try await APIHarness.with { api in
+            let genuine = api.receipt()
+            let otid = genuine.subscriptions[0].originalTransactionID
+            try await api.haltFleet()
+            let junk = try await api.post("/v1/receipts", [
+                "receipt": "bm90IGEgcmVjZWlwdA==", "original_transaction_id": otid, "account_id": "mallory",
+            ])
+            #expect(junk.status == 202)
+            let item = try #require((junk.json["subscriptions"] as? [[String: Any]])?.first)
+            #expect(item["account"] as? String == "pending")
+            let entitlement = (item["subscription"] as? [String: Any])?["entitlement"] as? [String: Any]
+            #expect(entitlement?["active"] as? Bool == false)
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
+            let listed = try await api.get("/v1/subscriptions?account_id=mallory")
+            #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
+
+            try await api.resumeFleet()
+            let worker = WorkerPool(settings: api.fleet, logger: Logger(label: "api-test-worker"))
+            worker.start()
+            defer { worker.drain(grace: .seconds(10)) }
+            // The worker checks the junk receipt the claim stored: Apple refuses it, nothing is linked.
+            let checked = "SELECT count(*) AS n FROM verifications WHERE run_id = 'registration'"
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await api.count(checked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
+
+            let alice = try await api.post("/v1/receipts", ["receipt": genuine.receiptData, "account_id": "alice"])
+            #expect(alice.status == 200)
+            #expect((alice.json["subscriptions"] as? [[String: Any]])?.first?["account"] as? String == "linked")
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'") == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'mallory'") == 0)
+        }
+    }
+
+    /// A genuine receipt queued while Apple could not be asked: once a worker's check shows it
+    /// holds the subscription, the claim is proven and the account linked.
+    @Test func aQueuedClaimIsLinkedOnceAppleShowsItsReceipt() async throws {
+        try await APIHarness.with { api in
+            let receipt = api.receipt()
+            let otid = receipt.subscriptions[0].originalTransactionID
+            try await api.haltFleet()
+            let queued = try await api.post("/v1/receipts", [
+                "receipt": receipt.receiptData, "original_transaction_id": otid, "account_id": "alice",
+            ])
+            #expect(queued.status == 202)
+            try await api.resumeFleet()
+            let worker = WorkerPool(settings: api.fleet, logger: Logger(label: "api-test-worker"))
+            worker.start()
+            defer { worker.drain(grace: .seconds(10)) }
+            let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await api.count(linked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+            #expect(try await api.count(linked) == 1)
+            let listed = try await api.get("/v1/subscriptions?account_id=alice")
+            #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["active"])
         }
     }
 }
