@@ -36,6 +36,12 @@ public struct FleetSettings: Sendable {
     public var initialPurchaseWindow: TimeInterval
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
+    /// Webhook dispatcher threads in a relay process, each with its own connections: the most
+    /// webhook requests the process has in flight.
+    public var webhookThreads: Int
+    /// The most webhook requests in flight to one endpoint, over the whole fleet; below
+    /// `webhookThreads`, so that one receiver that stops answering cannot hold every thread.
+    public var webhookEndpointConcurrency: Int
 
     public init(
         redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
@@ -43,7 +49,8 @@ public struct FleetSettings: Sendable {
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
-        initialPurchaseWindow: TimeInterval = CheckSchedule.day, metricsAddress: MetricsAddress? = .standard
+        initialPurchaseWindow: TimeInterval = CheckSchedule.day, metricsAddress: MetricsAddress? = .standard,
+        webhookThreads: Int = 8, webhookEndpointConcurrency: Int = 2
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -63,6 +70,8 @@ public struct FleetSettings: Sendable {
         self.checkSchedule = checkSchedule
         self.initialPurchaseWindow = initialPurchaseWindow
         self.metricsAddress = metricsAddress
+        self.webhookThreads = webhookThreads
+        self.webhookEndpointConcurrency = webhookEndpointConcurrency
     }
 
     /// The first nightly run strictly after `now`.

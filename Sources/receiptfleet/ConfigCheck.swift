@@ -30,14 +30,14 @@ struct Config: ParsableCommand {
             let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
             func row(_ key: String, _ value: String) {
                 let source = resolved.value(key)?.source ?? "default"
-                print(key.padding(toLength: 26, withPad: " ", startingAt: 0) + value + "   (\(source))")
+                print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value + "   (\(source))")
             }
             row("redis-url", masked(settings.redisURL))
             row("postgres-url", masked(settings.postgresURL))
             row("key-prefix", settings.keyPrefix)
             row("appstore-production-url", settings.endpoints.production)
             row("appstore-sandbox-url", settings.endpoints.sandbox)
-            print("shared-secret".padding(toLength: 26, withPad: " ", startingAt: 0)
+            print("shared-secret".padding(toLength: 30, withPad: " ", startingAt: 0)
                 + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)" : "set (masked)"))
             row("rate-limit", "\(settings.rateLimit.perSecond)/s")
             row("rate-burst", "\(settings.rateLimit.burst)")
@@ -51,13 +51,15 @@ struct Config: ParsableCommand {
             row("refunded-recheck-hours", "\(settings.checkSchedule.refundedOrInvalidInterval / 3_600)")
             row("refunded-recheck-days", "\(settings.checkSchedule.refundedOrInvalidWatchPeriod / 86_400)")
             row("initial-purchase-hours", "\(settings.initialPurchaseWindow / 3_600)")
+            row("webhook-threads", "\(settings.webhookThreads)")
+            row("webhook-endpoint-concurrency", "\(settings.webhookEndpointConcurrency) in flight per endpoint")
             row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
             if resolved.value("api-tokens") == nil, resolved.value("api-tokens-file") == nil {
-                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")
+                print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")
             } else {
                 let serve = try resolved.apiSettings()
                 row("address", "\(serve.host):\(serve.port)")
-                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0)
+                print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
                     + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
                 row("apple-root-certificate", serve.trustedRoots.isEmpty ? "not set (V2 notifications are refused)" : "\(serve.trustedRoots.count) certificate(s)")
                 row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))
