@@ -27,13 +27,14 @@ import Testing
         let healthy = try TestHTTPServer(.respond([.init(status: 204)]))
         defer { healthy.stop() }
         let events = Self.events
+        let errors = Recorder()
         let elapsed = try await World.with { world in
             let database = try world.connect()
             _ = try endpoints(
                 ["http://127.0.0.1:\(otherReceiver.port)/", "http://127.0.0.1:\(healthy.port)/"], withDeliveries: events,
                 in: world, on: database)
             let started = ContinuousClock.now
-            let dispatchers = startDispatchers(8, in: world)
+            let dispatchers = startDispatchers(8, in: world, errors: errors)
             defer {
                 otherReceiver.stop()
                 dispatchers.stop(grace: .seconds(30))
@@ -43,6 +44,7 @@ import Testing
             }
             return ContinuousClock.now - started
         }
+        #expect(errors.all.isEmpty, "\(errors.all)")
         return Double(events) / elapsed.seconds
     }
 

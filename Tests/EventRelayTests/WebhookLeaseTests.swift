@@ -9,12 +9,13 @@ import Testing
 /// or every dispatcher.
 @Suite struct WebhookLeaseTests {
     @Test func noTransactionStaysOpenWhileTheReceiverThinks() async throws {
+        let errors = Recorder()
         let receiver = try TestHTTPServer(.hold)
         defer { receiver.stop() }
         let (reached, openTransactions, rowWasFree) = try await World.with { world in
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(receiver.port)/", in: world, on: database)
-            let dispatchers = startDispatchers(1, in: world)
+            let dispatchers = startDispatchers(1, in: world, errors: errors)
             defer {
                 receiver.stop()  // ends the held request, so the dispatcher can stop
                 dispatchers.stop(grace: .seconds(30))
@@ -35,9 +36,11 @@ import Testing
         #expect(reached)
         #expect(openTransactions == 0, "the dispatcher waits for the receiver outside any transaction")
         #expect(rowWasFree, "and locks no delivery meanwhile")
+        #expect(errors.all.isEmpty, "\(errors.all)")
     }
 
     @Test func aDeadDispatchersDeliveryIsDueAgainAfterItsLeaseAndItsLateAnswerChangesNothing() async throws {
+        let errors = Recorder()
         let hanging = try TestHTTPServer(.hold)
         defer { hanging.stop() }
         let failing = try TestHTTPServer(.respond([.init(status: 503)]))
@@ -47,7 +50,7 @@ import Testing
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(hanging.port)/", in: world, on: database)
             let start = TestClock().now
             // The first dispatcher's request hangs: to the others it is as good as dead.
-            let first = startDispatchers(1, in: world, now: { start })
+            let first = startDispatchers(1, in: world, now: { start }, errors: errors)
             defer { first.stop(grace: .seconds(30)) }
             let reached = eventually { hanging.requests.count == 1 }
 
@@ -79,9 +82,32 @@ import Testing
         #expect(beforeLateAnswer.nextAttemptAt == retakenAt + 5)
         #expect(stored == beforeLateAnswer, "the first dispatcher's late failure neither counts nor reschedules")
         #expect(Set(attempts) == [nil, 503], "both requests are logged")
+        #expect(errors.all.isEmpty, "\(errors.all)")
+    }
+
+    @Test func twoGoneAnswersAtOnceDisableTheEndpointWithoutADeadlock() async throws {
+        let errors = Recorder()
+        let receiver = try TestHTTPServer(.respondTogether(2, .init(status: 410)))
+        defer { receiver.stop() }
+        let (settled, endpointEnabled) = try await World.with { world in
+            let database = try world.connect()
+            let id = try endpoints(["http://127.0.0.1:\(receiver.port)/"], withDeliveries: 2, in: world, on: database)[0]
+            let dispatchers = startDispatchers(2, in: world, errors: errors)
+            defer { dispatchers.stop(grace: .seconds(30)) }
+            let settled = try eventually(within: .seconds(10)) {
+                try database.query("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'failed'")[0]["n"].int64() == 2
+            }
+            let enabled = try WebhookRegistry(database: database).list().first { $0.id == id }?.isEnabled
+            return (settled, enabled)
+        }
+        #expect(receiver.requests.count == 2)
+        #expect(settled)
+        #expect(endpointEnabled == false)
+        #expect(errors.all.isEmpty, "no deadlock: \(errors.all)")
     }
 
     @Test func anEndpointThatStopsAnsweringHoldsNoMoreDispatchersThanItsCap() async throws {
+        let errors = Recorder()
         let hanging = try TestHTTPServer(.hold)
         defer { hanging.stop() }
         let healthy = try TestHTTPServer(.respond([.init(status: 204)]))
@@ -93,7 +119,7 @@ import Testing
                 ["http://127.0.0.1:\(hanging.port)/", "http://127.0.0.1:\(healthy.port)/"], withDeliveries: events,
                 in: world, on: database)
             let configuration = WebhookConfiguration(timeout: .seconds(60), perEndpointConcurrency: 2)
-            let dispatchers = startDispatchers(4, in: world, configuration: configuration)
+            let dispatchers = startDispatchers(4, in: world, configuration: configuration, errors: errors)
             defer {
                 hanging.stop()
                 dispatchers.stop(grace: .seconds(30))
@@ -108,5 +134,6 @@ import Testing
         #expect(delivered, "the healthy endpoint got every delivery")
         #expect(heldRequests == 2)
         #expect(leased == 2)
+        #expect(errors.all.isEmpty, "\(errors.all)")
     }
 }

@@ -3,7 +3,6 @@ import Foundation
 import Lanes
 import PostgresClient
 import TestSupport
-import Testing
 
 /// An endpoint with one published event whose delivery is pending.
 struct PendingDelivery: Sendable {
@@ -37,19 +36,20 @@ func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on
 }
 
 /// Starts `count` dispatchers, as `RelayRunner` does: each on a thread of its own with its own
-/// connection and HTTP client, delivering until the group is stopped. `now` is every one's clock.
+/// connection and HTTP client, delivering until the group is stopped. `now` is every one's clock;
+/// what goes wrong in their rounds is recorded in `errors`.
 func startDispatchers(
     _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration(),
-    now: @escaping @Sendable () -> Date = Date.init
+    now: @escaping @Sendable () -> Date = Date.init, errors: Recorder
 ) -> ThreadGroup {
     let group = ThreadGroup()
     for index in 0..<count {
         group.spawn("rf-test-wh-\(index)") { stop in
             do {
                 try WebhookDispatcher(database: world.connect(), configuration: configuration, now: now)
-                    .run(until: stop, onError: { Issue.record($0) })
+                    .run(until: stop, onError: { errors.record("\($0)") })
             } catch {
-                Issue.record(error)
+                errors.record("\(error)")
             }
         }
     }

@@ -19,6 +19,9 @@ public final class TestHTTPServer: Sendable {
         case hangUp
         /// Reads the request, then resets the connection (TCP RST) without answering.
         case reset
+        /// Holds requests until this many have arrived (over all connections), then answers each with
+        /// the response: the answers reach the clients at the same moment.
+        case respondTogether(Int, Response)
         /// Answers the first request with the first response, the second with the second, and so
         /// on, counting over all connections; once they run out, the last one answers every request.
         case respond([Response])
@@ -127,6 +130,11 @@ public final class TestHTTPServer: Sendable {
                 var reset = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
                 return
+            case .respondTogether(let count, let response):
+                while requests.count < count {
+                    guard pause(for: .milliseconds(1)) else { return }
+                }
+                answer(response, on: connection)
             case .respond(let responses):
                 guard let response = responses[safe: turn] ?? responses.last else { return }
                 answer(response, on: connection)
