@@ -85,6 +85,25 @@ import Testing
         #expect(errors.all.isEmpty, "\(errors.all)")
     }
 
+    @Test func removingAnEndpointWhileItsRequestIsOutIsNoError() async throws {
+        let errors = Recorder()
+        let receiver = try TestHTTPServer(.hold)
+        defer { receiver.stop() }
+        let (reached, attemptsLogged) = try await World.with { world in
+            let database = try world.connect()
+            let pending = try pendingDelivery(to: "http://127.0.0.1:\(receiver.port)/", in: world, on: database)
+            let dispatchers = startDispatchers(1, in: world, errors: errors)
+            let reached = eventually { receiver.requests.count == 1 }
+            try WebhookRegistry(database: database).remove(id: pending.endpointID)
+            receiver.stop()  // the request fails now, with its delivery gone
+            dispatchers.stop(grace: .seconds(30))  // after the dispatcher's round, and so its record
+            return (reached, try database.query("SELECT count(*) AS n FROM webhook_attempts")[0]["n"].int64())
+        }
+        #expect(reached)
+        #expect(attemptsLogged == 0)
+        #expect(errors.all.isEmpty, "\(errors.all)")
+    }
+
     @Test func twoGoneAnswersAtOnceDisableTheEndpointWithoutADeadlock() async throws {
         let errors = Recorder()
         let receiver = try TestHTTPServer(.respondTogether(2, .init(status: 410)))
