@@ -7,6 +7,10 @@ public struct WebhookConfiguration: Sendable {
     public var retryDelays: [Duration]
     /// The longest one request may take, connecting included.
     public var timeout: Duration
+    /// The most deliveries to one endpoint in flight at once, over all dispatchers: a receiver that
+    /// stops answering holds no more dispatchers than this, and a healthy one gets this many
+    /// requests side by side. Run more dispatchers than this, or one such receiver stalls them all.
+    public var perEndpointConcurrency: Int
     /// How often the dispatcher looks for due deliveries when it found none.
     public var pollInterval: Duration
     /// The most attempts one `runOnce` makes.
@@ -17,16 +21,23 @@ public struct WebhookConfiguration: Sendable {
     public init(
         retryDelays: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map { .seconds($0) },
         timeout: Duration = .seconds(15),
+        perEndpointConcurrency: Int = 2,
         pollInterval: Duration = .seconds(1),
         batchSize: Int = 50,
         userAgent: String = "ReceiptFleet-Webhooks/1"
     ) {
         self.retryDelays = retryDelays
         self.timeout = timeout
+        self.perEndpointConcurrency = perEndpointConcurrency
         self.pollInterval = pollInterval
         self.batchSize = batchSize
         self.userAgent = userAgent
     }
+
+    /// How long a claimed delivery stays the claiming dispatcher's: longer than any attempt (the
+    /// request's timeout, plus a minute for the claim and the record), so a live dispatcher always
+    /// records in time, and a dead one's delivery is due again after it.
+    public var lease: Duration { timeout + .seconds(60) }
 
     func validate() throws(WebhookError) {
         guard retryDelays.allSatisfy({ $0 >= .zero }) else {
@@ -36,5 +47,8 @@ public struct WebhookConfiguration: Sendable {
             throw .invalidConfiguration("the timeout and the poll interval must be positive")
         }
         guard batchSize > 0 else { throw .invalidConfiguration("the batch size must be at least 1") }
+        guard perEndpointConcurrency > 0 else {
+            throw .invalidConfiguration("the concurrency per endpoint must be at least 1")
+        }
     }
 }

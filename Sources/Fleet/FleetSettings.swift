@@ -40,6 +40,12 @@ public struct FleetSettings: Sendable {
     public var nonRenewingProductIDs: Set<String>
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
+    /// Webhook dispatcher threads in a relay process, each with its own connections: the most
+    /// webhook requests the process has in flight.
+    public var webhookThreads: Int
+    /// The most webhook requests in flight to one endpoint, over the whole fleet; below
+    /// `webhookThreads`, so that one receiver that stops answering cannot hold every thread.
+    public var webhookEndpointConcurrency: Int
 
     public init(
         redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
@@ -48,7 +54,7 @@ public struct FleetSettings: Sendable {
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
         initialPurchaseWindow: TimeInterval = CheckSchedule.day, nonRenewingProductIDs: Set<String> = [],
-        metricsAddress: MetricsAddress? = .standard
+        metricsAddress: MetricsAddress? = .standard, webhookThreads: Int = 8, webhookEndpointConcurrency: Int = 2
     ) {
         self.redisURL = redisURL
         self.postgresURL = postgresURL
@@ -69,6 +75,8 @@ public struct FleetSettings: Sendable {
         self.initialPurchaseWindow = initialPurchaseWindow
         self.nonRenewingProductIDs = nonRenewingProductIDs
         self.metricsAddress = metricsAddress
+        self.webhookThreads = webhookThreads
+        self.webhookEndpointConcurrency = webhookEndpointConcurrency
     }
 
     /// The first nightly run strictly after `now`.

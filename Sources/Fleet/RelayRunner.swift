@@ -4,9 +4,9 @@ import Logging
 import PostgresClient
 import RedisClient
 
-/// The outbox relay and the webhook dispatcher, each on a thread of its own with its own
-/// connections: `receiptfleet relay`, or `receiptfleet worker --with-relay`. Several may run at
-/// once; the relay publishes each event once and in per-subscription order.
+/// The outbox relay and the webhook dispatchers (`webhookThreads` of them), each on a thread of
+/// its own with its own connections: `receiptfleet relay`, or `receiptfleet worker --with-relay`.
+/// Several may run at once; the relay publishes each event once and in per-subscription order.
 public final class RelayRunner: Sendable {
     private let settings: FleetSettings
     private let metrics: FleetMetrics
@@ -31,19 +31,25 @@ public final class RelayRunner: Sendable {
                     onPublished: metrics.published)
             }
         }
-        threads.spawn("rf-webhooks") { [settings, metrics, logger] stop in
-            keepRunning("webhook dispatcher", stop, logger) {
-                let dispatcher = try WebhookDispatcher(
-                    database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
-                dispatcher.run(
-                    until: stop, onError: { logger.error("webhook round failed", metadata: ["error": "\($0)"]) },
-                    onAttempt: metrics.attempted)
+        // Webhook requests wait on receivers, so each gets a thread: a slow receiver holds at most
+        // its endpoint's cap of them, and the rest go on delivering to the others.
+        let webhooks = WebhookConfiguration(perEndpointConcurrency: settings.webhookEndpointConcurrency)
+        for index in 0..<settings.webhookThreads {
+            threads.spawn("rf-webhooks-\(index)") { [settings, metrics, logger] stop in
+                keepRunning("webhook dispatcher", stop, logger) {
+                    let dispatcher = try WebhookDispatcher(
+                        database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)),
+                        configuration: webhooks)
+                    dispatcher.run(
+                        until: stop, onError: { logger.error("webhook round failed", metadata: ["error": "\($0)"]) },
+                        onAttempt: metrics.attempted)
+                }
             }
         }
         logger.info("relay started")
     }
 
-    /// Stops both loops after their current round; returns whether they ended within `grace`.
+    /// Stops every loop after its current round; returns whether they ended within `grace`.
     @discardableResult
     public func stop(grace: Duration) -> Bool {
         threads.stop(grace: grace)

@@ -58,7 +58,7 @@ public final class HTTPClient {
         // Back to curl's defaults, so nothing of the previous request (method, body, headers)
         // carries over. Open connections, the DNS cache and TLS sessions stay.
         curl_easy_reset(handle)
-        collector.reset()
+        collector.reset(bodyLimit: configuration.maxBodyBytes)
         errorBuffer[0] = 0
 
         // An empty `Expect:` stops curl from sending `Expect: 100-continue` for large bodies,
@@ -94,22 +94,25 @@ public final class HTTPClient {
             rf_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, collector.curlContext),
         ], url: url)
 
-        guard let body else {  // a GET: curl_easy_reset made it the method again
-            try check([curl_easy_perform(handle)], url: url)
-            return response()
+        let result: CURLcode
+        if let body {
+            // curl reads the body from stdin when CURLOPT_POSTFIELDS is NULL, so even an empty body
+            // needs a real pointer. curl does not copy the body: the pointer must live through perform.
+            let bytes = body.isEmpty ? [0] : body
+            result = bytes.withUnsafeBytes { buffer in
+                let options = [
+                    rf_curl_setopt_long(handle, CURLOPT_POST, 1),
+                    rf_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
+                    rf_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress)),
+                ]
+                return options.first { $0 != CURLE_OK } ?? curl_easy_perform(handle)
+            }
+        } else {  // a GET: curl_easy_reset made it the method again
+            result = curl_easy_perform(handle)
         }
-        // curl reads the body from stdin when CURLOPT_POSTFIELDS is NULL, so even an empty body
-        // needs a real pointer. curl does not copy the body: the pointer must live through perform.
-        let bytes = body.isEmpty ? [0] : body
-        let result = bytes.withUnsafeBytes { buffer in
-            let options = [
-                rf_curl_setopt_long(handle, CURLOPT_POST, 1),
-                rf_curl_setopt_long(handle, CURLOPT_POSTFIELDSIZE, body.count),
-                rf_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress)),
-            ]
-            return options.first { $0 != CURLE_OK } ?? curl_easy_perform(handle)
-        }
-        try check([result], url: url)
+        // A body cut at the limit stops the transfer with a write error; the answer itself is whole.
+        let cutAtLimit = result == CURLE_WRITE_ERROR && collector.reachedBodyLimit
+        if !cutAtLimit { try check([result], url: url) }
         return response()
     }
 

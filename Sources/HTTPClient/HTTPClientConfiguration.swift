@@ -1,4 +1,5 @@
-/// How an `HTTPClient` connects: timeouts, TLS verification and the user agent.
+/// How an `HTTPClient` connects: timeouts, TLS verification, the user agent, and how much of an
+/// answer it reads.
 public struct HTTPClientConfiguration: Sendable {
     /// The longest a request may wait for the TCP (and TLS) connection to be established.
     public var connectTimeout: Duration
@@ -12,19 +13,25 @@ public struct HTTPClientConfiguration: Sendable {
     public var caFile: String?
     /// Sent as `User-Agent` unless a request sets that header itself.
     public var userAgent: String
+    /// The most bytes of a response body kept; nil keeps the whole body. The client stops reading
+    /// at the limit and closes the connection, so a server that sends an endless body costs
+    /// neither memory nor the rest of the timeout; the response carries the first bytes only.
+    public var maxBodyBytes: Int?
 
     public init(
         connectTimeout: Duration = .seconds(10),
         totalTimeout: Duration = .seconds(30),
         verifiesTLS: Bool = true,
         caFile: String? = nil,
-        userAgent: String = "HTTPClient (libcurl)"
+        userAgent: String = "HTTPClient (libcurl)",
+        maxBodyBytes: Int? = nil
     ) {
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
         self.verifiesTLS = verifiesTLS
         self.caFile = caFile
         self.userAgent = userAgent
+        self.maxBodyBytes = maxBodyBytes
     }
 }
 

@@ -8,11 +8,17 @@
 final class ResponseCollector {
     private(set) var headers = HTTPHeaders()
     private(set) var body: [UInt8] = []
+    /// The most body bytes this response may keep; nil for no limit.
+    private var bodyLimit: Int?
+    /// Whether the body went past `bodyLimit`, so that the transfer was stopped there.
+    private(set) var reachedBodyLimit = false
 
-    /// Forgets the previous response.
-    func reset() {
+    /// Forgets the previous response and sets the next one's body limit.
+    func reset(bodyLimit: Int?) {
         headers = HTTPHeaders()
         body = []
+        self.bodyLimit = bodyLimit
+        reachedBodyLimit = false
     }
 
     /// The opaque pointer curl passes back to the callbacks.
@@ -24,8 +30,15 @@ final class ResponseCollector {
         Unmanaged<ResponseCollector>.fromOpaque(context!).takeUnretainedValue()
     }
 
-    fileprivate func append(body bytes: UnsafeRawBufferPointer) {
-        body.append(contentsOf: bytes)
+    /// Keeps `bytes` up to the body limit; false when the limit cut them, to stop the transfer.
+    fileprivate func append(body bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let bodyLimit, body.count + bytes.count > bodyLimit else {
+            body.append(contentsOf: bytes)
+            return true
+        }
+        body.append(contentsOf: bytes.prefix(bodyLimit - body.count))
+        reachedBodyLimit = true
+        return false
     }
 
     /// Takes one raw header line ("Name: value\r\n"). A status line starts a new response:
@@ -45,13 +58,13 @@ final class ResponseCollector {
 }
 
 /// CURLOPT_WRITEFUNCTION: curl calls it with each piece of the body. Returning fewer bytes
-/// than given would abort the transfer; we always take them all.
+/// than given aborts the transfer (CURLE_WRITE_ERROR): that is how a body past the limit stops.
 func collectBody(
     data: UnsafeMutablePointer<CChar>?, size: Int, count: Int, context: UnsafeMutableRawPointer?
 ) -> Int {
     let length = size * count
-    ResponseCollector.from(context).append(body: UnsafeRawBufferPointer(start: data, count: length))
-    return length
+    let tookAll = ResponseCollector.from(context).append(body: UnsafeRawBufferPointer(start: data, count: length))
+    return tookAll ? length : 0
 }
 
 /// CURLOPT_HEADERFUNCTION: curl calls it once per complete header line, status line included.

@@ -254,5 +254,16 @@ enum Migrations {
             );
             CREATE INDEX account_claims_pending ON account_claims (account_id) WHERE resolved_at IS NULL;
             """),
+        Migration(version: 8, name: "webhook leases", sql: """
+            -- A webhook dispatcher claims a delivery in one short transaction and records the answer in
+            -- another, holding no transaction while the receiver thinks. Until `leased_until` the
+            -- delivery is in flight: no one else claims it, and it counts against its endpoint's cap
+            -- of concurrent requests. A dispatcher that dies mid-request leaves it due again after that.
+            ALTER TABLE webhook_deliveries ADD COLUMN leased_until timestamptz;
+
+            -- Claims look at one endpoint at a time: its most overdue delivery, and those in flight.
+            CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)
+                WHERE state = 'pending';
+            """),
     ]
 }

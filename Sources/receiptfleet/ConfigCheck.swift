@@ -32,14 +32,14 @@ struct Config: ParsableCommand {
             let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
             func row(_ key: String, _ value: String) {
                 let source = resolved.value(key)?.source ?? "default"
-                print(key.padding(toLength: 26, withPad: " ", startingAt: 0) + value + "   (\(source))")
+                print(key.padding(toLength: 30, withPad: " ", startingAt: 0) + value + "   (\(source))")
             }
             row("redis-url", Redact.connectionString(settings.redisURL))
             row("postgres-url", Redact.connectionString(settings.postgresURL))
             row("key-prefix", settings.keyPrefix)
             row("appstore-production-url", Redact.url(settings.endpoints.production))
             row("appstore-sandbox-url", Redact.url(settings.endpoints.sandbox))
-            print("shared-secret".padding(toLength: 26, withPad: " ", startingAt: 0)
+            print("shared-secret".padding(toLength: 30, withPad: " ", startingAt: 0)
                 + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)" : "set (masked)"))
             row("rate-limit", "\(settings.rateLimit.perSecond)/s")
             row("rate-burst", "\(settings.rateLimit.burst)")
@@ -55,13 +55,15 @@ struct Config: ParsableCommand {
             row("initial-purchase-hours", "\(settings.initialPurchaseWindow / 3_600)")
             row("non-renewing-products", settings.nonRenewingProductIDs.isEmpty
                 ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
+            row("webhook-threads", "\(settings.webhookThreads)")
+            row("webhook-endpoint-concurrency", "\(settings.webhookEndpointConcurrency) in flight per endpoint")
             row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
             if resolved.value("api-tokens") == nil, resolved.value("api-tokens-file") == nil {
-                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")
+                print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")
             } else {
                 let serve = try resolved.apiSettings()
                 row("address", "\(serve.host):\(serve.port)")
-                print("api-tokens".padding(toLength: 26, withPad: " ", startingAt: 0)
+                print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
                     + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
                 row("apple-root-certificate", resolved.value("apple-root-certificate") == nil
                     ? "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))"

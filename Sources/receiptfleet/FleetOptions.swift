@@ -43,6 +43,12 @@ struct FleetOptions: ParsableArguments {
     @Option(help: "Seconds a reserved job may go without an ack before others take it over.")
     var visibilityTimeout: Int?
 
+    @Option(help: "Webhook dispatcher threads in a relay process: the most webhook requests it has in flight.")
+    var webhookThreads: Int?
+
+    @Option(help: "The most webhook requests in flight to one endpoint, fleet-wide; below --webhook-threads.")
+    var webhookEndpointConcurrency: Int?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -79,6 +85,8 @@ struct ResolvedConfiguration {
         flags["concurrency"] = options.concurrency.map(String.init)
         flags["drain-grace"] = options.drainGrace.map(String.init)
         flags["visibility-timeout"] = options.visibilityTimeout.map(String.init)
+        flags["webhook-threads"] = options.webhookThreads.map(String.init)
+        flags["webhook-endpoint-concurrency"] = options.webhookEndpointConcurrency.map(String.init)
         flags["log-level"] = options.logLevel
         flags["metrics-address"] = options.metricsAddress
         self.flags = flags
@@ -126,6 +134,7 @@ struct ResolvedConfiguration {
         let rate = try number("rate-limit", default: 50.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second")
         let burst = try number("rate-burst", default: 10, { $0 >= 1 }, "a whole number ≥ 1")
         let prefix = string("key-prefix", default: "{rf}")
+        let (webhookThreads, webhookEndpointConcurrency) = try webhookConcurrency()
         do {
             _ = try QueueKeys(prefix: prefix)
         } catch {
@@ -159,7 +168,19 @@ struct ResolvedConfiguration {
             nonRenewingProductIDs: Set(string("non-renewing-products", default: "").split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces)
             }.filter { !$0.isEmpty }),
-            metricsAddress: try metricsAddress())
+            metricsAddress: try metricsAddress(),
+            webhookThreads: webhookThreads,
+            webhookEndpointConcurrency: webhookEndpointConcurrency)
+    }
+
+    /// The dispatcher threads and the cap per endpoint, which must leave threads for other endpoints.
+    private func webhookConcurrency() throws -> (threads: Int, perEndpoint: Int) {
+        let threads = try number("webhook-threads", default: 8, { (2...256).contains($0) }, "a whole number from 2 to 256")
+        let perEndpoint = try number(
+            "webhook-endpoint-concurrency", default: 2, { (1..<threads).contains($0) },
+            "a whole number from 1 to webhook-threads − 1 (\(threads - 1)): one endpoint that stops answering "
+                + "would otherwise hold every webhook thread")
+        return (threads, perEndpoint)
     }
 
     private static func readFile(_ path: String?) throws -> [String: String] {

@@ -142,6 +142,20 @@ import Testing
         #expect(later == 0)
     }
 
+    @Test func anEndlessAnswerIsReadOnlyUpToItsCapAndStillCounts() async throws {
+        let server = try TestHTTPServer(.endlessBody)
+        defer { server.stop() }
+        let stored = try await World.with { world in
+            let database = try world.connect()
+            let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
+            let clock = TestClock()
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration(timeout: .seconds(5)), now: { clock.now })
+                .runOnce()
+            return try delivery(pending.deliveryID, on: database)
+        }
+        #expect(stored.state == "delivered", "the 200 counts; the body past 64 KiB is never read")
+    }
+
     @Test(arguments: [302, 400, 500])
     func anythingButA2xxIsAFailure(status: Int) async throws {
         let elsewhere = try TestHTTPServer()

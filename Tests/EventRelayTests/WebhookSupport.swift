@@ -1,5 +1,6 @@
 import EventRelay
 import Foundation
+import Lanes
 import PostgresClient
 import TestSupport
 
@@ -20,6 +21,49 @@ func pendingDelivery(to url: String, in world: World, on database: PostgresConne
     let deliveryID = try firstRow(of: database.query(
         "SELECT id FROM webhook_deliveries WHERE endpoint_id = $1", [.int64(endpoint.id)]), "the delivery")["id"].int64() ?? 0
     return PendingDelivery(endpointID: endpoint.id, deliveryID: deliveryID, eventID: eventID, secret: secret)
+}
+
+/// Adds an endpoint for each URL, then `events` events (each of a subscription of its own) and relays
+/// them, so that every endpoint has a pending delivery of each. Returns the endpoints' ids, in order.
+func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on database: PostgresConnection) throws -> [Int64] {
+    let registry = WebhookRegistry(database: database)
+    let ids = try urls.map { try registry.add(url: $0, eventTypes: []).endpoint.id }
+    for subscription in try insertSubscriptions(events, on: database) {
+        try insertEvent(subscription, on: database)
+    }
+    try world.relay { $0.batchSize = events }.runOnce()
+    return ids
+}
+
+/// Starts `count` dispatchers, as `RelayRunner` does: each on a thread of its own with its own
+/// connection and HTTP client, delivering until the group is stopped. `now` is every one's clock;
+/// what goes wrong in their rounds is recorded in `errors`.
+func startDispatchers(
+    _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration(),
+    now: @escaping @Sendable () -> Date = Date.init, errors: Recorder
+) -> ThreadGroup {
+    let group = ThreadGroup()
+    for index in 0..<count {
+        group.spawn("rf-test-wh-\(index)") { stop in
+            do {
+                try WebhookDispatcher(database: world.connect(), configuration: configuration, now: now)
+                    .run(until: stop, onError: { errors.record("\($0)") })
+            } catch {
+                errors.record("\(error)")
+            }
+        }
+    }
+    return group
+}
+
+/// Waits until `condition` holds, checking every 5 ms; false if it still does not after `limit`.
+func eventually(within limit: Duration = .seconds(30), _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+    return try condition()
 }
 
 /// Runs the dispatcher once at each offset from `clock`'s start (moving the clock there) and

@@ -62,6 +62,38 @@ import TestSupport
         #expect(server.acceptedConnections == 1)
     }
 
+    @Test func aBodyPastTheLimitIsCutThereAndTheAnswerStillCounts() async throws {
+        let long = (0..<200_000).map { UInt8(truncatingIfNeeded: $0) }
+        let server = try TestHTTPServer(.respond([.init(status: 200, body: long)]))
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/"
+
+        let (cut, next) = try await onOwnThread {
+            let client = try HTTPClient(configuration: HTTPClientConfiguration(maxBodyBytes: 64 * 1024))
+            return (try client.get(url: url), try client.get(url: url))
+        }
+
+        #expect(cut.status == 200)
+        #expect(cut.body == Array(long.prefix(64 * 1024)))
+        #expect(next.status == 200, "the client goes on after a cut body")
+    }
+
+    @Test func anEndlessBodyEndsAtTheLimitNotAtTheTimeout() async throws {
+        let server = try TestHTTPServer(.endlessBody)
+        defer { server.stop() }
+        let configuration = HTTPClientConfiguration(totalTimeout: .seconds(5), maxBodyBytes: 64 * 1024)
+        let clock = ContinuousClock()
+        let started = clock.now
+
+        let response = try await onOwnThread {
+            try HTTPClient(configuration: configuration).get(url: "http://127.0.0.1:\(server.port)/")
+        }
+
+        #expect(clock.now - started < .seconds(4), "stopped reading at the limit")
+        #expect(response.status == 200)
+        #expect(response.body.count == 64 * 1024)
+    }
+
     @Test func theTotalTimeoutEndsASlowRequestQuickly() async throws {
         let server = try TestHTTPServer(.delay(.seconds(2)))
         defer { server.stop() }

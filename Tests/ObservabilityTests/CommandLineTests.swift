@@ -105,6 +105,25 @@ import Testing
         }
     }
 
+    @Test func configCheckShowsAndChecksTheWebhookThreadsAndTheirCapPerEndpoint() async throws {
+        let standard = try await runFleetCommand(["config", "check"], environment: [:])
+        #expect(standard.status == 0)
+        #expect(standard.output.contains("webhook-threads" + String(repeating: " ", count: 15) + "8   (default)"))
+        #expect(standard.output.contains("2 in flight per endpoint   (default)"))
+
+        let set = try await runFleetCommand(
+            ["config", "check", "--webhook-threads", "16"], environment: ["RECEIPTFLEET_WEBHOOK_ENDPOINT_CONCURRENCY": "4"])
+        #expect(set.output.contains("16   (flag --webhook-threads)"))
+        #expect(set.output.contains("4 in flight per endpoint   (environment RECEIPTFLEET_WEBHOOK_ENDPOINT_CONCURRENCY)"))
+
+        // A cap of every thread would let one receiver that never answers stall all deliveries.
+        let bad = try await runFleetCommand(
+            ["config", "check", "--webhook-threads", "4", "--webhook-endpoint-concurrency", "4"], environment: [:])
+        #expect(bad.status != 0)
+        #expect(bad.output.contains(
+            "configuration 'webhook-endpoint-concurrency' (from flag --webhook-endpoint-concurrency): '4' is not a whole number from 1 to webhook-threads − 1 (3)"))
+    }
+
     @Test func metricsAddressesAreReadStrictly() throws {
         #expect(try MetricsAddress.parse("0.0.0.0:9464") == MetricsAddress(host: "0.0.0.0", port: 9464))
         #expect(try MetricsAddress.parse("metrics.internal:0") == MetricsAddress(host: "metrics.internal", port: 0))

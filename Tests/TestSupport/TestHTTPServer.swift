@@ -11,10 +11,17 @@ public final class TestHTTPServer: Sendable {
         case echo
         /// Waits, then echoes.
         case delay(Duration)
+        /// Reads the request and never answers: the connection stays open until the server stops.
+        case hold
+        /// Answers 200 with a body that never ends (no length; sent until the client leaves).
+        case endlessBody
         /// Reads the request, then closes the connection without answering.
         case hangUp
         /// Reads the request, then resets the connection (TCP RST) without answering.
         case reset
+        /// Holds requests until this many have arrived (over all connections), then answers each with
+        /// the response: the answers reach the clients at the same moment.
+        case respondTogether(Int, Response)
         /// Answers the first request with the first response, the second with the second, and so
         /// on, counting over all connections; once they run out, the last one answers every request.
         case respond([Response])
@@ -72,9 +79,10 @@ public final class TestHTTPServer: Sendable {
         }.start()
     }
 
-    /// Stops accepting, ends every connection and waits for all the server's threads.
+    /// Stops accepting, ends every connection and waits for all the server's threads. Calls after
+    /// the first do nothing, so a test may stop a server early and again on its way out.
     public func stop() {
-        stopping.store(true, ordering: .relaxed)
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
         threads.wait()
         close(listener)
     }
@@ -109,6 +117,12 @@ public final class TestHTTPServer: Sendable {
             case .delay(let duration):
                 guard pause(for: duration) else { return }
                 echo(request, on: connection)
+            case .hold:
+                _ = pause(for: .seconds(86_400))  // until the server stops
+                return
+            case .endlessBody:
+                sendEndlessBody(on: connection)
+                return
             case .hangUp:
                 return
             case .reset:
@@ -116,6 +130,11 @@ public final class TestHTTPServer: Sendable {
                 var reset = linger(l_onoff: 1, l_linger: 0)
                 setsockopt(connection, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
                 return
+            case .respondTogether(let count, let response):
+                while requests.count < count {
+                    guard pause(for: .milliseconds(1)) else { return }
+                }
+                answer(response, on: connection)
             case .respond(let responses):
                 guard let response = responses[safe: turn] ?? responses.last else { return }
                 answer(response, on: connection)
@@ -127,6 +146,14 @@ public final class TestHTTPServer: Sendable {
         let fields = response.headers.map { "\($0.name): \($0.value)\r\n" }.joined()
         let head = "HTTP/1.1 \(response.status) Canned\r\n\(fields)Content-Length: \(response.body.count)\r\n\r\n"
         sendAll(Array(head.utf8) + response.body, on: connection)
+    }
+
+    /// Sends a 200 head without a length, then body bytes until the client goes away or the server stops.
+    private func sendEndlessBody(on connection: Int32) {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
+        guard sendAll(Array(head.utf8), on: connection) else { return }
+        let chunk = [UInt8](repeating: UInt8(ascii: "x"), count: 16 * 1024)
+        while !stopping.load(ordering: .relaxed), sendAll(chunk, on: connection) {}
     }
 
     private func echo(_ request: Request, on connection: Int32) {
@@ -195,14 +222,17 @@ public final class TestHTTPServer: Sendable {
         return true
     }
 
-    private func sendAll(_ bytes: [UInt8], on connection: Int32) {
+    /// Sends every byte; false if the client went away first.
+    @discardableResult
+    private func sendAll(_ bytes: [UInt8], on connection: Int32) -> Bool {
         var sent = 0
         while sent < bytes.count {
             // MSG_NOSIGNAL: a client that went away must not kill the test process with SIGPIPE.
             let count = bytes[sent...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return }
+            guard count > 0 else { return false }
             sent += count
         }
+        return true
     }
 }
 

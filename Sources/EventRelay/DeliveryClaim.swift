@@ -1,0 +1,101 @@
+import Foundation
+import PostgresClient
+
+/// What one look for due work found: a delivery leased to the caller, or why there is none.
+enum DeliveryClaim {
+    /// A delivery now in flight for the caller until its lease ends.
+    case claimed(ClaimedDelivery)
+    /// The endpoint picked had room when looked at, but other dispatchers filled it meanwhile:
+    /// look again at once, since other endpoints may have work.
+    case endpointFilledMeanwhile
+    /// Nothing is due at an endpoint with room.
+    case nothingDue
+
+    /// Leases the most overdue delivery of the endpoint with the most overdue delivery among those
+    /// with fewer than `perEndpoint` in flight, in one short transaction that holds no lock once it
+    /// commits. The endpoint row stays locked for the transaction, so claims to one endpoint take
+    /// turns and its count of deliveries in flight is exact; claims to different endpoints run side by side.
+    static func next(
+        on database: PostgresConnection, now: Date, leasedUntil: Date, perEndpoint: Int
+    ) throws -> DeliveryClaim {
+        try database.transaction { database in
+            let parameters: [PostgresValue] = [.timestamptz(now), .int64(Int64(perEndpoint))]
+            guard let endpoint = try database.query(endpointWithRoom, parameters).first?["id"].int64() else {
+                return .nothingDue
+            }
+            let claimed = try database.query(leaseOldestDue, parameters + [.int64(endpoint), .timestamptz(leasedUntil)])
+            guard let row = claimed.first else { return .endpointFilledMeanwhile }
+            return .claimed(try ClaimedDelivery(row, leasedUntil: leasedUntil))
+        }
+    }
+
+    /// The enabled endpoint whose most overdue unleased delivery is oldest, among those with room
+    /// ($1 now, $2 the cap). The count may be stale by the time the lock is granted (it is read in
+    /// the snapshot taken before waiting), so `leaseOldestDue` counts again under the lock.
+    private static let endpointWithRoom = """
+        SELECT w.id
+        FROM webhook_endpoints w
+        CROSS JOIN LATERAL (
+            SELECT d.next_attempt_at FROM webhook_deliveries d
+            WHERE d.endpoint_id = w.id AND d.state = 'pending' AND d.next_attempt_at <= $1
+              AND (d.leased_until IS NULL OR d.leased_until <= $1)
+            ORDER BY d.next_attempt_at
+            LIMIT 1
+        ) oldest
+        WHERE w.enabled AND \(inFlight("w.id")) < $2
+        ORDER BY oldest.next_attempt_at, w.id
+        LIMIT 1
+        FOR UPDATE OF w
+        """
+
+    /// Leases ($4 until) the endpoint's ($3) most overdue unleased delivery if fewer than $2 are in
+    /// flight at $1, and returns what sending it takes.
+    private static let leaseOldestDue = """
+        UPDATE webhook_deliveries d SET leased_until = $4
+        FROM webhook_endpoints w, events e
+        WHERE d.id = (
+                SELECT id FROM webhook_deliveries
+                WHERE endpoint_id = $3 AND state = 'pending' AND next_attempt_at <= $1
+                  AND (leased_until IS NULL OR leased_until <= $1)
+                ORDER BY next_attempt_at, id
+                LIMIT 1
+                FOR UPDATE SKIP LOCKED)
+          AND \(inFlight("$3")) < $2
+          AND w.id = d.endpoint_id AND e.id = d.event_id
+        RETURNING d.id, d.attempts, e.id::text AS event_id, w.id AS endpoint_id, w.url, w.secret,
+                  \(EventSQL.envelope) AS body
+        """
+
+    /// The number of the endpoint's deliveries in flight at $1 (leased, the lease not yet over).
+    private static func inFlight(_ endpoint: String) -> String {
+        """
+        (SELECT count(*) FROM webhook_deliveries f
+         WHERE f.endpoint_id = \(endpoint) AND f.state = 'pending' AND f.leased_until > $1)
+        """
+    }
+}
+
+/// A delivery leased to one dispatcher: where it goes, how to sign it, what to send, and the lease
+/// that proves it is still this dispatcher's when the answer is recorded.
+struct ClaimedDelivery {
+    let id: Int64
+    let attempts: Int
+    let eventID: String
+    let endpointID: Int64
+    let url: String
+    /// The stored secret text; parsed only when signing, so it travels in no error.
+    let secret: String
+    let body: [UInt8]
+    let leasedUntil: Date
+
+    init(_ row: PostgresRow, leasedUntil: Date) throws {
+        id = try row["id"].int64() ?? 0
+        attempts = Int(try row["attempts"].int64() ?? 0)
+        eventID = try row["event_id"].text() ?? ""
+        endpointID = try row["endpoint_id"].int64() ?? 0
+        url = try row["url"].text() ?? ""
+        secret = try row["secret"].text() ?? ""
+        body = Array((try row["body"].text() ?? "").utf8)
+        self.leasedUntil = leasedUntil
+    }
+}

@@ -1,0 +1,44 @@
+import EventRelay
+import Fleet
+import Foundation
+import TestSupport
+import Testing
+
+/// The relay as `receiptfleet relay` runs it: its webhook threads and the cap per endpoint.
+@Suite struct RelayRunnerTests {
+    @Test func aReceiverThatNeverAnswersHoldsOnlyItsCapOfTheRelaysWebhookThreads() async throws {
+        try await Deployment.with(receipts: 6) { deployment in
+            let hanging = try TestHTTPServer(.hold)
+            defer { hanging.stop() }
+            let healthy = try TestHTTPServer(.respond([.init(status: 204)]))
+            defer { healthy.stop() }
+            let database = deployment.database
+            let events = try await onOwnThread {
+                let connection = try database.connect()
+                let registry = WebhookRegistry(database: connection)
+                for receiver in [hanging, healthy] {
+                    _ = try registry.add(url: "http://127.0.0.1:\(receiver.port)/", eventTypes: [])
+                }
+                return try connection.execute(
+                    """
+                    INSERT INTO events (id, subscription_id, original_transaction_id, type, payload, occurred_at)
+                    SELECT gen_random_uuid(), id, original_transaction_id, 'renewed', '{}', now() FROM subscriptions
+                    """)
+            }
+            #expect(events > 2)
+
+            let relay = RelayRunner(settings: deployment.settings, logger: quietLogger)
+            relay.start()
+            let deadline = ContinuousClock.now + .seconds(10)  // well before the hanging requests time out (15 s)
+            while healthy.requests.count < events, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let held = hanging.requests.count
+            hanging.stop()  // ends the held requests, so the relay can stop
+            _ = try await onOwnThread { relay.stop(grace: .seconds(20)) }
+
+            #expect(healthy.requests.count == events, "the healthy receiver got every event")
+            #expect(held == deployment.settings.webhookEndpointConcurrency)
+        }
+    }
+}
