@@ -14,7 +14,8 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
     public var found = 0
     /// Jobs added to the queue.
     public var enqueued = 0
-    /// Due subscriptions this run had enqueued before (a second run the same night adds nothing).
+    /// Due subscriptions that already had a job in the queue, from this run or an earlier one (a
+    /// pass while the last one's jobs still wait, or are retried, adds nothing for them).
     public var alreadyQueued = 0
     public var seconds = 0.0
     public var finishedAt: Date?
@@ -48,8 +49,8 @@ public enum SchedulerError: Error, CustomStringConvertible {
 }
 
 /// Enqueues one job per due subscription: reads them from PostgreSQL in keyset pages and adds them
-/// to the queue under one run id, each at most once per run. A Redis lock, renewed page by page,
-/// keeps two schedulers from overlapping.
+/// to the queue under one run id, skipping those whose job is still queued from any run. A Redis
+/// lock, renewed page by page, keeps two schedulers from overlapping.
 public final class Scheduler {
     public struct Options: Sendable {
         public var runID: String

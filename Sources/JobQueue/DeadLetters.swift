@@ -54,8 +54,10 @@ extension JobQueue {
     }
 
     /// Enqueues the matching dead letters again as fresh jobs (attempt 0, reason replay) and
-    /// removes them from the dead letters, atomically per letter. Letters that are not jobs stay
-    /// (purge them). Returns how many were replayed.
+    /// removes them from the dead letters, atomically per letter. Like the bulk enqueue, replay
+    /// adds no job for a subscription already queued (a later pass enqueued it again): its letter
+    /// goes, and the queued job does the work. Letters that are not jobs stay (purge them).
+    /// Returns how many letters were replayed.
     @discardableResult
     public func replay(matching filter: DeadLetterFilter) throws(QueueError) -> Int {
         var replayed = 0
@@ -66,7 +68,8 @@ extension JobQueue {
                 arguments += [letter.id, job.subscriptionID, job.runID]
             }
             if arguments.count > 1 {
-                let reply = try connection.evaluate(Scripts.replay, keys: [keys.dead, keys.ready], arguments: arguments)
+                let reply = try connection.evaluate(
+                    Scripts.replay, keys: [keys.dead, keys.ready, keys.queued], arguments: arguments)
                 replayed += Int(reply.int ?? 0)
             }
             return true
@@ -74,7 +77,8 @@ extension JobQueue {
         return replayed
     }
 
-    /// Deletes the matching dead letters for good. Returns how many were deleted.
+    /// Deletes the matching dead letters for good. A dead letter holds no queued bit (burial
+    /// cleared it), so purging changes nothing about what a sweep enqueues. Returns how many were deleted.
     @discardableResult
     public func purge(matching filter: DeadLetterFilter) throws(QueueError) -> Int {
         var purged = 0

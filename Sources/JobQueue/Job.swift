@@ -25,9 +25,23 @@ public struct Job: Sendable, Hashable {
             case .nightly, .renewal, .replay: false
             }
         }
+
+        /// Whether a job of this reason holds its subscription's bit in the queued bitmap
+        /// (`QueueKeys.queued`), so that no sweep enqueues the subscription again while the job
+        /// waits, runs or is retried. Sweeps over many subscriptions (the scheduler's nightly and
+        /// manual runs) and replays of dead letters are; a job tied to one event or moment (a
+        /// notification, a registration, a check after a renewal) is not: it must run even while
+        /// a sweep's job of the same subscription waits, and must not clear that job's bit.
+        /// Only the bulk enqueue and replay make deduplicated jobs; the single-job paths refuse them.
+        public var isDeduplicated: Bool {
+            switch self {
+            case .nightly, .manual, .replay: true
+            case .renewal, .notification, .registration: false
+            }
+        }
     }
 
-    /// The ledger's id of the subscription: 0...4294967295 (the run bitmap is indexed by it).
+    /// The ledger's id of the subscription: 0...4294967295 (the queued bitmap is indexed by it).
     public var subscriptionID: Int64
     /// The scheduler run (or other source) that enqueued the job; no `|`, at most 64 bytes.
     public var runID: String
@@ -55,6 +69,10 @@ public struct Job: Sendable, Hashable {
     public var encoded: String {
         "\(subscriptionID)|\(runID)|\(reason.rawValue)|\(attempt)|\(enqueuedAt)|\(firstFailedAt.map(String.init) ?? "")"
     }
+
+    /// The scripts' argument for the queued bit this job holds: its subscription id if its reason
+    /// is deduplicated, else "" (the job must leave the bit of a sweep's job alone).
+    var heldQueuedBit: String { reason.isDeduplicated ? String(subscriptionID) : "" }
 
     /// Reads a job's text form; anything else throws `QueueError.undecodableJob` saying what is wrong.
     public init(encoded text: String) throws(QueueError) {
@@ -87,7 +105,7 @@ public struct Job: Sendable, Hashable {
             attempt: attempt, enqueuedAt: enqueuedAt, firstFailedAt: firstFailedAt)
     }
 
-    /// Subscription ids the queue accepts: the ledger's dense ids, which index the run bitmaps.
+    /// Subscription ids the queue accepts: the ledger's dense ids, which index the queued bitmap.
     public static let subscriptionIDs: ClosedRange<Int64> = 0...Int64(UInt32.max)
 
     static func validate(subscriptionID: Int64) throws(QueueError) {

@@ -4,35 +4,43 @@ import RedisClient
 public struct EnqueueResult: Sendable, Hashable {
     /// Jobs added to a ready stream.
     public var added: Int
-    /// Subscriptions this run had already enqueued (or listed twice), so skipped.
+    /// Subscriptions skipped because a job of theirs is already queued (ready, reserved or
+    /// delayed), whichever run enqueued it, or because they were listed twice.
     public var alreadyQueued: Int
 }
 
 extension JobQueue {
-    /// How long a run remembers which subscriptions it enqueued: a scheduler run restarted within
-    /// this time enqueues nothing twice.
-    public static let runMemory: Duration = .seconds(3 * 24 * 3600)
+    /// How long an occurrence's once-key keeps its job from being added again: longer than Apple
+    /// keeps re-sending a notification it has no 200 for.
+    public static let onceMemory: Duration = .seconds(3 * 24 * 3600)
     /// Subscriptions per script call: big enough to amortize the round trip, small enough that
     /// one call blocks Redis for only a millisecond or two.
     static let enqueueBatch = 1000
     /// Script calls per pipeline: bounds the memory of a very large enqueue.
     static let enqueuePipelineDepth = 16
 
-    /// Enqueues one job per subscription for the scheduler run `runID`, each at most once per run
-    /// (however often this is called), in the stream the reason's priority selects.
+    /// Enqueues one job per subscription that has no deduplicated job in the queue yet (ready,
+    /// reserved, or delayed for a retry or a pause), in the stream the reason's priority selects.
+    /// So a pass that runs while the last one's jobs still wait adds nothing for them, whatever
+    /// its run id; a subscription is enqueued again once its job was acked or buried.
     ///
     /// All ids are checked (0...4294967295) before anything is sent. Jobs go in batches, one Lua
-    /// call each, pipelined. If Redis fails halfway, some batches are in; calling again with the
-    /// same run id adds exactly the rest.
+    /// call each, pipelined. If Redis fails halfway, some batches are in; calling again adds
+    /// exactly the rest.
     @discardableResult
     public func enqueue(
         subscriptionIDs: some Collection<Int64>, run runID: String, reason: Job.Reason
     ) throws(QueueError) -> EnqueueResult {
         try Job.validate(runID: runID)
+        guard reason.isDeduplicated else {
+            throw .invalidArgument(
+                "the bulk enqueue de-duplicates, and jobs of reason '\(reason)' are not deduplicated: "
+                    + "enqueue them one at a time with enqueue(subscriptionID:run:reason:)")
+        }
         for id in subscriptionIDs { try Job.validate(subscriptionID: id) }
 
-        let keys = [reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.run(runID)]
-        let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
+        let keys = [reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.queued]
+        let header: [any RedisArgument] = [runID, reason.rawValue]
         var added = 0
         for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
             let calls = pipelined.map { batch in
@@ -47,22 +55,24 @@ extension JobQueue {
     }
 
     /// Enqueues one job for `subscriptionID` now, in the stream the reason's priority selects,
-    /// without the per-run memory of the bulk enqueue. For jobs that answer one event (an App Store
-    /// notification, a registration).
+    /// whatever is queued. For jobs that answer one event (an App Store notification, a
+    /// registration); the reason must not be deduplicated, so the job never clears the queued bit
+    /// of a sweep's job.
     ///
     /// With `once`, a name for the occurrence (e.g. "notification-42"), the job is added at most
-    /// once per occurrence within `runMemory`, however often this is called: a caller that crashed
-    /// after enqueueing, before it could note so, can simply call again. Returns nil then.
+    /// once per occurrence within `onceMemory`, however often this is called: a caller that
+    /// crashed after enqueueing, before it could note so, can simply call again. Returns nil then.
     @discardableResult
     public func enqueue(
         subscriptionID: Int64, run runID: String, reason: Job.Reason, once occurrence: String? = nil
     ) throws(QueueError) -> Job? {
         try Job.validate(runID: runID)
         try Job.validate(subscriptionID: subscriptionID)
+        try Self.refuseDeduplicated(reason)
         let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
         let reply = try connection.evaluate(
             Scripts.enqueueOne, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
-            arguments: [subscriptionID, runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000])
+            arguments: [subscriptionID, runID, reason.rawValue, Self.onceMemory.wholeMilliseconds / 1000])
         if occurrence != nil, reply == .null { return nil }
         guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
         return try Job(encoded: text)
@@ -70,13 +80,24 @@ extension JobQueue {
 
     /// Puts `job` in the delayed set, due at `dueAt` (ms since the epoch); `promoteDue` moves it to
     /// its ready stream then. Idempotent per job: scheduling an equal job again only sets its due
-    /// time (so give a "check after renewal" job a fixed `enqueuedAt`, such as its due time).
+    /// time (so give a "check after renewal" job a fixed `enqueuedAt`, such as its due time). Like
+    /// `enqueue(subscriptionID:run:reason:)`, it takes only reasons that are not deduplicated.
     /// Returns whether the job was new to the delayed set.
     @discardableResult
     public func schedule(_ job: Job, at dueAt: Int64) throws(QueueError) -> Bool {
         try Job.validate(subscriptionID: job.subscriptionID)
         try Job.validate(runID: job.runID)
+        try Self.refuseDeduplicated(job.reason)
         return try connection.execute(["ZADD", keys.delayed, dueAt, job.encoded]).int == 1
+    }
+
+    /// The single-job paths set no queued bit, so a job of theirs must not clear one on ack.
+    private static func refuseDeduplicated(_ reason: Job.Reason) throws(QueueError) {
+        guard !reason.isDeduplicated else {
+            throw .invalidArgument(
+                "jobs of reason '\(reason)' are deduplicated across the queue: enqueue them with "
+                    + "enqueue(subscriptionIDs:run:reason:)")
+        }
     }
 }
 

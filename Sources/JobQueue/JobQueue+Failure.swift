@@ -51,8 +51,8 @@ extension JobQueue {
         try moveToDelayed(reserved, as: reserved.job, after: delay, stampFirstFailure: false)
     }
 
-    /// Moves a job to the dead letters at once, for failures no retry can fix. Returns false if
-    /// it is no longer reserved by this consumer.
+    /// Moves a job to the dead letters at once, for failures no retry can fix; a sweep may
+    /// enqueue its subscription again. Returns false if it is no longer reserved by this consumer.
     @discardableResult
     public func bury(_ reserved: ReservedJob, failure: JobFailure) throws(QueueError) -> Bool {
         try bury(
@@ -65,10 +65,10 @@ extension JobQueue {
         stream: String, entryID: String, jobText: String, failure: JobFailure, attempts: Int, firstFailedAt: Int64?
     ) throws(QueueError) -> Bool {
         let reply = try connection.evaluate(
-            Scripts.bury, keys: [stream, keys.dead],
+            Scripts.bury, keys: [stream, keys.dead, keys.queued],
             arguments: [
                 QueueKeys.group, consumer, entryID, String(jobText.prefix(500)), failure.errorClass, failure.message,
-                attempts, firstFailedAt.map(String.init) ?? "",
+                attempts, firstFailedAt.map(String.init) ?? "", (try? Job(encoded: jobText))?.heldQueuedBit ?? "",
             ])
         return reply.int == 1
     }

@@ -51,13 +51,15 @@ extension JobQueue {
         return try accept(entries)
     }
 
-    /// Acknowledges a finished job: it leaves Redis for good. Call it only once the job's effects
-    /// are durable. Returns false if the job is no longer reserved by this consumer (it was
-    /// settled already, or reclaimed by another after the visibility timeout).
+    /// Acknowledges a finished job: it leaves Redis for good, and a sweep may enqueue its
+    /// subscription again. Call it only once the job's effects are durable. Returns false if the
+    /// job is no longer reserved by this consumer (it was settled already, or reclaimed by another
+    /// after the visibility timeout).
     @discardableResult
     public func ack(_ reserved: ReservedJob) throws(QueueError) -> Bool {
         let reply = try connection.evaluate(
-            Scripts.ack, keys: [reserved.stream], arguments: [QueueKeys.group, consumer, reserved.entryID])
+            Scripts.ack, keys: [reserved.stream, keys.queued],
+            arguments: [QueueKeys.group, consumer, reserved.entryID, reserved.job.heldQueuedBit])
         return reply.int == 1
     }
 

@@ -33,8 +33,10 @@ public struct QueueKeys: Sendable, Hashable {
     public var delayed: String { "\(prefix):delayed" }
     /// Jobs that will not be retried, with their error: a stream.
     public var dead: String { "\(prefix):dead" }
-    /// The subscription ids enqueued by one scheduler run: a bitmap, so each is enqueued once per run.
-    public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
+    /// The subscriptions with a deduplicated job in the queue (ready, reserved or delayed): a bitmap
+    /// indexed by subscription id, one for the whole deployment, so no pass of any run enqueues a
+    /// subscription twice. Its size follows the highest id (10M ids: 1.25 MB), not the passes.
+    public var queued: String { "\(prefix):queued" }
     /// Marks that the job for one occurrence (e.g. "notification-42") was enqueued: a string with
     /// an expiry, so enqueueing it again adds nothing.
     public func once(_ occurrence: String) -> String { "\(prefix):once:\(occurrence)" }

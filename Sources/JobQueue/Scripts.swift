@@ -3,7 +3,9 @@ import RedisClient
 /// Every Lua script the queue runs, in one place. Each names its KEYS and ARGV and what it returns.
 ///
 /// Scripts make multi-step moves atomic: a job is always in exactly one of the ready streams
-/// (perhaps reserved), the delayed set or the dead-letter stream, never in two and never in none.
+/// (perhaps reserved), the delayed set or the dead-letter stream, never in two and never in none;
+/// and a subscription's bit in the queued bitmap is set exactly while a deduplicated job of it (see
+/// `Job.Reason.isDeduplicated`) is in a ready stream or the delayed set.
 /// Times come from Redis's own clock (`TIME`), never a worker's, so hosts with skewed clocks agree.
 /// Every key a script touches is passed in KEYS and shares the deployment's hash tag, so the
 /// scripts run unchanged on Redis Cluster.
@@ -42,6 +44,16 @@ enum Scripts {
 
         """
 
+    /// `releaseQueued(bitmap, subscription)`: clears the subscription's queued bit when a job that
+    /// holds it leaves the queue for good; `subscription` is "" for a job that holds none (its
+    /// reason is not deduplicated, or it is not a job), which must leave a sweep's bit alone.
+    private static let releaseQueued = """
+        local function releaseQueued(bitmap, subscription)
+            if subscription ~= '' then redis.call('SETBIT', bitmap, subscription, 0) end
+        end
+
+        """
+
     /// `asMap(flat)`: a table from XINFO's flat name/value list.
     private static let asMap = """
         local function asMap(flat)
@@ -73,22 +85,23 @@ enum Scripts {
 
     // MARK: Enqueueing and delivery
 
-    /// Adds one job per subscription unless this run already added it.
-    /// KEYS[1] ready stream, KEYS[2] the run's bitmap. ARGV[1] run id, ARGV[2] reason letter,
-    /// ARGV[3] bitmap lifetime in seconds, ARGV[4…] subscription ids. Returns the number added.
+    /// Adds one job per subscription unless the subscription is already queued (its bit is set),
+    /// and sets the bit of each one added; the job's ack or burial clears it again.
+    /// KEYS[1] ready stream, KEYS[2] queued bitmap. ARGV[1] run id, ARGV[2] reason letter (a
+    /// deduplicated reason), ARGV[3…] subscription ids. Returns the number added.
     static let enqueue = RedisScript(clock + freshJob + """
         local added = 0
-        for i = 4, #ARGV do
+        for i = 3, #ARGV do
             if redis.call('SETBIT', KEYS[2], ARGV[i], 1) == 0 then
                 redis.call('XADD', KEYS[1], '*', 'j', freshJob(ARGV[i], ARGV[1], ARGV[2]))
                 added = added + 1
             end
         end
-        redis.call('EXPIRE', KEYS[2], ARGV[3])
         return added
         """)
 
-    /// Adds one job now, remembered by no run: for a job that answers one event (a notification).
+    /// Adds one job now, whatever is queued: for a job that answers one event (a notification).
+    /// Its reason is not deduplicated, so it neither reads nor sets the queued bitmap.
     /// KEYS[1] ready stream, KEYS[2] (optional) the occurrence's once-key. ARGV[1] subscription id,
     /// ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime in seconds.
     /// Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
@@ -117,17 +130,21 @@ enum Scripts {
         return taken
         """)
 
-    /// Acknowledges a finished job and deletes it, so the stream does not grow without bound.
-    /// KEYS[1] its ready stream. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id.
+    /// Acknowledges a finished job and deletes it, so the stream does not grow without bound; the
+    /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
+    /// KEYS[1] its ready stream, KEYS[2] queued bitmap. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
+    /// ARGV[4] the subscription id whose queued bit the job holds, or "" if it holds none.
     /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
-    static let ack = RedisScript(ownership + """
+    static let ack = RedisScript(ownership + releaseQueued + """
         if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
         redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
         redis.call('XDEL', KEYS[1], ARGV[3])
+        releaseQueued(KEYS[2], ARGV[4])
         return 1
         """)
 
-    /// Moves a reserved job to the delayed set, due `delay` ms from now.
+    /// Moves a reserved job to the delayed set, due `delay` ms from now. It is still queued, so
+    /// its subscription's queued bit stays set.
     /// KEYS[1] its ready stream, KEYS[2] delayed set. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
     /// ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6] "stamp" to record now as its
     /// first failure if it has none (its text ends in '|'), else "".
@@ -142,14 +159,17 @@ enum Scripts {
         return 1
         """)
 
-    /// Moves a reserved entry to the dead-letter stream.
-    /// KEYS[1] its ready stream, KEYS[2] dead stream. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
-    /// ARGV[4] job text, ARGV[5] error class, ARGV[6] message, ARGV[7] attempts, ARGV[8] first failure
-    /// in ms ("" for now). Returns 1, or 0 if the entry is not (or no longer) reserved by this consumer.
-    static let bury = RedisScript(clock + ownership + """
+    /// Moves a reserved entry to the dead-letter stream. A dead letter is not queued: the
+    /// subscription's queued bit (if the job holds it) is cleared, so the next pass may enqueue it.
+    /// KEYS[1] its ready stream, KEYS[2] dead stream, KEYS[3] queued bitmap. ARGV[1] group, ARGV[2]
+    /// consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6] message, ARGV[7]
+    /// attempts, ARGV[8] first failure in ms ("" for now), ARGV[9] the subscription id whose queued
+    /// bit the job holds, or "". Returns 1, or 0 if the entry is not (or no longer) reserved by this consumer.
+    static let bury = RedisScript(clock + ownership + releaseQueued + """
         if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
         redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
         redis.call('XDEL', KEYS[1], ARGV[3])
+        releaseQueued(KEYS[3], ARGV[9])
         local firstFailure = ARGV[8] ~= '' and ARGV[8] or nowText
         redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'error', ARGV[5], 'message', ARGV[6],
             'attempts', ARGV[7], 'first_failure', firstFailure, 'last_failure', nowText, 'buried_at', nowText)
@@ -233,14 +253,18 @@ enum Scripts {
     // MARK: Dead letters
 
     /// Re-enqueues dead letters as fresh jobs (attempt 0), each only if it is still in the
-    /// dead-letter stream (so concurrent replays cannot duplicate it).
-    /// KEYS[1] dead stream, KEYS[2] ready stream. ARGV[1] reason letter, ARGV[2…] triples of
-    /// dead-letter id, subscription id, run id. Returns the number re-enqueued.
+    /// dead-letter stream (so concurrent replays cannot duplicate it). Replay is a deduplicated
+    /// reason: a letter whose subscription is already queued again (a later pass enqueued it)
+    /// leaves the dead letters without a second job, since the queued one does the same work.
+    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap. ARGV[1] reason letter,
+    /// ARGV[2…] triples of dead-letter id, subscription id, run id. Returns the number of letters replayed.
     static let replay = RedisScript(clock + freshJob + """
         local replayed = 0
         for i = 2, #ARGV, 3 do
             if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
-                redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
+                if redis.call('SETBIT', KEYS[3], ARGV[i + 1], 1) == 0 then
+                    redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
+                end
                 replayed = replayed + 1
             end
         end

@@ -11,8 +11,10 @@ struct Schedule: AsyncParsableCommand {
         abstract: "Enqueue one verification job per due subscription.",
         discussion: """
             Reads the subscriptions whose next check has come (refunded and invalid ones wait for a \
-            notification) in pages, and enqueues them under one run id, each at most once per run: a \
-            second run the same night adds nothing. A lock keeps two schedulers from overlapping.
+            notification) in pages, and enqueues them under one run id, skipping every subscription \
+            whose job is still queued (waiting, running or to be retried) from any run: a second run \
+            adds nothing for them, however far behind the workers are. A lock keeps two schedulers \
+            from overlapping.
             Run it nightly from cron, a systemd timer or a Kubernetes CronJob; or keep it running with \
             --every, so that a renewal is seen minutes after it happens; then it serves /metrics, \
             /healthz and /readyz on --metrics-address, and SIGTERM or SIGINT stops it after the pass in hand.

@@ -22,7 +22,7 @@ import Testing
 
     @Test func behindATrustedProxyEachCallerHasABucketOfItsOwn() async throws {
         try await APIHarness.with(configure: {
-            ($0.clientRateLimit, $0.clientRateBurst) = (0.5, 2)
+            ($0.clientRateLimit, $0.clientRateBurst) = (0.01, 2)
             $0.trustedProxies = try! TrustedProxies(parsing: "127.0.0.1")
         }) { api in
             for _ in 0..<2 { _ = try await api.get("/v1/subscriptions?account_id=x", auth: .none, forwardedFor: "203.0.113.7") }
@@ -32,7 +32,7 @@ import Testing
             #expect(other.status == 401, "another caller behind the same proxy is not limited")
         }
         // Without the proxy configured the header is ignored: everyone is the proxy.
-        try await APIHarness.with(configure: { ($0.clientRateLimit, $0.clientRateBurst) = (0.5, 2) }) { api in
+        try await APIHarness.with(configure: { ($0.clientRateLimit, $0.clientRateBurst) = (0.01, 2) }) { api in
             for _ in 0..<2 { _ = try await api.get("/v1/subscriptions?account_id=x", auth: .none, forwardedFor: "203.0.113.7") }
             let other = try await api.get("/v1/subscriptions?account_id=x", auth: .none, forwardedFor: "198.51.100.9")
             #expect(other.status == 429)
@@ -42,7 +42,7 @@ import Testing
     /// Forty junk notifications a second from behind the same proxy as Apple: Apple's own
     /// notification is still taken.
     @Test func junkNeverStarvesApplesNotifications() async throws {
-        try await APIHarness.with(configure: { ($0.clientRateLimit, $0.clientRateBurst) = (1, 2) }) { api in
+        try await APIHarness.with(configure: { ($0.clientRateLimit, $0.clientRateBurst) = (0.01, 2) }) { api in
             let (otid, _) = try await api.registered()
             var statuses: [Int] = []
             for _ in 0..<40 {

@@ -62,7 +62,7 @@ struct DelayedTests {
             let queue = try deployment.queue("setup", on: connection)
             let now = try connection.redisNow()
             for id in 0..<jobs {
-                try queue.schedule(Job(subscriptionID: Int64(id), runID: "r", reason: .nightly, enqueuedAt: now), at: now)
+                try queue.schedule(Job(subscriptionID: Int64(id), runID: "r", reason: .renewal, enqueuedAt: now), at: now)
             }
         }
         let moved = try await withThrowingTaskGroup(of: Int.self) { group in

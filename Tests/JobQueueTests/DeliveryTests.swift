@@ -150,9 +150,9 @@ struct DeliveryTests {
         let (singles, mixed) = try await withDeployment { deployment, connection in
             let queue = try deployment.queue("a", on: connection)
             try queue.enqueue(subscriptionIDs: [1, 2, 3], run: "night", reason: .nightly)
-            try queue.enqueue(subscriptionIDs: [10, 11], run: "push", reason: .notification)
+            for id: Int64 in [10, 11] { try queue.enqueue(subscriptionID: id, run: "push", reason: .notification) }
             let singles = try (0..<3).map { _ in try queue.reserve(count: 1, block: .zero).map(\.job.subscriptionID) }
-            try queue.enqueue(subscriptionIDs: [12], run: "push", reason: .registration)
+            try queue.enqueue(subscriptionID: 12, run: "push", reason: .registration)
             let mixed = try queue.reserve(count: 2, block: .zero).map(\.job.subscriptionID)
             return (singles, mixed)
         }
@@ -170,7 +170,7 @@ struct DeliveryTests {
             start = ContinuousClock.now
             Thread {
                 Thread.sleep(forTimeInterval: 0.3)
-                _ = try? deployment.queue("producer").enqueue(subscriptionIDs: [99], run: "push", reason: .notification)
+                _ = try? deployment.queue("producer").enqueue(subscriptionID: 99, run: "push", reason: .notification)
             }.start()
             let arrived = try queue.reserve(block: .seconds(5)).map(\.job.subscriptionID)
             return (nothing.count, emptyWait, arrived, ContinuousClock.now - start)

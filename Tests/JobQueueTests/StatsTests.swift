@@ -12,7 +12,7 @@ struct StatsTests {
             let queue = try deployment.queue("worker-1", retryPolicy: try RetryPolicy(base: .seconds(3600), cap: .seconds(3600), maxAttempts: 5), on: connection)
             let empty = try queue.stats()
             try queue.enqueue(subscriptionIDs: Array(1...5), run: "night", reason: .nightly)
-            try queue.enqueue(subscriptionIDs: [6, 7], run: "push", reason: .notification)
+            for id: Int64 in [6, 7] { try queue.enqueue(subscriptionID: id, run: "push", reason: .notification) }
             Thread.sleep(forTimeInterval: 0.2)
             let reserved = try queue.reserve(count: 4, block: .zero)  // 6, 7, 1, 2
             _ = try queue.retry(reserved[0], after: timeoutFailure)  // due in up to an hour... or at once
