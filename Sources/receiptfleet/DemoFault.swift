@@ -57,7 +57,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         /// SIGKILL the n-th worker process (modulo their number) and start it again.
         case killWorker(Int)
         case restartServer
-        /// SIGSTOP the server's process group, wait, SIGCONT it.
+        /// SIGSTOP the server and its child processes, wait, SIGCONT them.
         case freezeServer(Duration)
         case outage(seconds: Double)
         /// A JSON body for the simulator's /control/knobs.

@@ -219,21 +219,25 @@ final class DemoStage {
         }
     }
 
-    /// Stops the server's whole process group (PostgreSQL serves each session from a process of its
-    /// own, all in the postmaster's group), waits, and lets it continue, even if the wait is cut short.
+    /// Stops the server and the processes it started (PostgreSQL serves each session from a child
+    /// process, which leads a process group of its own, so signalling the server's group is not
+    /// enough), waits, and lets them all continue, even if the wait is cut short.
     private func freezeServer(for duration: Duration) throws {
         guard let path = serverPIDFile else { return }
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         guard let pid = text.split(whereSeparator: \.isNewline).first.flatMap({ pid_t($0) }), pid > 1 else {
             throw ValidationError("No process id in \(path).")
         }
-        guard getpgid(pid) == pid else { throw ValidationError("Process \(pid) (from \(path)) does not lead its process group.") }
-        say("freezing the server (SIGSTOP to process group \(pid)) for \(duration)")
-        guard kill(-pid, SIGSTOP) == 0 else { throw ValidationError("SIGSTOP to \(pid) failed: \(String(cString: strerror(errno))).") }
+        var stopped: [pid_t] = []
         defer {
-            kill(-pid, SIGCONT)
-            say("the server continues (SIGCONT)")
+            for process in stopped { kill(process, SIGCONT) }
+            if !stopped.isEmpty { say("the server continues (SIGCONT)") }
         }
+        // The server first, so that it starts no process once its children are listed.
+        guard kill(pid, SIGSTOP) == 0 else { throw ValidationError("SIGSTOP to \(pid) failed: \(String(cString: strerror(errno))).") }
+        stopped.append(pid)
+        for child in childProcesses(of: pid) where kill(child, SIGSTOP) == 0 { stopped.append(child) }
+        say("froze the server (SIGSTOP to process \(pid) and its \(stopped.count - 1) children) for \(duration)")
         try pause(duration)
     }
 
@@ -337,6 +341,19 @@ final class DemoStage {
         if let dead = children.first(where: { !$0.process.isRunning }) {
             throw ValidationError("The demo's \(dead.name) ended early (exit \(dead.process.terminationStatus)); see \(logDirectory.path)/\(dead.name).log.")
         }
+    }
+}
+
+/// The processes whose parent is `parent`, read from /proc.
+private func childProcesses(of parent: pid_t) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { pid_t($0) }.filter { pid in
+        // /proc/PID/stat: pid (command name) state ppid …; the name may hold spaces and parentheses.
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let nameEnd = stat.range(of: ")", options: .backwards)
+        else { return false }
+        let fields = stat[nameEnd.upperBound...].split(separator: " ")
+        return fields.count > 1 && pid_t(fields[1]) == parent
     }
 }
 
