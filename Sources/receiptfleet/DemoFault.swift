@@ -8,7 +8,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// Redis stopped and started again (`--restart-command`); with appendonly it keeps its data.
     case restartRedis = "restart-redis"
     case restartPostgres = "restart-postgres"
-    /// The server's processes stopped (SIGSTOP) for `freezeSeconds`, then continued: its kernel
+    /// The server's processes stopped (SIGSTOP) for `freezeDuration`, then continued: its kernel
     /// still acknowledges every packet, so only the clients' call deadlines notice.
     case freezeRedis = "freeze-redis"
     case freezePostgres = "freeze-postgres"
@@ -21,7 +21,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     case wrongSecret = "wrong-secret"
 
     /// Twice the default call deadline (10 s), so that calls time out rather than merely wait.
-    static let freezeSeconds: Duration = .seconds(20)
+    static let freezeDuration: Duration = .seconds(20)
 
     /// What the fault needs from the command line, or nil when it has it.
     func problem(restartCommand: String?, serverPIDFile: String?) -> String? {
@@ -43,7 +43,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         switch self {
         case .killWorker: [(.zero, .killWorker(0)), (.seconds(3), .killWorker(1)), (.seconds(6), .killWorker(2))]
         case .restartRedis, .restartPostgres: [(.zero, .restartServer)]
-        case .freezeRedis, .freezePostgres: [(.zero, .freezeServer(Self.freezeSeconds))]
+        case .freezeRedis, .freezePostgres: [(.zero, .freezeServer(Self.freezeDuration))]
         case .outage: [(.zero, .outage(seconds: seconds))]
         case .garbage: [(.zero, .knobs(#"{"garbage_rate": 0.05}"#))]
         case .wrongSecret:
