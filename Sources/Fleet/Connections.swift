@@ -15,11 +15,11 @@ public final class Connections {
     public let appStore: AppStoreClient
 
     public init(settings: FleetSettings, consumer: String) throws {
-        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        let redis = try RedisConnection(settings.redisConfiguration())
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy)
         gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
-        let postgres = try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL))
+        let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
         appStore = try AppStoreClient(
             endpoints: settings.endpoints,

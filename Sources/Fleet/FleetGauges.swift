@@ -99,7 +99,7 @@ private final class FleetReader {
 
     /// Short timeouts: a scrape or a readiness probe must answer within seconds, reachable or not.
     private func connectRedis() throws -> (RedisConnection, JobQueue) {
-        var configuration = try RedisConfiguration(url: settings.redisURL)
+        var configuration = try settings.redisConfiguration()
         configuration.connectTimeout = .seconds(2)
         configuration.commandTimeout = .seconds(5)
         let connection = try RedisConnection(configuration)
@@ -109,8 +109,9 @@ private final class FleetReader {
     }
 
     private func connectPostgres() throws -> Ledger {
-        var configuration = try PostgresConfiguration(settings.postgresURL)
+        var configuration = try settings.postgresConfiguration()
         configuration.connectTimeout = .seconds(2)
+        configuration.callTimeout = .seconds(5)
         return Ledger(try PostgresConnection(configuration: configuration))
     }
 }

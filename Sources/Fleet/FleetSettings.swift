@@ -3,6 +3,8 @@ import AppStore
 import Foundation
 import JobQueue
 import Ledger
+import PostgresClient
+import RedisClient
 
 /// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`).
 public struct FleetSettings: Sendable {
@@ -29,6 +31,11 @@ public struct FleetSettings: Sendable {
     public var drainGrace: Duration
     /// verifyReceipt timeouts.
     public var appleTimeout: Duration
+    /// How long each Redis command, and each PostgreSQL call, may wait for its server before it fails
+    /// and its connection is made again: a stopped server's kernel still acknowledges packets, so
+    /// only a client-side deadline notices it (see `redisConfiguration()`, `postgresConfiguration()`).
+    public var redisTimeout: Duration
+    public var postgresTimeout: Duration
     /// The hour (UTC) of the nightly scheduler run; checks are planned against it.
     public var nightlyHourUTC: Int
     public var checkSchedule: CheckSchedule
@@ -52,7 +59,8 @@ public struct FleetSettings: Sendable {
         sharedSecret: SharedSecret? = nil, rateLimit: RateLimit, pausePolicy: PausePolicy = .standard,
         retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
-        appleTimeout: Duration = .seconds(30), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
+        appleTimeout: Duration = .seconds(30), redisTimeout: Duration = .seconds(10),
+        postgresTimeout: Duration = .seconds(10), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
         initialPurchaseWindow: TimeInterval = CheckSchedule.day, nonRenewingProductIDs: Set<String> = [],
         metricsAddress: MetricsAddress? = .standard, webhookThreads: Int = 8, webhookEndpointConcurrency: Int = 2
     ) {
@@ -70,6 +78,8 @@ public struct FleetSettings: Sendable {
         self.maxDeliveries = maxDeliveries
         self.drainGrace = drainGrace
         self.appleTimeout = appleTimeout
+        self.redisTimeout = redisTimeout
+        self.postgresTimeout = postgresTimeout
         self.nightlyHourUTC = nightlyHourUTC
         self.checkSchedule = checkSchedule
         self.initialPurchaseWindow = initialPurchaseWindow
@@ -77,6 +87,20 @@ public struct FleetSettings: Sendable {
         self.metricsAddress = metricsAddress
         self.webhookThreads = webhookThreads
         self.webhookEndpointConcurrency = webhookEndpointConcurrency
+    }
+
+    /// Redis as `redisURL` names it, with `redisTimeout` for every command.
+    public func redisConfiguration() throws(RedisError) -> RedisConfiguration {
+        var configuration = try RedisConfiguration(url: redisURL)
+        configuration.commandTimeout = redisTimeout
+        return configuration
+    }
+
+    /// PostgreSQL as `postgresURL` names it, with `postgresTimeout` for every call.
+    public func postgresConfiguration() throws -> PostgresConfiguration {
+        var configuration = try PostgresConfiguration(postgresURL)
+        configuration.callTimeout = postgresTimeout
+        return configuration
     }
 
     /// The first nightly run strictly after `now`.

@@ -39,11 +39,11 @@ public struct FleetStatus: Sendable, Encodable {
 
     /// Reads the status now.
     public static func read(settings: FleetSettings) throws -> FleetStatus {
-        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        let redis = try RedisConnection(settings.redisConfiguration())
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         let queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -3))
         let stats = try queue.stats()
-        let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         let now = Date()
         let counts = try ledger.counts(now: now, since: now - 3_600)
         let lastRun = try ScheduleSummary.last(on: redis, keys: keys)

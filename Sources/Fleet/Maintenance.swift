@@ -24,7 +24,7 @@ final class Maintenance {
         while !stop.isSet {
             do {
                 let current = try queue ?? JobQueue(
-                    connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                    connection: RedisConnection(settings.redisConfiguration()),
                     keys: QueueKeys(prefix: settings.keyPrefix),
                     consumer: JobQueue.consumerName(thread: -1))
                 queue = current

@@ -23,8 +23,8 @@ public final class RelayRunner: Sendable {
         threads.spawn("rf-relay") { [settings, metrics, logger] stop in
             keepRunning("outbox relay", stop, logger) {
                 let relay = try OutboxRelay(
-                    database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)),
-                    redis: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                    database: PostgresConnection(configuration: settings.postgresConfiguration()),
+                    redis: RedisConnection(settings.redisConfiguration()),
                     configuration: RelayConfiguration(keyPrefix: settings.keyPrefix))
                 relay.run(
                     until: stop, onError: { logger.error("relay round failed", metadata: ["error": "\($0)"]) },
@@ -38,7 +38,7 @@ public final class RelayRunner: Sendable {
             threads.spawn("rf-webhooks-\(index)") { [settings, metrics, logger] stop in
                 keepRunning("webhook dispatcher", stop, logger) {
                     let dispatcher = try WebhookDispatcher(
-                        database: PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)),
+                        database: PostgresConnection(configuration: settings.postgresConfiguration()),
                         configuration: webhooks)
                     dispatcher.run(
                         until: stop, onError: { logger.error("webhook round failed", metadata: ["error": "\($0)"]) },

@@ -73,11 +73,11 @@ public final class Scheduler {
 
     public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics()) throws {
         self.metrics = metrics
-        redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        redis = try RedisConnection(settings.redisConfiguration())
         keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2))
         lock = FleetLock("scheduler", connection: redis, keys: keys)
-        ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+        ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
     }
 
     /// The run id of a nightly run: its UTC date.

@@ -32,18 +32,14 @@ struct DeliveredEntry {
 extension JobQueue {
     /// Reserves up to `count` new jobs, high-priority ones first. When both streams are empty it
     /// waits up to `block` (pass `.zero` not to wait) and returns what arrives first: up to `count`
-    /// from each stream, should both receive jobs at the same instant. `block` must be shorter
-    /// than the connection's command timeout.
+    /// from each stream, should both receive jobs at the same instant. The reply is awaited `block`
+    /// plus the connection's command timeout.
     ///
     /// Entries that are not jobs are moved to the dead letters (error class "undecodable")
     /// instead of being returned, so one bad entry cannot stop the workers.
     public func reserve(count: Int = 1, block: Duration) throws(QueueError) -> [ReservedJob] {
         guard count >= 1 else { throw .invalidArgument("reserve count \(count) must be at least 1") }
-        guard block >= .zero, block < connection.configuration.commandTimeout else {
-            throw .invalidArgument(
-                "reserve blocks \(block), which must be less than the Redis command timeout "
-                    + "(\(connection.configuration.commandTimeout)), or the wait would end in a timeout error")
-        }
+        guard block >= .zero else { throw .invalidArgument("reserve cannot block for a negative \(block)") }
         var entries = try recreatingGroups { () throws(QueueError) in try take(count) }
         if entries.isEmpty, block > .zero {
             entries = try recreatingGroups { () throws(QueueError) in try waitForEntries(count, block: block) }
@@ -80,7 +76,8 @@ extension JobQueue {
     private func waitForEntries(_ count: Int, block: Duration) throws(QueueError) -> [DeliveredEntry] {
         let reply = try connection.execute(
             ["XREADGROUP", "GROUP", QueueKeys.group, consumer, "COUNT", count,
-             "BLOCK", max(block.wholeMilliseconds, 1), "STREAMS"] + keys.readyStreams + [">", ">"])
+             "BLOCK", max(block.wholeMilliseconds, 1), "STREAMS"] + keys.readyStreams + [">", ">"],
+            blockingFor: block)
         if reply == .null { return [] }  // RESP2's nil: the wait ended with nothing
         guard let streams = reply.array else { throw .unexpectedReply(operation: "reserve", reply: "\(reply)") }
         var entries: [DeliveredEntry] = []

@@ -13,11 +13,12 @@ extension RedisConnection {
         }
     }
 
-    /// Runs one command and turns Redis errors into `QueueError.redis`.
+    /// Runs one command (see `RedisConnection.command(_:blockingFor:)`) and turns Redis errors into
+    /// `QueueError.redis`.
     @discardableResult
-    func execute(_ arguments: [any RedisArgument]) throws(QueueError) -> RedisValue {
+    func execute(_ arguments: [any RedisArgument], blockingFor block: Duration = .zero) throws(QueueError) -> RedisValue {
         do {
-            return try command(arguments)
+            return try command(arguments, blockingFor: block)
         } catch {
             throw .redis(error)
         }

@@ -15,6 +15,10 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
 {
     /// How long to wait for a session to open. libpq counts whole seconds, and waits at least 2.
     public var connectTimeout: Duration
+    /// How long each call (a statement, a script, a LISTEN) may wait for the server before it throws
+    /// `timeout` and the session is dropped. Counted by the client, so it holds when the server is
+    /// stopped, unlike the server's own `statement_timeout`.
+    public var callTimeout: Duration = .seconds(10)
     /// Shown in `pg_stat_activity` and the server's logs.
     public var applicationName: String
 
@@ -30,6 +34,13 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible, CustomDe
         applicationName = given.first { $0.keyword == "application_name" }?.value
             ?? ProcessInfo.processInfo.processName
         given.removeAll { $0.keyword == "connect_timeout" || $0.keyword == "application_name" }
+    }
+
+    /// Checks what libpq does not, before any connection attempt.
+    func validate() throws {
+        guard callTimeout > .zero else {
+            throw PostgresError(kind: .invalidConfiguration, message: "the call timeout must be positive")
+        }
     }
 
     /// The same server and credentials, another database.

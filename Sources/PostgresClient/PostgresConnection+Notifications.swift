@@ -20,22 +20,25 @@ extension PostgresConnection {
 
     /// Returns the notifications that have arrived, waiting up to `timeout` for the first one;
     /// empty if none came in time. Notifications are only delivered outside transactions.
+    ///
+    /// A frozen server looks the same as a quiet one here: the wait just ends empty, and the next
+    /// statement, which has a deadline (`callTimeout`), finds out. A session a timed-out call
+    /// abandoned is made again first, listening again on its channels.
     public func waitForNotifications(timeout: Duration) throws -> [PostgresNotification] {
-        try reconnectIfLost()
+        let session = try connectedSession()
         let deadline = ContinuousClock.now + timeout
         while true {
-            guard PQconsumeInput(handle) == 1 else { throw failure(from: nil) }
-            let arrived = takeNotifications()
-            let remaining = deadline - .now
-            if !arrived.isEmpty || remaining <= .zero { return arrived }
-            try waitUntilReadable(within: remaining)
+            guard PQconsumeInput(session) == 1 else { throw failure(from: nil, on: session) }
+            let arrived = takeNotifications(from: session)
+            if !arrived.isEmpty { return arrived }
+            guard try waitForSocket(of: session, Int16(POLLIN), until: deadline) else { return [] }
         }
     }
 
     /// The notifications libpq has read from the socket (during this call or an earlier statement).
-    private func takeNotifications() -> [PostgresNotification] {
+    private func takeNotifications(from session: OpaquePointer) -> [PostgresNotification] {
         var notifications: [PostgresNotification] = []
-        while let notify = PQnotifies(handle) {
+        while let notify = PQnotifies(session) {
             notifications.append(PostgresNotification(
                 channel: String(cString: notify.pointee.relname),
                 payload: String(cString: notify.pointee.extra),
@@ -43,16 +46,5 @@ extension PostgresConnection {
             PQfreemem(notify)
         }
         return notifications
-    }
-
-    /// Blocks until the server sends something or `timeout` passes.
-    private func waitUntilReadable(within timeout: Duration) throws {
-        let (seconds, attoseconds) = timeout.components
-        let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-        var socket = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        if poll(&socket, 1, Int32(clamping: milliseconds)) < 0, errno != EINTR {
-            let reason = String(cString: strerror(errno))
-            throw PostgresError(kind: .connectionLost, message: "waiting on the connection's socket failed: \(reason)")
-        }
     }
 }

@@ -20,7 +20,7 @@ extension PostgresConnection {
         let result: T
         do {
             result = try body(self)
-            guard PQtransactionStatus(handle) != PQTRANS_INERROR else {
+            guard transactionStatus != PQTRANS_INERROR else {
                 throw PostgresError(
                     kind: .misuse,
                     message: "a statement in the transaction failed and its error was caught; "
@@ -36,8 +36,12 @@ extension PostgresConnection {
 
     /// True between BEGIN and COMMIT or ROLLBACK, including after a failed statement.
     var isInTransaction: Bool {
-        let status = PQtransactionStatus(handle)
-        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+        transactionStatus == PQTRANS_INTRANS || transactionStatus == PQTRANS_INERROR
+    }
+
+    /// libpq's view of the session's transaction; a dropped session has none.
+    private var transactionStatus: PGTransactionStatusType {
+        session.map(PQtransactionStatus) ?? PQTRANS_UNKNOWN
     }
 
     /// Rolls back a transaction left open, on a live session only: a lost session has no transaction

@@ -11,37 +11,30 @@ import Redaction
 ///
 /// When the server drops the session (restart, `pg_terminate_backend`, network loss), the call that
 /// notices throws `connectionLost` and is not retried, since it may have taken effect; the next call
-/// reconnects, listens again on the channels passed to `listen`, and runs as usual.
+/// reconnects, listens again on the channels passed to `listen`, and runs as usual. A call the server
+/// does not answer within `configuration.callTimeout` throws `timeout` the same way (see `exchange`).
 public final class PostgresConnection {
     public let configuration: PostgresConfiguration
-    /// The libpq connection (`PGconn *`); `PQreset` reconnects it in place, `deinit` frees it.
-    let handle: OpaquePointer
+    /// The libpq connection (`PGconn *`), in non-blocking mode; nil after a call timed out, until the
+    /// next call connects again. `deinit` frees it.
+    var session: OpaquePointer?
     /// Channels to LISTEN on again after a reconnect.
     var listenedChannels: [String] = []
 
     /// Opens a session, or throws `connectionFailed` with the server's reason.
     public init(configuration: PostgresConfiguration) throws {
+        try configuration.validate()
         self.configuration = configuration
-        let parameters = configuration.parameters
-        let keywords = parameters.map { strdup($0.keyword) }
-        let values = parameters.map { strdup($0.value) }
-        defer { (keywords + values).forEach { free($0) } }
-        // Both lists end with NULL; `expand_dbname` is 0 so no value is read as a connection string.
-        guard let handle = PQconnectdbParams(
-            keywords.map { UnsafePointer($0) } + [nil], values.map { UnsafePointer($0) } + [nil], 0)
-        else { throw PostgresError(kind: .connectionFailed, message: "libpq could not allocate a connection") }
-        guard PQstatus(handle) == CONNECTION_OK else {
-            let error = PostgresError(kind: .connectionFailed, message: Self.message(of: handle, hiding: configuration))
-            PQfinish(handle)
-            throw error
-        }
-        self.handle = handle
+        session = try Self.open(configuration)
     }
 
-    deinit { PQfinish(handle) }
+    deinit {
+        if let session { PQfinish(session) }
+    }
 
-    /// The server process serving this session; it changes when the connection reconnects.
-    public var backendPID: Int32 { PQbackendPID(handle) }
+    /// The server process serving this session (0 while there is none); it changes when the
+    /// connection reconnects.
+    public var backendPID: Int32 { session.map(PQbackendPID) ?? 0 }
 
     /// Runs one statement and returns its rows (none for statements that return none).
     @discardableResult
@@ -58,71 +51,73 @@ public final class PostgresConnection {
     /// Runs a script of several statements, such as a schema migration. It takes no parameters, and
     /// its text must be a literal in the source (`StaticString`), so no value can be spliced into it.
     public func runScript(_ sql: StaticString) throws {
-        try reconnectIfLost()
-        let result = sql.withUTF8Buffer { text in
-            String(decoding: text, as: UTF8.self).withCString { PQexec(handle, $0) }
-        }
-        defer { PQclear(result) }
-        switch PQresultStatus(result) {
-        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY: return
-        default: throw failure(from: result)
-        }
+        let text = sql.withUTF8Buffer { String(decoding: $0, as: UTF8.self) }
+        _ = try exchange { PQsendQuery($0, text) }
     }
 
     /// Sends one statement with its parameters and waits for the result.
     func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
-        try reconnectIfLost()
         let encoded = try EncodedParameters(parameters)
-        let result = encoded.bytes.withUnsafeBufferPointer { buffer in
-            let values = encoded.offsets.map { offset in
-                offset.map { UnsafeRawPointer(buffer.baseAddress! + $0).assumingMemoryBound(to: CChar.self) }
+        return try exchange { session in
+            encoded.bytes.withUnsafeBufferPointer { buffer in
+                let values = encoded.offsets.map { offset in
+                    offset.map { UnsafeRawPointer(buffer.baseAddress! + $0).assumingMemoryBound(to: CChar.self) }
+                }
+                return PQsendQueryParams(
+                    session, sql, Int32(parameters.count), encoded.types, values, encoded.lengths, encoded.formats,
+                    0)  // results in text format: every type has one, and the readers parse it
             }
-            return PQexecParams(
-                handle, sql, Int32(parameters.count), encoded.types, values, encoded.lengths, encoded.formats,
-                0)  // results in text format: every type has one, and the readers parse it
-        }
-        switch PQresultStatus(result) {
-        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return PostgresResult(result!)
-        case PGRES_COPY_IN, PGRES_COPY_OUT, PGRES_COPY_BOTH:
-            PQclear(result)  // libpq leaves the COPY state by itself before the next statement
-            throw PostgresError(
-                kind: .misuse,
-                message: "COPY is not supported; insert many rows with INSERT … SELECT … FROM jsonb_to_recordset($1)")
-        default:
-            defer { PQclear(result) }
-            throw failure(from: result)
         }
     }
 
-    /// Reconnects a session the server dropped, and listens again on its channels.
-    func reconnectIfLost() throws {
-        guard PQstatus(handle) == CONNECTION_BAD else { return }
-        PQreset(handle)
-        guard PQstatus(handle) == CONNECTION_OK else {
-            throw PostgresError(kind: .connectionFailed, message: Self.message(of: handle, hiding: configuration))
-        }
+    /// The open session, connecting first when there is none or the server dropped it; a new session
+    /// listens again on this connection's channels.
+    func connectedSession() throws -> OpaquePointer {
+        if let session, PQstatus(session) == CONNECTION_OK { return session }
+        dropSession()
+        let fresh = try Self.open(configuration)
+        session = fresh
         for channel in listenedChannels { try execute("LISTEN \(try quotedIdentifier(channel))") }
+        return fresh
+    }
+
+    /// Connects (within `connectTimeout`: libpq counts it over the whole handshake) and switches the
+    /// session to non-blocking mode, so that no send can block past a call's deadline.
+    private static func open(_ configuration: PostgresConfiguration) throws -> OpaquePointer {
+        let parameters = configuration.parameters
+        let keywords = parameters.map { strdup($0.keyword) }
+        let values = parameters.map { strdup($0.value) }
+        defer { (keywords + values).forEach { free($0) } }
+        // Both lists end with NULL; `expand_dbname` is 0 so no value is read as a connection string.
+        guard let session = PQconnectdbParams(
+            keywords.map { UnsafePointer($0) } + [nil], values.map { UnsafePointer($0) } + [nil], 0)
+        else { throw PostgresError(kind: .connectionFailed, message: "libpq could not allocate a connection") }
+        guard PQstatus(session) == CONNECTION_OK, PQsetnonblocking(session, 1) == 0 else {
+            let error = PostgresError(kind: .connectionFailed, message: message(of: session, hiding: configuration))
+            PQfinish(session)
+            throw error
+        }
+        return session
     }
 
     /// The error a failed statement reports: `connectionLost` if the session is gone, else the server's.
-    func failure(from result: OpaquePointer?) -> PostgresError {
+    func failure(from result: OpaquePointer?, on session: OpaquePointer) -> PostgresError {
         // libpq's PG_DIAG_* codes are character macros, which Swift does not import: these are their values.
         func field(_ code: Unicode.Scalar) -> String? {
             PQresultErrorField(result, Int32(code.value)).map { String(cString: $0) }
         }
         let sqlState = field("C")  // PG_DIAG_SQLSTATE
         let message = field("M")  // PG_DIAG_MESSAGE_PRIMARY
-            ?? Self.message(of: handle, hiding: configuration)  // libpq's own errors have no fields
-        if PQstatus(handle) == CONNECTION_BAD {
+            ?? Self.message(of: session, hiding: configuration)  // libpq's own errors have no fields
+        if PQstatus(session) == CONNECTION_BAD {
             return PostgresError(kind: .connectionLost, message: message, sqlState: sqlState)
         }
         return PostgresError(kind: .server, message: message, sqlState: sqlState, detail: field("D"))  // ..._DETAIL
     }
 
     /// libpq's last error message on one line, with the password scrubbed should it ever appear.
-    static func message(of handle: OpaquePointer, hiding configuration: PostgresConfiguration) -> String {
-        let message = String(cString: PQerrorMessage(handle)).split(whereSeparator: \.isNewline)
+    static func message(of session: OpaquePointer, hiding configuration: PostgresConfiguration) -> String {
+        let message = String(cString: PQerrorMessage(session)).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         if message.isEmpty { return "no reason given" }
         return configuration.password.map { Redact.text(message, hiding: $0) } ?? message
@@ -130,8 +125,9 @@ public final class PostgresConnection {
 
     /// `name` quoted as an SQL identifier by libpq (for LISTEN, which takes no parameters).
     func quotedIdentifier(_ name: String) throws -> String {
-        guard let quoted = PQescapeIdentifier(handle, name, name.utf8.count) else {
-            throw PostgresError(kind: .misuse, message: Self.message(of: handle, hiding: configuration))
+        let session = try connectedSession()
+        guard let quoted = PQescapeIdentifier(session, name, name.utf8.count) else {
+            throw PostgresError(kind: .misuse, message: Self.message(of: session, hiding: configuration))
         }
         defer { PQfreemem(quoted) }
         return String(cString: quoted)

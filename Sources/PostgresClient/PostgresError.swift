@@ -11,6 +11,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         /// The server went away during a call. The statement may or may not have taken effect and is
         /// not retried; the next call on the connection reconnects.
         case connectionLost
+        /// The server did not answer within the call timeout (`message` names the server and the
+        /// timeout). The session was dropped and a cancel requested, but the statement may still take
+        /// effect; it is not retried, and the next call reconnects.
+        case timeout
         /// The server rejected the statement (see `sqlState`).
         case server
         /// A column is missing, has another type, or holds a value the requested type cannot represent.
@@ -51,6 +55,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         case .connectionLost:
             return "lost the connection to PostgreSQL\(code): \(message); the statement may or may not "
                 + "have taken effect and was not retried; the next call reconnects"
+        case .timeout:
+            return "\(message); the connection was dropped and a cancel requested, but the statement may "
+                + "still take effect and was not retried; the next call reconnects"
         case .server: return "PostgreSQL error\(code): \(message)"
         case .decoding: return "cannot decode PostgreSQL result: \(message)"
         case .misuse: return "PostgreSQL client misuse: \(message)"

@@ -27,8 +27,9 @@ public struct RedisConfiguration: Sendable, Hashable, CustomStringConvertible {
     public var database: Int
     /// How long to wait for the connection to be established.
     public var connectTimeout: Duration
-    /// How long to wait for each read or write on an established connection. A blocking command
-    /// (BLPOP, XREADGROUP … BLOCK) must block for less than this, or it ends in `RedisError.timeout`.
+    /// How long to wait for each read or write on an established connection; a server that does not
+    /// answer (stopped, or its host frozen) ends the command in `RedisError.timeout`. A blocking
+    /// command (BLPOP, XREADGROUP … BLOCK) is given its block time on top (`command(_:blockingFor:)`).
     public var commandTimeout: Duration
 
     public init(

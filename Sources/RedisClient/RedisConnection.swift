@@ -43,10 +43,13 @@ public final class RedisConnection {
         try command(arguments)
     }
 
-    /// Runs one command given as an array (for argument lists built at run time).
+    /// Runs one command given as an array (for argument lists built at run time). A blocking
+    /// command (BLPOP, XREADGROUP … BLOCK) says how long the server may hold it in `blockingFor`:
+    /// the reply is then awaited that long plus the command timeout, so a long wait is not mistaken
+    /// for a frozen server, and a frozen server still ends the call.
     @discardableResult
-    public func command(_ arguments: [any RedisArgument]) throws(RedisError) -> RedisValue {
-        let reply = try pipeline([arguments])[0]
+    public func command(_ arguments: [any RedisArgument], blockingFor block: Duration = .zero) throws(RedisError) -> RedisValue {
+        let reply = try roundTrip([arguments], within: configuration.commandTimeout + block)[0]
         if case .error(let message) = reply { throw .server(message) }
         return reply
     }
@@ -55,13 +58,30 @@ public final class RedisConnection {
     /// an `.error` value in its place; only a broken connection throws (and then some of the
     /// commands may have run).
     public func pipeline(_ commands: [[any RedisArgument]]) throws(RedisError) -> [RedisValue] {
+        try roundTrip(commands, within: configuration.commandTimeout)
+    }
+
+    /// Runs `commands` with every read and write given up after `deadline`; a failure drops the
+    /// connection, so that a late reply is never read as the next command's.
+    private func roundTrip(_ commands: [[any RedisArgument]], within deadline: Duration) throws(RedisError) -> [RedisValue] {
         guard !commands.isEmpty else { return [] }
         let context = try connectedContext()
         do throws(RedisError) {
-            return try exchange(commands, on: context)
+            let extended = deadline != configuration.commandTimeout
+            if extended { try setTimeout(deadline, on: context) }
+            let replies = try exchange(commands, on: context, deadline: deadline)
+            if extended { try setTimeout(configuration.commandTimeout, on: context) }
+            return replies
         } catch {
             disconnect()
             throw error
+        }
+    }
+
+    /// Sets SO_RCVTIMEO and SO_SNDTIMEO: hiredis's blocking reads and writes each give up after `timeout`.
+    private func setTimeout(_ timeout: Duration, on context: UnsafeMutablePointer<redisContext>) throws(RedisError) {
+        guard redisSetTimeout(context, timeval(timeout)) == REDIS_OK else {
+            throw .connectionLost(endpoint: configuration.endpoint.description, reason: errorText(context))
         }
     }
 
@@ -116,7 +136,7 @@ public final class RedisConnection {
 
         let replies: [RedisValue]
         do throws(RedisError) {
-            replies = try exchange(commands, on: context)
+            replies = try exchange(commands, on: context, deadline: configuration.commandTimeout)
         } catch .timeout(_, let after) {
             throw .connectFailed(endpoint: endpoint, reason: "no reply to AUTH/SELECT within \(after)")
         } catch .connectionLost(_, let reason) {
@@ -134,12 +154,13 @@ public final class RedisConnection {
 
     /// Appends `commands` to hiredis's output buffer and reads one reply per command (the first
     /// read flushes the buffer). Throws only when the connection is unusable; the caller drops it.
+    /// `deadline` is the socket timeout in force, for the error.
     private func exchange(
-        _ commands: [[any RedisArgument]], on context: UnsafeMutablePointer<redisContext>
+        _ commands: [[any RedisArgument]], on context: UnsafeMutablePointer<redisContext>, deadline: Duration
     ) throws(RedisError) -> [RedisValue] {
         for command in commands {
             let status = EncodedCommand(command).withArgv { redisAppendCommandArgv(context, $0, $1, $2) }
-            guard status == REDIS_OK else { throw transportError(context, errno: 0) }  // out of memory
+            guard status == REDIS_OK else { throw transportError(context, errno: 0, deadline: deadline) }  // out of memory
         }
         var replies: [RedisValue] = []
         replies.reserveCapacity(commands.count)
@@ -147,19 +168,21 @@ public final class RedisConnection {
             var reply: UnsafeMutableRawPointer?
             let status = redisGetReply(context, &reply)
             let failure = errno  // read at once, before anything else can change it
-            guard status == REDIS_OK, let reply else { throw transportError(context, errno: failure) }
+            guard status == REDIS_OK, let reply else { throw transportError(context, errno: failure, deadline: deadline) }
             replies.append(RedisValue(copying: reply.assumingMemoryBound(to: redisReply.self)))
             freeReplyObject(reply)
         }
         return replies
     }
 
-    private func transportError(_ context: UnsafeMutablePointer<redisContext>, errno code: Int32) -> RedisError {
+    private func transportError(
+        _ context: UnsafeMutablePointer<redisContext>, errno code: Int32, deadline: Duration
+    ) -> RedisError {
         let endpoint = configuration.endpoint.description
         // hiredis 0.14 has no timeout error code: an expired SO_RCVTIMEO/SO_SNDTIMEO surfaces as
         // an I/O error with errno EAGAIN.
         if context.pointee.err == REDIS_ERR_IO, code == EAGAIN || code == EWOULDBLOCK {
-            return .timeout(endpoint: endpoint, after: configuration.commandTimeout)
+            return .timeout(endpoint: endpoint, after: deadline)
         }
         return .connectionLost(endpoint: endpoint, reason: errorText(context))
     }

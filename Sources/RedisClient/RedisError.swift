@@ -40,8 +40,8 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "The command may or may not have run; the next command reconnects."
         case .timeout(let endpoint, let after):
             "Redis at \(endpoint) did not reply within \(after). The connection was dropped; "
-                + "the command may or may not have run. Raise the command timeout if the command "
-                + "legitimately takes this long (blocking commands must block for less)."
+                + "the command may or may not have run; the next command reconnects. Raise the command timeout "
+                + "if the command legitimately takes this long (blocking commands declare their wait: blockingFor)."
         case .invalidConfiguration(let reason):
             "Invalid Redis configuration: \(reason)"
         }

@@ -46,6 +46,8 @@ struct Config: ParsableCommand {
             row("concurrency", "\(settings.concurrency)")
             row("visibility-timeout", "\(settings.visibilityTimeout)")
             row("drain-grace", "\(settings.drainGrace)")
+            row("redis-timeout", "\(settings.redisTimeout)")
+            row("postgres-timeout", "\(settings.postgresTimeout)")
             row("retry-base", "\(settings.retryPolicy.base)")
             row("retry-cap", "\(settings.retryPolicy.cap)")
             row("retry-max-attempts", "\(settings.retryPolicy.maxAttempts)")

@@ -46,6 +46,6 @@ struct Resume: ParsableCommand {
 private func gate(_ options: FleetOptions) throws -> FleetGate {
     let settings = try options.settings()
     return FleetGate(
-        connection: try RedisConnection(RedisConfiguration(url: settings.redisURL)),
+        connection: try RedisConnection(settings.redisConfiguration()),
         keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit)
 }

@@ -79,6 +79,6 @@ struct Dead: ParsableCommand {
 private func queue(_ options: FleetOptions) throws -> JobQueue {
     let settings = try options.settings()
     return try JobQueue(
-        connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+        connection: RedisConnection(settings.redisConfiguration()),
         keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
 }

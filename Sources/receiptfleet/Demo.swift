@@ -34,6 +34,7 @@ struct Demo: ParsableCommand {
               receiptfleet demo --keep-running          (leave the fleet up to explore)
               receiptfleet demo --fault kill-worker --json
               receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
+              receiptfleet demo --fault freeze-postgres --server-pid-file .run/postgres/postmaster.pid
             """)
 
     @OptionGroup var options: FleetOptions
@@ -68,6 +69,9 @@ struct Demo: ParsableCommand {
     @Option(help: "The shell command that restarts the server, for --fault restart-redis and restart-postgres.")
     var restartCommand: String?
 
+    @Option(help: "The file holding the server's process id (its first line), for --fault freeze-redis and freeze-postgres.")
+    var serverPIDFile: String?
+
     @Flag(help: "Print the figures and the check as JSON on standard output (the summary goes to standard error).")
     var json = false
 
@@ -76,7 +80,9 @@ struct Demo: ParsableCommand {
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be 1 to 16.") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256.") }
         guard Latency(parsing: latency) != nil else { throw ValidationError("--latency must look like 5ms±5ms, 0ms or 2s.") }
-        if let problem = fault?.problem(restartCommand: restartCommand) { throw ValidationError(problem) }
+        if let problem = fault?.problem(restartCommand: restartCommand, serverPIDFile: serverPIDFile) {
+            throw ValidationError(problem)
+        }
         guard faultSeconds > 0 else { throw ValidationError("--fault-seconds must be more than 0.") }
     }
 
@@ -90,6 +96,7 @@ struct Demo: ParsableCommand {
             logDirectory: logDirectory, signals: signals)
         defer { stage.stopAll() }
         stage.restartCommand = restartCommand
+        stage.serverPIDFile = serverPIDFile
 
         say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort)")
         try stage.prepare()

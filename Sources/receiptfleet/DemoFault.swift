@@ -8,6 +8,10 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// Redis stopped and started again (`--restart-command`); with appendonly it keeps its data.
     case restartRedis = "restart-redis"
     case restartPostgres = "restart-postgres"
+    /// The server's processes stopped (SIGSTOP) for `freezeDuration`, then continued: its kernel
+    /// still acknowledges every packet, so only the clients' call deadlines notice.
+    case freezeRedis = "freeze-redis"
+    case freezePostgres = "freeze-postgres"
     /// Apple answers 21005 to everything for `--fault-seconds`.
     case outage
     /// 5% of Apple's answers are garbage from then on: HTML 502 pages, truncated JSON, wrong types.
@@ -16,13 +20,20 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// then it is put right and an operator resumes the fleet.
     case wrongSecret = "wrong-secret"
 
+    /// Twice the default call deadline (10 s), so that calls time out rather than merely wait.
+    static let freezeDuration: Duration = .seconds(20)
+
     /// What the fault needs from the command line, or nil when it has it.
-    func problem(restartCommand: String?) -> String? {
+    func problem(restartCommand: String?, serverPIDFile: String?) -> String? {
         switch self {
         case .restartRedis, .restartPostgres:
             restartCommand != nil ? nil
                 : "--fault \(rawValue) needs --restart-command, the shell command that restarts the server "
                     + "(scripts/faults passes `scripts/services restart …`)"
+        case .freezeRedis, .freezePostgres:
+            serverPIDFile != nil ? nil
+                : "--fault \(rawValue) needs --server-pid-file, the file holding the server's process id "
+                    + "(scripts/faults passes the one scripts/services wrote)"
         case .killWorker, .outage, .garbage, .wrongSecret: nil
         }
     }
@@ -32,6 +43,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         switch self {
         case .killWorker: [(.zero, .killWorker(0)), (.seconds(3), .killWorker(1)), (.seconds(6), .killWorker(2))]
         case .restartRedis, .restartPostgres: [(.zero, .restartServer)]
+        case .freezeRedis, .freezePostgres: [(.zero, .freezeServer(Self.freezeDuration))]
         case .outage: [(.zero, .outage(seconds: seconds))]
         case .garbage: [(.zero, .knobs(#"{"garbage_rate": 0.05}"#))]
         case .wrongSecret:
@@ -45,6 +57,8 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         /// SIGKILL the n-th worker process (modulo their number) and start it again.
         case killWorker(Int)
         case restartServer
+        /// SIGSTOP the server and its child processes, wait, SIGCONT them.
+        case freezeServer(Duration)
         case outage(seconds: Double)
         /// A JSON body for the simulator's /control/knobs.
         case knobs(String)

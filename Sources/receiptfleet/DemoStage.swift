@@ -27,6 +27,8 @@ final class DemoStage {
     private let signals: TerminationSignals
     /// The shell command that restarts a server, for the restart faults.
     var restartCommand: String?
+    /// The file holding a server's process id, for the freeze faults.
+    var serverPIDFile: String?
     /// The processes it started, by name, with what they were started with (to start them again).
     private var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
     /// The nights run so far: run id and jobs enqueued.
@@ -35,7 +37,7 @@ final class DemoStage {
     var fleetSize: Int { fleet.count }
 
     init(configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, signals: TerminationSignals) throws {
-        serverPostgres = try PostgresConfiguration(configured.postgresURL)
+        serverPostgres = try configured.postgresConfiguration()
         demoPostgres = serverPostgres.database(Self.database)
         self.simulatorPort = simulatorPort
         simulatorBase = "http://127.0.0.1:\(simulatorPort)"
@@ -68,7 +70,7 @@ final class DemoStage {
         }
         _ = try server.query("CREATE DATABASE \(Self.database)")
         try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
-        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+        let redis = try RedisConnection(settings.redisConfiguration())
         var cursor = "0"
         repeat {
             let reply = try redis.command("SCAN", cursor, "MATCH", Self.keyPrefix + "*", "COUNT", "1000").array ?? []
@@ -200,6 +202,8 @@ final class DemoStage {
             say("restarting a server: \(command)")
             let status = runShell(command)
             guard status == 0 else { throw ValidationError("The restart command failed (exit status \(status)).") }
+        case .freezeServer(let duration):
+            try freezeServer(for: duration)
         case .outage(let seconds):
             say("Apple is down (21005) for \(Int(seconds)) s")
             try control("/control/outage", #"{"seconds": \#(seconds)}"#)
@@ -209,10 +213,32 @@ final class DemoStage {
         case .resumeFleet:
             say("an operator resumes the fleet")
             try FleetGate(
-                connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                connection: RedisConnection(settings.redisConfiguration()),
                 keys: QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit
             ).resume()
         }
+    }
+
+    /// Stops the server and the processes it started (PostgreSQL serves each session from a child
+    /// process, which leads a process group of its own, so signalling the server's group is not
+    /// enough), waits, and lets them all continue, even if the wait is cut short.
+    private func freezeServer(for duration: Duration) throws {
+        guard let path = serverPIDFile else { return }
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        guard let pid = text.split(whereSeparator: \.isNewline).first.flatMap({ pid_t($0) }), pid > 1 else {
+            throw ValidationError("No process id in \(path).")
+        }
+        var stopped: [pid_t] = []
+        defer {
+            for process in stopped { kill(process, SIGCONT) }
+            if !stopped.isEmpty { say("the server continues (SIGCONT)") }
+        }
+        // The server first, so that it starts no process once its children are listed.
+        guard kill(pid, SIGSTOP) == 0 else { throw ValidationError("SIGSTOP to \(pid) failed: \(String(cString: strerror(errno))).") }
+        stopped.append(pid)
+        for child in childProcesses(of: pid) where kill(child, SIGSTOP) == 0 { stopped.append(child) }
+        say("froze the server (SIGSTOP to process \(pid) and its \(stopped.count - 1) children) for \(duration)")
+        try pause(duration)
     }
 
     /// The last nights' check against the simulator's truth.
@@ -221,7 +247,7 @@ final class DemoStage {
         return try DemoCheck.run(
             night.runID, enqueued: night.enqueued, fleet: fleet, postgres: PostgresConnection(configuration: demoPostgres),
             queue: JobQueue(
-                connection: RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                connection: RedisConnection(settings.redisConfiguration()),
                 keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)))
     }
 
@@ -294,6 +320,8 @@ final class DemoStage {
             "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
             "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
             "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
+            "RECEIPTFLEET_REDIS_TIMEOUT": "\(settings.redisTimeout.seconds)",
+            "RECEIPTFLEET_POSTGRES_TIMEOUT": "\(settings.postgresTimeout.seconds)",
             "RECEIPTFLEET_RETRY_BASE": "\(settings.retryPolicy.base.seconds)",
             "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
@@ -313,6 +341,19 @@ final class DemoStage {
         if let dead = children.first(where: { !$0.process.isRunning }) {
             throw ValidationError("The demo's \(dead.name) ended early (exit \(dead.process.terminationStatus)); see \(logDirectory.path)/\(dead.name).log.")
         }
+    }
+}
+
+/// The processes whose parent is `parent`, read from /proc.
+private func childProcesses(of parent: pid_t) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { pid_t($0) }.filter { pid in
+        // /proc/PID/stat: pid (command name) state ppid …; the name may hold spaces and parentheses.
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let nameEnd = stat.range(of: ")", options: .backwards)
+        else { return false }
+        let fields = stat[nameEnd.upperBound...].split(separator: " ")
+        return fields.count > 1 && pid_t(fields[1]) == parent
     }
 }
 

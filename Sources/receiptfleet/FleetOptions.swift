@@ -49,6 +49,12 @@ struct FleetOptions: ParsableArguments {
     @Option(help: "The most webhook requests in flight to one endpoint, fleet-wide; below --webhook-threads.")
     var webhookEndpointConcurrency: Int?
 
+    @Option(help: "Seconds a Redis command may wait for the server (blocking commands: on top of their wait).")
+    var redisTimeout: Double?
+
+    @Option(help: "Seconds a PostgreSQL statement may wait for the server.")
+    var postgresTimeout: Double?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
@@ -87,6 +93,8 @@ struct ResolvedConfiguration {
         flags["visibility-timeout"] = options.visibilityTimeout.map(String.init)
         flags["webhook-threads"] = options.webhookThreads.map(String.init)
         flags["webhook-endpoint-concurrency"] = options.webhookEndpointConcurrency.map(String.init)
+        flags["redis-timeout"] = options.redisTimeout.map { String($0) }
+        flags["postgres-timeout"] = options.postgresTimeout.map { String($0) }
         flags["log-level"] = options.logLevel
         flags["metrics-address"] = options.metricsAddress
         self.flags = flags
@@ -110,6 +118,11 @@ struct ResolvedConfiguration {
             throw ConfigurationError(key: key, source: source, reason: "'\(text)' is not \(rule)")
         }
         return number
+    }
+
+    /// A server's call deadline: 10 s unless set.
+    func callTimeout(_ key: String) throws -> Duration {
+        .milliseconds(Int64(1000 * (try number(key, default: 10.0, { $0 >= 0.1 && $0 <= 3_600 }, "a number of seconds from 0.1 to 3600"))))
     }
 
     func metricsAddress() throws -> MetricsAddress? {
@@ -156,6 +169,8 @@ struct ResolvedConfiguration {
             concurrency: try number("concurrency", default: 8, { (1...512).contains($0) }, "a whole number from 1 to 512"),
             visibilityTimeout: .seconds(try number("visibility-timeout", default: 60, { $0 >= 5 }, "a whole number of seconds ≥ 5")),
             drainGrace: .seconds(try number("drain-grace", default: 25, { $0 >= 0 }, "a whole number of seconds ≥ 0")),
+            redisTimeout: try callTimeout("redis-timeout"),
+            postgresTimeout: try callTimeout("postgres-timeout"),
             nightlyHourUTC: try number("nightly-hour", default: 2, { (0...23).contains($0) }, "an hour from 0 to 23"),
             checkSchedule: CheckSchedule(
                 refundedOrInvalidInterval: 3_600 * (try number(

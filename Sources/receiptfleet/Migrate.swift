@@ -21,7 +21,9 @@ struct Migrate: ParsableCommand {
 
     func run() throws {
         let url = try postgresURL ?? environment("RECEIPTFLEET_POSTGRES_URL", or: "--postgres-url")
-        let configuration = try PostgresConfiguration(url)
+        var configuration = try PostgresConfiguration(url)
+        // A migration may rewrite a large table for minutes; the deadline only ends a frozen server's wait.
+        configuration.callTimeout = .seconds(3_600)
         let connection = try PostgresConnection(configuration: configuration)
         let applied = try Migrator.migrate(connection)
         if applied.isEmpty {

@@ -39,7 +39,7 @@ struct Subscriptions: ParsableCommand {
             for problem in problems.prefix(20) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             if problems.count > 20 { FileHandle.standardError.write(Data("… and \(problems.count - 20) more bad lines\n".utf8)) }
             let settings = try options.settings()
-            let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+            let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
             let progress = ProgressLine()
             var inserted = 0
             var present = 0
@@ -71,7 +71,7 @@ struct Subscriptions: ParsableCommand {
 
         func run() throws {
             let settings = try options.settings()
-            let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+            let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
             for id in try selector.ids(in: ledger) {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
                 print(SubscriptionReport(detail).text)

@@ -26,7 +26,7 @@ struct Verify: ParsableCommand {
     func run() throws {
         let logger = setUpLogging(level: options.logLevel ?? "warning")
         let settings = try options.settings()
-        let ledger = Ledger(try PostgresConnection(configuration: PostgresConfiguration(settings.postgresURL)))
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         var exit: Int32 = 0
         for id in try selector.ids(in: ledger) {
             guard try ledger.subscription(id: id) != nil else { throw ValidationError("No subscription \(id).") }

@@ -77,5 +77,5 @@ struct Webhooks: ParsableCommand {
 }
 
 private func registry(_ options: FleetOptions) throws -> WebhookRegistry {
-    WebhookRegistry(database: try PostgresConnection(configuration: PostgresConfiguration(options.settings().postgresURL)))
+    WebhookRegistry(database: try PostgresConnection(configuration: options.settings().postgresConfiguration()))
 }

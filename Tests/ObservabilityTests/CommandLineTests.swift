@@ -1,6 +1,9 @@
 import Fleet
 import Foundation
+import JobQueue
 import Observability
+import PostgresClient
+import RedisClient
 import TestSupport
 import Testing
 
@@ -83,6 +86,25 @@ import Testing
         let bad = try await runFleetCommand(["config", "check", "--metrics-address", "127.0.0.1"], environment: [:])
         #expect(bad.status != 0)
         #expect(bad.output.contains("configuration 'metrics-address' (from flag --metrics-address): '127.0.0.1' is not HOST:PORT"))
+    }
+
+    @Test func theCallTimeoutsAreShownCheckedAndReachTheClients() async throws {
+        let shown = try await runFleetCommand(
+            ["config", "check", "--redis-timeout", "2.5"], environment: ["RECEIPTFLEET_POSTGRES_TIMEOUT": "4"])
+        #expect(shown.output.contains("redis-timeout             2.5 seconds   (flag --redis-timeout)"), "\(shown.output)")
+        #expect(shown.output.contains("postgres-timeout          4.0 seconds   (environment RECEIPTFLEET_POSTGRES_TIMEOUT)"))
+        let standard = try await runFleetCommand(["config", "check"], environment: [:])
+        #expect(standard.output.contains("postgres-timeout          10.0 seconds   (default)"), "\(standard.output)")
+
+        let bad = try await runFleetCommand(["config", "check", "--postgres-timeout", "0"], environment: [:])
+        #expect(bad.status != 0)
+        #expect(bad.output.contains("configuration 'postgres-timeout' (from flag --postgres-timeout)"))
+
+        let settings = FleetSettings(
+            redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1),
+            redisTimeout: .seconds(3), postgresTimeout: .seconds(4))
+        #expect(try settings.redisConfiguration().commandTimeout == .seconds(3))
+        #expect(try settings.postgresConfiguration().callTimeout == .seconds(4))
     }
 
     @Test func configCheckPrintsNoPassword() async throws {

@@ -66,12 +66,8 @@ public final class TestHTTPServer: Sendable {
     public var sawExpectContinue: Bool { requests.contains { $0.headers["expect"] == "100-continue" } }
 
     public init(_ behavior: Behavior = .echo) throws {
-        (listener, port) = try bindLoopback()
+        (listener, port) = try listenOnLoopback()
         self.behavior = behavior
-        guard listen(listener, 128) == 0 else {
-            close(listener)
-            throw SocketError(call: "listen")
-        }
         threads.enter()
         Thread { [self] in
             acceptConnections()
@@ -260,6 +256,16 @@ public func bindLoopback() throws -> (socket: Int32, port: Int) {
         throw SocketError(call: "bind")
     }
     return (socket, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// A socket listening on 127.0.0.1 at a free port, and the port.
+public func listenOnLoopback() throws -> (socket: Int32, port: Int) {
+    let (socket, port) = try bindLoopback()
+    guard listen(socket, 128) == 0 else {
+        close(socket)
+        throw SocketError(call: "listen")
+    }
+    return (socket, port)
 }
 
 extension Array {

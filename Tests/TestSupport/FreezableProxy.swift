@@ -1,0 +1,121 @@
+import Foundation
+import Synchronization
+
+/// A TCP relay on 127.0.0.1 in front of a real server, which a test can freeze as if the server had
+/// been stopped with SIGSTOP: the kernel still accepts connections and takes the bytes, but nothing
+/// passes either way. Thawed, everything held back goes through, in order. So a test can freeze
+/// the shared servers' traffic without touching the servers. One thread accepts; each connection
+/// gets a thread that relays both ways.
+public final class FreezableProxy: Sendable {
+    public let port: Int
+    private let upstreamPort: Int
+    private let listener: Int32
+    private let frozen = Atomic<Bool>(false)
+    /// Counts `freeze` calls, so that a late automatic thaw leaves a newer freeze alone.
+    private let freezes = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
+    private let threads = DispatchGroup()
+
+    /// Relays to the server on 127.0.0.1:`upstreamPort`.
+    public init(forwardingTo upstreamPort: Int) throws {
+        (listener, port) = try listenOnLoopback()
+        self.upstreamPort = upstreamPort
+        threads.enter()
+        Thread { [self] in
+            acceptConnections()
+            threads.leave()
+        }.start()
+    }
+
+    /// From now on nothing passes, and new connections wait in the kernel's backlog, until `thaw()`
+    /// or at the latest `limit` later: a client call that never gives up then returns late, and its
+    /// test fails on a time bound instead of hanging the run.
+    public func freeze(forAtMost limit: Duration) {
+        let freeze = freezes.add(1, ordering: .relaxed).newValue
+        frozen.store(true, ordering: .relaxed)
+        let (seconds, attoseconds) = limit.components
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(seconds) + Double(attoseconds) / 1e18) { [self] in
+            if freezes.load(ordering: .relaxed) == freeze { thaw() }
+        }
+    }
+
+    public func thaw() { frozen.store(false, ordering: .relaxed) }
+
+    /// Ends every connection and waits for all the proxy's threads.
+    public func stop() {
+        stopping.store(true, ordering: .relaxed)
+        threads.wait()
+        close(listener)
+    }
+
+    private func acceptConnections() {
+        while !stopping.load(ordering: .relaxed) {
+            guard readable(listener) else { continue }
+            let client = accept(listener, nil, nil)
+            guard client >= 0 else { continue }
+            guard let server = try? connectUpstream() else {
+                close(client)
+                continue
+            }
+            threads.enter()
+            Thread { [self] in
+                relay(client, server)
+                close(client)
+                close(server)
+                threads.leave()
+            }.start()
+        }
+    }
+
+    /// Copies whatever either side sends to the other, while not frozen, until one side closes.
+    private func relay(_ client: Int32, _ server: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !stopping.load(ordering: .relaxed) {
+            for (from, to) in [(client, server), (server, client)] {
+                guard readable(from, within: 5) else { continue }
+                let count = read(from, &buffer, buffer.count)
+                guard count > 0, sendAll(buffer[..<count], to) else { return }
+            }
+        }
+    }
+
+    /// Waits up to `milliseconds` for `socket` to be readable; sleeps instead while frozen, so a
+    /// frozen proxy never reads.
+    private func readable(_ socket: Int32, within milliseconds: Int32 = 50) -> Bool {
+        if frozen.load(ordering: .relaxed) {
+            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+            return false
+        }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        return poll(&descriptor, 1, milliseconds) > 0 && !frozen.load(ordering: .relaxed)
+    }
+
+    private func sendAll(_ bytes: ArraySlice<UInt8>, _ socket: Int32) -> Bool {
+        var sent = bytes.startIndex
+        while sent < bytes.endIndex {
+            let count = bytes[sent...].withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
+    private func connectUpstream() throws -> Int32 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw SocketError(call: "socket") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(upstreamPort).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(socket)
+            throw SocketError(call: "connect")
+        }
+        return socket
+    }
+}
