@@ -56,6 +56,7 @@ struct DemoCheck: Encodable {
                 SELECT count(*) AS n FROM events GROUP BY subscription_id, type, payload HAVING count(*) > 1) AS repeated
             """)[0]["n"].int64() ?? 0)
         try check.compareEvents(fleet: bySubscription, postgres: postgres)
+        try check.comparePurchases(fleet: fleet, postgres: postgres)
         for row in try postgres.query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions WHERE last_verified_at IS NOT NULL") {
             guard let id = try row["original_transaction_id"].text(), let subscription = bySubscription[id],
                   let verifiedAt = try row["last_verified_at"].timestamptz() else { continue }
@@ -95,6 +96,23 @@ struct DemoCheck: Encodable {
             extraEvents += result.extra.count
             if !result.passed, eventExamples.count < 5 {
                 eventExamples.append("\(subscription.receipt.kind) \(id): missing \(result.missing), extra \(result.extra)")
+            }
+        }
+    }
+
+    /// Every one-time purchase the ledger holds against the truth at its last look (the night's
+    /// clock, which the simulator shares tonight: its refunds fall days apart, not seconds).
+    private mutating func comparePurchases(fleet: [SimulatedSubscription], postgres: PostgresConnection) throws {
+        let lifetime = Dictionary(fleet.compactMap { $0.receipt.lifetimePurchase.map { ($0.transactionID, $0) } },
+                                  uniquingKeysWith: { first, _ in first })
+        for row in try postgres.query("SELECT transaction_id, status, last_verified_at FROM purchases") {
+            guard let id = try row["transaction_id"].text(), let purchase = lifetime[id],
+                  let looked = try row["last_verified_at"].timestamptz() else { continue }
+            let stored = try row["status"].text() ?? "-"
+            let truth = purchase.status(at: milliseconds(looked)) ?? "not bought"
+            if stored != truth {
+                mismatches += 1
+                if mismatchExamples.count < 5 { mismatchExamples.append("lifetime purchase \(id): \(stored) ≠ \(truth)") }
             }
         }
     }
