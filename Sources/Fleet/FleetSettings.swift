@@ -45,6 +45,9 @@ public struct FleetSettings: Sendable {
     /// Products the app sells as non-renewing subscriptions: one-time purchases even where their
     /// entries carry an expiry (see `OneTimePurchases`).
     public var nonRenewingProductIDs: Set<String>
+    /// How many different subscriptions must answer a configuration error (21004, 21000) in a row
+    /// before the fleet halts; a lone one goes to the dead letters.
+    public var haltAfterConfigurationErrors: Int = 3
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
     /// Webhook dispatcher threads in a relay process, each with its own connections: the most

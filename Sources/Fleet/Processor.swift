@@ -23,9 +23,9 @@ final class Processor {
     /// Set when the gate is paused or halted: how long to rest before reserving more jobs, so a
     /// stopped fleet does not churn its backlog through the delayed set.
     private var restBeforeNextBatch: Duration?
-    /// Whether this worker's last call got an answer from Apple: the next admission says so, which
-    /// ends the fleet's streak of unavailable answers.
-    private var appleAnsweredLast = false
+    /// What this worker's last call got from Apple: the next admission says so, which ends the
+    /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
+    private var lastAnswer = LastAnswer.none
 
     init(settings: FleetSettings, connections: Connections, stop: StopSignal, metrics: FleetMetrics, logger: Logger) {
         self.settings = settings
@@ -141,8 +141,8 @@ final class Processor {
     /// Asks the gate until it admits, pauses or halts; waits out the rate limit here.
     private func admit() throws -> Admission {
         while true {
-            let admission = try connections.gate.admit(upTo: 1, afterAnswer: appleAnsweredLast)
-            appleAnsweredLast = false
+            let admission = try connections.gate.admit(upTo: 1, after: lastAnswer)
+            lastAnswer = .none
             guard case .wait(let wait) = admission else { return admission }
             let started = ContinuousClock.now
             stop.sleep(wait.withJitter(0.1))
@@ -168,7 +168,7 @@ final class Processor {
             return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil, then: .retry(failure))
         }
         let action = policy.action(for: verification.outcome, attempt: job.attempt + 1)
-        appleAnsweredLast = action.meansAppleAnswered
+        lastAnswer = action.lastAnswer
         if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
 
         switch action {
@@ -210,7 +210,20 @@ final class Processor {
             return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
         case .configurationError(let reason):
             // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
-            try connections.gate.halt(reason: reason)
+            if case .status = verification.outcome {
+                // 21004 and 21000 can be one app's receipt among another's: a lone one is buried with
+                // its reason, and the fleet halts only when several subscriptions agree (then `resume`
+                // replays the buried ones).
+                let halted = try connections.gate.reportConfigurationError(
+                    subscriptionID: subscription.id, reason: reason, needed: settings.haltAfterConfigurationErrors)
+                guard halted else {
+                    logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
+                                   metadata: ["subscription": "\(subscription.id)", "reason": "\(reason)"])
+                    return .settle(.bury(JobFailure(errorClass: verification.outcome.errorClass, message: reason)))
+                }
+            } else {
+                try connections.gate.halt(reason: reason)
+            }
             logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
                             metadata: ["reason": "\(reason)"])
             return .settle(.postpone(.seconds(30)))
@@ -299,6 +312,15 @@ extension VerificationAction {
     /// Apple (or something on its behalf) answered the probe: the fleet may stop pausing.
     var meansAppleAnswered: Bool {
         if case .retryable(upstreamUnavailable: true) = self { false } else { true }
+    }
+
+    /// What the call got, for the next admission.
+    var lastAnswer: LastAnswer {
+        switch self {
+        case .retryable(upstreamUnavailable: true): .none
+        case .configurationError: .configurationError
+        default: .verdict
+        }
     }
 }
 

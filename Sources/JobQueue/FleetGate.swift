@@ -49,6 +49,18 @@ public enum Admission: Sendable, Hashable {
     case halted(reason: String)
 }
 
+/// What a caller's last call to Apple got, told with its next admission: an answer ends the
+/// fleet's streak of unavailable ones, and an answer about the receipt (not a configuration
+/// error) ends the streak of configuration errors too.
+public enum LastAnswer: Int, Sendable, Hashable {
+    /// No answer (Apple unavailable), or no call yet.
+    case none = 0
+    /// Apple answered with a configuration error (21004, 21000).
+    case configurationError = 1
+    /// Apple answered about the receipt.
+    case verdict = 2
+}
+
 /// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
@@ -65,15 +77,15 @@ public final class FleetGate {
         self.pausePolicy = pausePolicy
     }
 
-    /// Asks to call Apple up to `wanted` times now. `afterAnswer` says that this caller's last
-    /// call got an answer from Apple, which ends any streak of unavailable ones.
-    public func admit(upTo wanted: Int = 1, afterAnswer: Bool = false) throws(QueueError) -> Admission {
+    /// Asks to call Apple up to `wanted` times now, telling what this caller's last call got.
+    public func admit(upTo wanted: Int = 1, after lastAnswer: LastAnswer = .none) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let reply = try connection.evaluate(
             Scripts.admit,
-            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak],
+            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak,
+                   keys.configurationStreak],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
-                        afterAnswer ? 1 : 0])
+                        lastAnswer.rawValue])
         let unexpected = QueueError.unexpectedReply(operation: "admit", reply: "\(reply)")
         guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
         switch (verdict, parts[1].int) {
@@ -99,6 +111,18 @@ public final class FleetGate {
         return .milliseconds(ms)
     }
 
+    /// Reports that Apple answered `subscriptionID`'s receipt with a configuration error. One such
+    /// answer can be one app's receipt among another's, so the fleet halts (with `reason`) only
+    /// once `needed` different subscriptions answered so in a row; returns whether it did. The
+    /// streak forgets itself after 10 minutes without another.
+    public func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws(QueueError) -> Bool {
+        let reply = try connection.evaluate(
+            Scripts.reportConfigurationError, keys: [keys.halted, keys.configurationStreak],
+            arguments: [subscriptionID, max(needed, 1), String(reason.prefix(500)), 600_000])
+        guard let halted = reply.int else { throw .unexpectedReply(operation: "reportConfigurationError", reply: "\(reply)") }
+        return halted == 1
+    }
+
     /// Reports that a probe succeeded: the pause ends for the whole fleet.
     public func reportRecovered() throws(QueueError) {
         try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak])
@@ -112,6 +136,8 @@ public final class FleetGate {
 
     /// Lifts a halt and any pause.
     public func resume() throws(QueueError) {
-        try connection.execute(["DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak])
+        try connection.execute([
+            "DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.configurationStreak,
+        ])
     }
 }

@@ -54,6 +54,9 @@ public struct QueueKeys: Sendable, Hashable {
     public var pauseFailures: String { "\(prefix):pause:failures" }
     /// Unavailable answers in a row, fleet-wide, with no answer from Apple in between.
     public var unavailableStreak: String { "\(prefix):pause:streak" }
+    /// The subscriptions that answered a configuration error (21004, 21000) in a row, fleet-wide:
+    /// a set; enough different ones halt the fleet.
+    public var configurationStreak: String { "\(prefix):halt:streak" }
     /// Held by the one worker allowed to test whether Apple is back.
     public var probe: String { "\(prefix):probe" }
     /// Set while the fleet is halted; the value is the reason.

@@ -283,8 +283,10 @@ enum Scripts {
 
     /// Decides, in one round trip, whether a worker may call Apple now.
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
-    /// KEYS[6] unavailable streak. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe
-    /// lease ms, ARGV[5] 1 when the caller's last call got an answer from Apple (the streak ends).
+    /// KEYS[6] unavailable streak, KEYS[7] configuration streak. ARGV[1] interval µs, ARGV[2] burst,
+    /// ARGV[3] wanted, ARGV[4] probe lease ms, ARGV[5] the caller's last answer (`LastAnswer`): 1 or
+    /// 2 when Apple answered (the unavailable streak ends), 2 when about the receipt (the
+    /// configuration streak ends too).
     /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + gcra + """
@@ -301,10 +303,26 @@ enum Scripts {
             -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
             return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
         end
-        if ARGV[5] == '1' then redis.call('DEL', KEYS[6]) end
+        if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6]) end
+        if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
         local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
         if granted > 0 then return {'granted', granted} end
         return {'wait', wait}
+        """)
+
+    /// Counts one subscription's configuration error (21004, 21000); once `needed` different
+    /// subscriptions answered so in a row (an answer about a receipt in between, told to `admit`,
+    /// starts over), halts the fleet. KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]
+    /// subscription id, ARGV[2] needed, ARGV[3] halt reason, ARGV[4] streak lifetime in ms.
+    /// Returns 1 when this call halted the fleet (or it was halted), else 0.
+    static let reportConfigurationError = RedisScript("""
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+        redis.call('SADD', KEYS[2], ARGV[1])
+        redis.call('PEXPIRE', KEYS[2], ARGV[4])
+        if redis.call('SCARD', KEYS[2]) < tonumber(ARGV[2]) then return 0 end
+        redis.call('SET', KEYS[1], ARGV[3])
+        redis.call('DEL', KEYS[2])
+        return 1
         """)
 
     /// Counts an unavailable answer; once `streak` came in a row (no answer from Apple between

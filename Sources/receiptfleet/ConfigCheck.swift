@@ -52,6 +52,7 @@ struct Config: ParsableCommand {
             row("retry-cap", "\(settings.retryPolicy.cap)")
             row("retry-max-attempts", "\(settings.retryPolicy.maxAttempts)")
             row("nightly-hour", "\(settings.nightlyHourUTC):00 UTC")
+            row("halt-after-config-errors", "\(settings.haltAfterConfigurationErrors) subscriptions in a row")
             row("refunded-recheck-hours", "\(settings.checkSchedule.refundedOrInvalidInterval / 3_600)")
             row("refunded-recheck-days", "\(settings.checkSchedule.refundedOrInvalidWatchPeriod / 86_400)")
             row("initial-purchase-hours", "\(settings.initialPurchaseWindow / 3_600)")

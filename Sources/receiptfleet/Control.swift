@@ -38,8 +38,9 @@ struct Resume: ParsableCommand {
     @OptionGroup var options: FleetOptions
 
     func run() throws {
-        try gate(options).resume()
+        let replayed = try resumeFleet(settings: try options.settings())
         print("The fleet is running.")
+        if replayed > 0 { print("Replayed \(replayed) dead letters of receipts that answered the halt's error alone before it.") }
     }
 }
 

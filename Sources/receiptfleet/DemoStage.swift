@@ -212,10 +212,7 @@ final class DemoStage {
             try control("/control/knobs", json)
         case .resumeFleet:
             say("an operator resumes the fleet")
-            try FleetGate(
-                connection: RedisConnection(settings.redisConfiguration()),
-                keys: QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit
-            ).resume()
+            _ = try resumeFleet(settings: settings)
         }
     }
 

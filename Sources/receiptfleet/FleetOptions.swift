@@ -153,7 +153,7 @@ struct ResolvedConfiguration {
         } catch {
             throw ConfigurationError(key: "key-prefix", source: value("key-prefix")?.source ?? "default", reason: "\(error)")
         }
-        return FleetSettings(
+        var settings = FleetSettings(
             redisURL: string("redis-url", default: "redis://127.0.0.1:6379/0"),
             postgresURL: string("postgres-url", default: "postgresql://localhost/receiptfleet"),
             keyPrefix: prefix,
@@ -186,6 +186,9 @@ struct ResolvedConfiguration {
             metricsAddress: try metricsAddress(),
             webhookThreads: webhookThreads,
             webhookEndpointConcurrency: webhookEndpointConcurrency)
+        settings.haltAfterConfigurationErrors = try number(
+            "halt-after-config-errors", default: 3, { (1...100).contains($0) }, "a whole number from 1 to 100")
+        return settings
     }
 
     /// The dispatcher threads and the cap per endpoint, which must leave threads for other endpoints.

@@ -74,7 +74,7 @@ struct GateTests {
             try await onOwnThread {
                 let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfThree)
                 let stray = [try gate.reportUnavailable(), try gate.reportUnavailable()]
-                _ = try gate.admit(afterAnswer: true)  // some worker got an answer: the streak starts again
+                _ = try gate.admit(after: .verdict)  // some worker got an answer: the streak starts again
                 let afterAnswer = [try gate.reportUnavailable(), try gate.reportUnavailable()]
                 return (stray, afterAnswer, try gate.reportUnavailable())
             }
@@ -82,6 +82,26 @@ struct GateTests {
         #expect(stray == [.zero, .zero])
         #expect(afterAnswer == [.zero, .zero])
         #expect(third == .seconds(1), "the third in a row pauses the fleet")
+    }
+
+    @Test("one receipt's configuration error does not halt the fleet; several subscriptions in a row do")
+    func haltAfterSeveralConfigurationErrors() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let (lone, sameAgain, afterVerdict, third, admission) = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit)
+                let report = { (id: Int64) in try gate.reportConfigurationError(subscriptionID: id, reason: "21004: wrong secret", needed: 3) }
+                let lone = try report(1)
+                let sameAgain = try [report(1), report(2)]  // the same subscription counts once
+                _ = try gate.admit(after: .verdict)  // a receipt answered: the streak starts again
+                let afterVerdict = try [report(3), report(4)]
+                _ = try gate.admit(after: .configurationError)  // an answer, but no verdict: the streak goes on
+                return (lone, sameAgain, afterVerdict, try report(5), try gate.admit())
+            }
+        }
+        #expect(!lone && sameAgain == [false, false] && afterVerdict == [false, false])
+        #expect(third, "the third different subscription in a row halts")
+        #expect(admission == .halted(reason: "21004: wrong secret"))
     }
 
     @Test("once a pause runs out, a failed probe pauses again at once, whatever answers came before")
@@ -92,7 +112,7 @@ struct GateTests {
             try await onOwnThread {
                 let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfTwo)
                 _ = [try gate.reportUnavailable(), try gate.reportUnavailable()]  // the fleet pauses
-                _ = try gate.admit(afterAnswer: true)  // an answer from before the pause, told late
+                _ = try gate.admit(after: .verdict)  // an answer from before the pause, told late
                 Thread.sleep(forTimeInterval: 0.25)
                 return (try gate.admit(), try gate.reportUnavailable())
             }
