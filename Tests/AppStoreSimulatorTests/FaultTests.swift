@@ -36,16 +36,20 @@ struct FaultTests {
             #expect(statuses == Array(repeating: 0, count: 25))
             var stats = try await fetchStats(client)
             #expect(stats.requestsTotal == 25)
-            #expect(stats.maxRequestsInOneSecond == 25)
-            #expect(stats.rateLimitViolations == 15)
             #expect(stats.rateLimit == 10)
+            // All 25 come within a second on an idle machine; on a loaded one some spill into the
+            // next, which lowers both figures alike: every request past the 10th of its second counts.
+            let busiest = stats.maxRequestsInOneSecond
+            #expect(busiest > 10 && busiest <= 25)
+            #expect(stats.rateLimitViolations >= busiest - 10 && stats.rateLimitViolations <= 15)
+            let violations = stats.rateLimitViolations
 
             // A second later the window is empty again: a few more requests break no limit.
             try await Task.sleep(for: .milliseconds(1100))
             for _ in 0..<5 { _ = try await verify(client, renewing) }
             stats = try await fetchStats(client)
-            #expect(stats.rateLimitViolations == 15)
-            #expect(stats.maxRequestsInOneSecond == 25)
+            #expect(stats.rateLimitViolations == violations)
+            #expect(stats.maxRequestsInOneSecond == busiest)
             #expect(stats.byEnvironment == ["Production": 30])
 
             try await control(client, "/control/reset-stats", "{}")
