@@ -1,3 +1,4 @@
+import AppStore
 import Crypto
 import Foundation
 import X509
@@ -32,9 +33,6 @@ public enum AppleRootCertificate {
 
     /// Uppercase hex of the SHA-256 of `bytes`, as certificate fingerprints are written.
     public static func sha256Hex(_ bytes: some DataProtocol) -> String {
-        SHA256.hash(data: bytes).map { byte in
-            let digits = String(byte, radix: 16, uppercase: true)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        SHA256.hash(data: bytes).hex.uppercased()
     }
 }

@@ -16,10 +16,7 @@ public struct ReceiptData: Sendable, Hashable, Codable, CustomStringConvertible,
 
     /// SHA-256 of the base64 text, in hex: how the ledger recognises a receipt without keeping it.
     public var sha256Hex: String {
-        SHA256.hash(data: Array(base64.utf8)).map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        SHA256.hash(data: Array(base64.utf8)).hex
     }
 
     /// Set this `userInfo` key to `true` on a `JSONEncoder` to write receipts redacted.

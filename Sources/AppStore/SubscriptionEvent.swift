@@ -59,10 +59,7 @@ public struct SubscriptionEvent: Sendable, Codable, Equatable {
         var bytes = Array(SHA256.hash(data: Array(parts.joined(separator: "\u{1F}").utf8)).prefix(16))
         bytes[6] = bytes[6] & 0x0F | 0x80  // version 8
         bytes[8] = bytes[8] & 0x3F | 0x80  // RFC 9562 variant
-        let hex = bytes.map { byte in
-            let digits = String(byte, radix: 16)
-            return digits.count == 1 ? "0" + digits : digits
-        }.joined()
+        let hex = bytes.hex
         let groups = [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { range in
             String(hex.dropFirst(range.lowerBound).prefix(range.count))
         }
