@@ -17,11 +17,15 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
     /// Due subscriptions that already had a job in the queue, from this run or an earlier one (a
     /// pass while the last one's jobs still wait, or are retried, adds nothing for them).
     public var alreadyQueued = 0
+    /// Recent App Store notifications whose verification job was lost (with Redis, or by a crash
+    /// before it was enqueued) and was enqueued again.
+    public var notificationsRecovered = 0
     public var seconds = 0.0
     public var finishedAt: Date?
 
     enum CodingKeys: String, CodingKey {
-        case runID = "run_id", found, enqueued, alreadyQueued = "already_queued", seconds, finishedAt = "finished_at"
+        case runID = "run_id", found, enqueued, alreadyQueued = "already_queued"
+        case notificationsRecovered = "notifications_recovered", seconds, finishedAt = "finished_at"
     }
 }
 
@@ -92,6 +96,7 @@ public final class Scheduler {
         defer { try? lock.release() }
         let started = ContinuousClock.now
         var summary = ScheduleSummary(runID: options.runID)
+        summary.notificationsRecovered = try recoverNotifications(options, now: now)
         var cursor: DueCursor?
         repeat {
             let wanted = min(options.pageSize, (options.limit ?? .max) - summary.found)
@@ -115,5 +120,25 @@ public final class Scheduler {
             _ = try redis.command("SET", keys.schedulerLastRun, record)
         }
         return summary
+    }
+
+    /// Enqueues again the job of every notification of the last `JobQueue.onceMemory` whose
+    /// subscription has not been verified since it arrived. Each goes in under the notification's
+    /// own once-key, as `serve` enqueued it, so a job still in the queue is not added twice; after a
+    /// Redis loss (the once-keys gone with the jobs) they all come back. Returns how many were added.
+    private func recoverNotifications(_ options: Options, now: Date) throws -> Int {
+        let since = now.addingTimeInterval(-Double(JobQueue.onceMemory.components.seconds))
+        let awaiting = try ledger.notificationsAwaitingVerification(since: since, environment: options.environment)
+        guard !options.dryRun else { return awaiting.count }
+        var added = 0
+        for (notificationID, subscriptionID) in awaiting {
+            let occurrence = "notification-\(notificationID)"
+            if try queue.enqueue(subscriptionID: subscriptionID, run: occurrence, reason: .notification, once: occurrence) != nil {
+                added += 1
+            }
+            try ledger.markJobEnqueued(notificationID: notificationID)
+        }
+        metrics.enqueued(added)
+        return added
     }
 }

@@ -1,3 +1,5 @@
+import AppStore
+import Foundation
 import PostgresClient
 
 /// An App Store Server Notification as the ledger keeps it: what it was about, never its body.
@@ -85,5 +87,27 @@ extension Ledger {
         try connection.execute(
             "UPDATE notifications SET job_enqueued_at = now() WHERE id = $1 AND job_enqueued_at IS NULL",
             [.int64(notificationID)])
+    }
+
+    /// Notifications received since `since` that asked for a verification their subscription has not
+    /// had since: their job was lost with Redis, or the process that recorded them died before
+    /// enqueueing it. Oldest first; the scheduler enqueues them again (each at most once per
+    /// notification, by its once-key), so a Redis loss loses no notification.
+    public func notificationsAwaitingVerification(
+        since: Date, environment: AppStoreEnvironment? = nil
+    ) throws -> [(notificationID: Int64, subscriptionID: Int64)] {
+        var sql = """
+            SELECT n.id, n.subscription_id FROM notifications n JOIN subscriptions s ON s.id = n.subscription_id
+            WHERE n.outcome = 'queued' AND n.received_at >= $1
+              AND (s.last_verified_at IS NULL OR s.last_verified_at < n.received_at)
+            """
+        var parameters: [PostgresValue] = [.timestamptz(since)]
+        if let environment {
+            sql += " AND s.environment = $2"
+            parameters.append(.text(environment.rawValue))
+        }
+        return try connection.query(sql + " ORDER BY n.received_at, n.id", parameters).map { row in
+            (try row["id"].int64() ?? 0, try row["subscription_id"].int64() ?? 0)
+        }
     }
 }

@@ -265,5 +265,10 @@ enum Migrations {
             CREATE INDEX webhook_deliveries_endpoint_due ON webhook_deliveries (endpoint_id, next_attempt_at)
                 WHERE state = 'pending';
             """),
+        Migration(version: 9, name: "notification recovery", sql: """
+            -- The scheduler looks for recent notifications whose subscription has not been verified since
+            -- (their job was lost with Redis, or never enqueued): only queued ones, only the last few days.
+            CREATE INDEX notifications_queued_received ON notifications (received_at) WHERE outcome = 'queued';
+            """),
     ]
 }

@@ -20,16 +20,6 @@ func usedMemory(_ connection: RedisConnection) throws -> Int {
     return line.flatMap { Int($0.dropFirst("used_memory:".count)) } ?? 0
 }
 
-func deleteKeys(_ keys: QueueKeys, _ connection: RedisConnection) throws {
-    var cursor = "0"
-    repeat {
-        let reply = try connection.command("SCAN", cursor, "MATCH", "\(keys.prefix)*", "COUNT", 1000).array ?? []
-        cursor = reply.first?.string ?? "0"
-        let found = reply.last?.array?.compactMap(\.string) ?? []
-        if !found.isEmpty { try connection.command(["DEL"] + found) }
-    } while cursor != "0"
-}
-
 /// Bulk-enqueues `jobCount` jobs and reports the rate and the Redis memory they take.
 func measureEnqueue(_ queue: JobQueue, _ connection: RedisConnection, jobCount: Int) throws {
     let run = "2025-06-01"
@@ -145,12 +135,12 @@ let connection = try RedisConnection(configuration)
 do {
     try measureEnqueue(JobQueue(connection: connection, keys: keys, consumer: "benchmark"), connection, jobCount: jobCount)
     measureReserveAndAck(configuration, keys, jobCount: min(reserveCount, jobCount), threads: threads)
-    try deleteKeys(keys, connection)
+    try connection.deleteKeys(prefixed: keys.prefix)
     let scheduler = try JobQueue(connection: connection, keys: keys, consumer: "benchmark")
     try measureDedupe(scheduler, connection, ids: dedupeIDs, passes: passes)
-    try deleteKeys(keys, connection)
+    try connection.deleteKeys(prefixed: keys.prefix)
 } catch {
     print("benchmark failed: \(error)")
-    try? deleteKeys(keys, connection)
+    try? connection.deleteKeys(prefixed: keys.prefix)
     exit(1)
 }

@@ -34,6 +34,7 @@ struct Demo: ParsableCommand {
               receiptfleet demo --keep-running          (leave the fleet up to explore)
               receiptfleet demo --fault kill-worker --json
               receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
+              receiptfleet demo --fault restart-redis-without-aof --restart-command 'scripts/services restart redis --lose-data'
               receiptfleet demo --fault freeze-postgres --server-pid-file .run/postgres/postmaster.pid
             """)
 
@@ -66,7 +67,7 @@ struct Demo: ParsableCommand {
     @Option(help: "How long an outage or a wrong shared secret lasts, in seconds.")
     var faultSeconds = 60.0
 
-    @Option(help: "The shell command that restarts the server, for --fault restart-redis and restart-postgres.")
+    @Option(help: "The shell command that restarts the server, for --fault restart-redis, restart-redis-without-aof and restart-postgres.")
     var restartCommand: String?
 
     @Option(help: "The file holding the server's process id (its first line), for --fault freeze-redis and freeze-postgres.")

@@ -7,6 +7,9 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     case killWorker = "kill-worker"
     /// Redis stopped and started again (`--restart-command`); with appendonly it keeps its data.
     case restartRedis = "restart-redis"
+    /// Redis restarted without its data (no append-only log, or a failover to an empty replica);
+    /// then an operator runs `schedule`, as docs/operations.md says to.
+    case restartRedisWithoutAOF = "restart-redis-without-aof"
     case restartPostgres = "restart-postgres"
     /// The server's processes stopped (SIGSTOP) for `freezeDuration`, then continued: its kernel
     /// still acknowledges every packet, so only the clients' call deadlines notice.
@@ -26,10 +29,10 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// What the fault needs from the command line, or nil when it has it.
     func problem(restartCommand: String?, serverPIDFile: String?) -> String? {
         switch self {
-        case .restartRedis, .restartPostgres:
+        case .restartRedis, .restartRedisWithoutAOF, .restartPostgres:
             restartCommand != nil ? nil
                 : "--fault \(rawValue) needs --restart-command, the shell command that restarts the server "
-                    + "(scripts/faults passes `scripts/services restart …`)"
+                    + "(scripts/faults passes `scripts/services restart …`, with --lose-data for \(Self.restartRedisWithoutAOF.rawValue))"
         case .freezeRedis, .freezePostgres:
             serverPIDFile != nil ? nil
                 : "--fault \(rawValue) needs --server-pid-file, the file holding the server's process id "
@@ -43,6 +46,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         switch self {
         case .killWorker: [(.zero, .killWorker(0)), (.seconds(3), .killWorker(1)), (.seconds(6), .killWorker(2))]
         case .restartRedis, .restartPostgres: [(.zero, .restartServer)]
+        case .restartRedisWithoutAOF: [(.zero, .restartServer), (.seconds(5), .schedule)]
         case .freezeRedis, .freezePostgres: [(.zero, .freezeServer(Self.freezeDuration))]
         case .outage: [(.zero, .outage(seconds: seconds))]
         case .garbage: [(.zero, .knobs(#"{"garbage_rate": 0.05}"#))]
@@ -64,5 +68,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         case knobs(String)
         /// `receiptfleet resume`.
         case resumeFleet
+        /// `receiptfleet schedule` for the night in hand.
+        case schedule
     }
 }

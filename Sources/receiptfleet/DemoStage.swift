@@ -70,14 +70,7 @@ final class DemoStage {
         }
         _ = try server.query("CREATE DATABASE \(Self.database)")
         try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
-        let redis = try RedisConnection(settings.redisConfiguration())
-        var cursor = "0"
-        repeat {
-            let reply = try redis.command("SCAN", cursor, "MATCH", Self.keyPrefix + "*", "COUNT", "1000").array ?? []
-            cursor = reply.first?.string ?? "0"
-            let keys = reply.count > 1 ? reply[1].array?.compactMap(\.string) ?? [] : []
-            if !keys.isEmpty { _ = try redis.command(["DEL"] + keys) }
-        } while cursor != "0"
+        try RedisConnection(settings.redisConfiguration()).deleteKeys(prefixed: Self.keyPrefix)
     }
 
     /// Starts the simulator with its clock at `clock`, and waits until it answers.
@@ -171,8 +164,12 @@ final class DemoStage {
                 progress.show("demo: \(runID): fault \(fault.rawValue) strikes")
                 progress.finish()
             }
+            // A step changes the queue (a restart without data empties it, a schedule fills it):
+            // the status read before it says nothing about whether the night is over.
+            var acted = false
             while let begun = faultStarted, let next = steps.first, begun.duration(to: .now) >= next.after {
-                try perform(steps.removeFirst().step)
+                try perform(steps.removeFirst().step, night: (runID, now))
+                acted = true
             }
             let rate = Double(done - last.done) / max(0.001, last.at.duration(to: .now).seconds)
             last = (done, .now)
@@ -180,13 +177,13 @@ final class DemoStage {
             if status.queue.pausedUntil != nil { line += ", paused: Apple unavailable" }
             if let reason = status.queue.haltedReason { line += ", HALTED: \(reason)" }
             progress.show(line)
-            if left == 0 && status.outbox.unpublished == 0 && steps.isEmpty { break }
+            if left == 0 && status.outbox.unpublished == 0 && steps.isEmpty && !acted { break }
         }
         progress.finish()
         return (summary.enqueued, started.duration(to: .now).seconds)
     }
 
-    private func perform(_ step: DemoFault.Step) throws {
+    private func perform(_ step: DemoFault.Step, night: (runID: String, now: Date)) throws {
         switch step {
         case .killWorker(let index):
             let workers = children.filter { $0.name.hasPrefix("worker-") }.count
@@ -213,6 +210,10 @@ final class DemoStage {
         case .resumeFleet:
             say("an operator resumes the fleet")
             _ = try resumeFleet(settings: settings)
+        case .schedule:
+            let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: night.runID), now: night.now)
+            say("an operator runs the scheduler: \(summary.enqueued) jobs enqueued again, "
+                + "\(summary.notificationsRecovered) notifications recovered")
         }
     }
 

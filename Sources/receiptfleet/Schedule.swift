@@ -14,7 +14,9 @@ struct Schedule: AsyncParsableCommand {
             notification) in pages, and enqueues them under one run id, skipping every subscription \
             whose job is still queued (waiting, running or to be retried) from any run: a second run \
             adds nothing for them, however far behind the workers are. A lock keeps two schedulers \
-            from overlapping.
+            from overlapping. It also enqueues again the job of every App Store notification of the \
+            last 3 days whose subscription has not been verified since: after a Redis loss, running \
+            it loses no notification.
             Run it nightly from cron, a systemd timer or a Kubernetes CronJob; or keep it running with \
             --every, so that a renewal is seen minutes after it happens; then it serves /metrics, \
             /healthz and /readyz on --metrics-address, and SIGTERM or SIGINT stops it after the pass in hand.
@@ -80,6 +82,10 @@ struct Schedule: AsyncParsableCommand {
             }
             print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
                 + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
+            if summary.notificationsRecovered > 0 {
+                print((dryRun ? "\(summary.notificationsRecovered) notifications await a verification" : "Enqueued again the jobs of "
+                    + "\(summary.notificationsRecovered) notifications") + " that their subscriptions have not had since they arrived.")
+            }
             logger.debug("scheduler pass done", metadata: ["run": "\(summary.runID)"])
             if let every, let signals {
                 let next = ContinuousClock.now + .seconds(every)

@@ -24,14 +24,7 @@ struct Deployment: Sendable {
 
     /// Deletes every key of this deployment.
     func deleteKeys(_ connection: RedisConnection) throws {
-        var cursor = "0"
-        repeat {
-            let reply = try connection.command("SCAN", cursor, "MATCH", "\(keys.prefix)*", "COUNT", 1000)
-            let parts = reply.array ?? []
-            cursor = parts.first?.string ?? "0"
-            let found = parts.last?.array?.compactMap(\.string) ?? []
-            if !found.isEmpty { try connection.command(["DEL"] + found) }
-        } while cursor != "0"
+        try connection.deleteKeys(prefixed: keys.prefix)
     }
 }
 
