@@ -83,7 +83,7 @@ let package = Package(
 
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
-            "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger",
+            "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),

@@ -26,21 +26,24 @@ public final class APIServer: Sendable {
     let logger: Logger
     let metrics: APIMetrics
     let lanes: APILanes
-    /// Per client: an API token's name, or the address of a caller without one.
-    let clientLimiter: ClientRateLimiter
-    /// Apple's authenticated notifications, all together.
+    /// Per client (an API token's name, or the address of a caller without one), across replicas.
+    let clientLimiter: FleetClientLimiter
+    /// Apple's authenticated notifications, all together, in this process: they must be taken
+    /// when Redis is down too (they are stored in PostgreSQL).
     let notificationLimiter: ClientRateLimiter
 
     /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
-    public init(settings: APISettings, fleet: FleetSettings, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory) {
+    /// Throws when the client rate limit is not a rate (see `RateLimit`).
+    public init(settings: APISettings, fleet: FleetSettings, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory) throws {
         self.settings = settings
         self.fleet = fleet
         self.logger = logger
         self.metrics = APIMetrics(factory: metrics)
-        clientLimiter = ClientRateLimiter(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst)
+        clientLimiter = FleetClientLimiter(
+            fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
         notificationLimiter = ClientRateLimiter(perSecond: settings.notificationRateLimit, burst: settings.notificationRateBurst)
         let consumer = "api-" + JobQueue.consumerName(thread: 0)  // enqueues only; never reserves
-        lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer) }
+        lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer, enqueueOnly: true) }
     }
 
     /// Serves until SIGTERM or SIGINT (or the task is cancelled), then closes the lanes.
@@ -55,8 +58,9 @@ public final class APIServer: Sendable {
         do { try await app.runService() } catch { failure = error }
         // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
         await withCheckedContinuation { finished in
-            Thread { [lanes] in
+            Thread { [lanes, clientLimiter] in
                 lanes.shutdown()
+                clientLimiter.shutdown()
                 finished.resume()
             }.start()
         }
@@ -138,7 +142,7 @@ public final class APIServer: Sendable {
             notification = try await reader.read(Data(buffer: body), now: Date())
         } catch .unauthenticated(let version, let reason) {
             // Not Apple: charged to the caller's address, like any caller without a token.
-            if let wait = clientLimiter.admit("address:\(address ?? "unknown")") {
+            if case .limited(let wait) = await clientLimiter.admit("address:\(address ?? "unknown")") {
                 metrics.rejected("rate_limited")
                 throw APIError.rateLimited(retryAfter: wait)
             }
@@ -163,6 +167,10 @@ public final class APIServer: Sendable {
         }
         let intake = NotificationIntake(acceptedEnvironments: settings.notificationEnvironments, app: settings.app)
         let result = try await lanes.run { try intake.take(notification, connections: $0) }
+        if let redisError = result.redisError {
+            logger.warning("a notification is stored, its job not yet enqueued (Redis failed); the scheduler's next pass enqueues it",
+                           metadata: ["error": "\(redisError)"])
+        }
         metrics.notification(version: notification.version, result.status)
         return try Self.json(result)
     }

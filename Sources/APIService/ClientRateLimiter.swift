@@ -1,8 +1,8 @@
 import Synchronization
 
-/// Requests per client (an API token's name, or the address of an unauthenticated caller), in
-/// this process: a generic cell rate algorithm per client, like the fleet's limiter on Redis but
-/// in memory, since it protects this process and needs no fleet-wide truth.
+/// Requests per client, in this process: a generic cell rate algorithm per client, like the
+/// fleet's limiter on Redis but in memory. For Apple's notification budget, which must hold when
+/// Redis is down; API clients are limited fleet-wide (`FleetClientLimiter`).
 final class ClientRateLimiter: Sendable {
     private let interval: Duration
     private let burst: Int

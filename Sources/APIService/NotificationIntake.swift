@@ -11,9 +11,14 @@ struct NotificationIntake: Sendable {
     let acceptedEnvironments: Set<AppStoreEnvironment>
     let app: String
 
-    /// What became of a notification: `queued`, `duplicate`, or why nothing is to be done.
+    /// What became of a notification: `queued`; `stored` when Redis cannot take its job now (the
+    /// scheduler enqueues it later); `duplicate`; or why nothing is to be done.
     struct Result: Encodable, Sendable {
         var status: String
+        /// Why the job could not be enqueued, for the log; never in the answer.
+        var redisError: String? = nil
+
+        enum CodingKeys: String, CodingKey { case status }
     }
 
     /// On a lane.
@@ -44,7 +49,14 @@ struct NotificationIntake: Sendable {
         // Two steps, each safe to repeat: whatever stops this between them (a crash, a failed
         // call), Apple's next copy finds the job pending and finishes, adding the job at most once.
         let occurrence = "notification-\(recorded.id)"
-        try connections.queue.enqueue(subscriptionID: subscriptionID, run: occurrence, reason: .notification, once: occurrence)
+        do {
+            try connections.queue.enqueue(subscriptionID: subscriptionID, run: occurrence, reason: .notification, once: occurrence)
+        } catch {
+            guard case .redis = error else { throw error }
+            // Stored is enough to answer Apple 200: the scheduler's next pass enqueues every stored
+            // notification whose subscription has not been verified since (as after a Redis loss).
+            return Result(status: "stored", redisError: "\(error)")
+        }
         try ledger.markJobEnqueued(notificationID: recorded.id)
         return Result(status: "queued")
     }

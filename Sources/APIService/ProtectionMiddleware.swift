@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// In front of every route: the body size limit, the per-client rate limit, bearer-token
+/// In front of every route: the body size limit, the per-client rate limit (fleet-wide, in Redis), bearer-token
 /// authentication (for everything but Apple's notification endpoint), and errors as JSON.
 ///
 /// Apple's notification endpoint is limited after the notification is authenticated instead
@@ -12,7 +12,7 @@ struct ProtectionMiddleware: RouterMiddleware {
     typealias Context = APIRequestContext
 
     let tokens: APITokens
-    let limiter: ClientRateLimiter
+    let limiter: FleetClientLimiter
     let trustedProxies: TrustedProxies
     let maxBodyBytes: Int
     let metrics: APIMetrics
@@ -30,10 +30,22 @@ struct ProtectionMiddleware: RouterMiddleware {
             context.clientAddress = trustedProxies.client(
                 peer: context.remoteIP, forwarded: request.headers[Self.forwarded], xForwardedFor: request.headers[Self.xForwardedFor])
             // Callers without a valid token are limited by address, so guessing tokens is slow too.
-            if !openPaths.contains(request.uri.path),
-               let wait = limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.clientAddress ?? "unknown")") {
-                metrics.rejected("rate_limited")
-                throw APIError.rateLimited(retryAfter: wait)
+            if !openPaths.contains(request.uri.path) {
+                switch await limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.clientAddress ?? "unknown")") {
+                case .admitted: break
+                case .limited(let wait):
+                    metrics.rejected("rate_limited")
+                    throw APIError.rateLimited(retryAfter: wait)
+                case .unknown:
+                    // Without Redis no limit can be checked: the app's own back end (it has a token)
+                    // goes on; anonymous callers, who could only be guessing tokens, wait.
+                    if context.client == nil {
+                        metrics.rejected("rate_limit_unavailable")
+                        throw APIError.unavailable(
+                            "rate_limit_unavailable", "the rate limit cannot be checked right now; try again shortly",
+                            retryAfter: .seconds(5))
+                    }
+                }
             }
             if context.client == nil, !openPaths.contains(request.uri.path) {
                 metrics.rejected("unauthorized")

@@ -14,10 +14,13 @@ public final class Connections {
     public let ledger: Ledger
     public let appStore: AppStoreClient
 
-    public init(settings: FleetSettings, consumer: String) throws {
-        let redis = try RedisConnection(settings.redisConfiguration())
+    /// `enqueueOnly`: for the API's lanes, which never reserve jobs. Their Redis connection opens
+    /// on first use, so they come up, and serve what needs only PostgreSQL, while Redis is down.
+    public init(settings: FleetSettings, consumer: String, enqueueOnly: Bool = false) throws {
+        let redis = try RedisConnection(settings.redisConfiguration(), connectingNow: !enqueueOnly)
         let keys = try QueueKeys(prefix: settings.keyPrefix)
-        queue = try JobQueue(connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy)
+        queue = try JobQueue(
+            connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy, preparingGroups: !enqueueOnly)
         gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
         let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)

@@ -22,16 +22,19 @@ public final class JobQueue {
     let connection: RedisConnection
 
     /// Creates the ready streams and the consumer group if they do not exist yet, so an empty
-    /// Redis works. `consumer` must be unique in the fleet: use `consumerName(thread:)`.
+    /// Redis works; a handle that only enqueues (`preparingGroups` false) leaves that to the
+    /// workers, and so sends nothing to Redis until it is used. `consumer` must be unique in the
+    /// fleet: use `consumerName(thread:)`.
     public init(
-        connection: RedisConnection, keys: QueueKeys, consumer: String, retryPolicy: RetryPolicy = .standard
+        connection: RedisConnection, keys: QueueKeys, consumer: String, retryPolicy: RetryPolicy = .standard,
+        preparingGroups: Bool = true
     ) throws(QueueError) {
         guard !consumer.isEmpty else { throw .invalidArgument("the consumer name is empty") }
         self.connection = connection
         self.keys = keys
         self.consumer = consumer
         self.retryPolicy = retryPolicy
-        try createGroups()
+        if preparingGroups { try createGroups() }
     }
 
     /// "host-pid-token-thread": unique per process (the random token tells apart processes that

@@ -48,6 +48,11 @@ public struct QueueKeys: Sendable, Hashable {
     public var limiter: String { "\(prefix):limiter" }
     /// The number of tokens the limiter has granted, ever: a counter for rate graphs.
     public var limiterGranted: String { "\(prefix):stats:granted" }
+    /// One API client's limiter state (GCRA theoretical arrival time, µs), shared by every `serve`
+    /// replica; `client` is "token:<name>" or "address:<ip>". Expires when the client is idle.
+    public func clientLimiter(_ client: String) -> String { "\(prefix):api:limit:\(client)" }
+    /// The number of API requests the client limiter has admitted, ever: a counter.
+    public var clientLimiterAdmitted: String { "\(prefix):stats:api-admitted" }
     /// Set while the fleet is paused: the time (ms, Redis clock) until which nobody calls Apple.
     public var paused: String { "\(prefix):paused" }
     /// Consecutive periods of unavailability; each pause is longer than the last.

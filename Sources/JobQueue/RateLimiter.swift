@@ -29,8 +29,10 @@ public struct Grant: Sendable, Hashable {
     public let retryAfter: Duration
 }
 
-/// The fleet-wide rate limiter alone (GCRA in one Lua script, Redis's clock). Workers calling
-/// Apple use `FleetGate`, which checks pause and halt in the same round trip.
+/// GCRA buckets on Redis (one Lua script each call, Redis's clock), shared by every process:
+/// `acquire` takes from the fleet's bucket for Apple (workers calling Apple use `FleetGate`,
+/// which checks pause and halt in the same round trip); `admit(client:)` from one API client's,
+/// so N `serve` replicas allow a client the limit, not N times it.
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
 public final class RateLimiter {
@@ -54,5 +56,15 @@ public final class RateLimiter {
             throw .unexpectedReply(operation: "acquire", reply: "\(reply)")
         }
         return Grant(granted: Int(granted), retryAfter: .microseconds(wait))
+    }
+
+    /// Admits one request of an API client ("token:<name>" or "address:<ip>") at `limit` (nil), or
+    /// says how long it must wait.
+    public func admit(client: String) throws(QueueError) -> Duration? {
+        let reply = try connection.evaluate(
+            Scripts.admitClient, keys: [keys.clientLimiter(client), keys.clientLimiterAdmitted],
+            arguments: [limit.intervalMicroseconds, limit.burst])
+        guard let wait = reply.int else { throw .unexpectedReply(operation: "admit client", reply: "\(reply)") }
+        return wait == 0 ? nil : .microseconds(wait)
     }
 }

@@ -310,6 +310,16 @@ enum Scripts {
         return {'wait', wait}
         """)
 
+    /// Admits one request of one API client (a token's name, or a caller's address), fleet-wide:
+    /// every `serve` replica charges the same bucket. KEYS[1] the client's limiter state, KEYS[2]
+    /// admitted counter. ARGV[1] interval µs, ARGV[2] burst.
+    /// Returns µs to wait, 0 when admitted.
+    static let admitClient = RedisScript(clock + gcra + """
+        local granted, wait = gcra(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), 1)
+        if granted > 0 then return 0 end
+        return math.max(1, wait)
+        """)
+
     /// Counts one subscription's configuration error (21004, 21000); once `needed` different
     /// subscriptions answered so in a row (an answer about a receipt in between, told to `admit`,
     /// starts over), halts the fleet. KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]

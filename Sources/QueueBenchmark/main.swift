@@ -141,6 +141,6 @@ do {
     try connection.deleteKeys(prefixed: keys.prefix)
 } catch {
     print("benchmark failed: \(error)")
-    try? connection.deleteKeys(prefixed: keys.prefix)
+    _ = try? connection.deleteKeys(prefixed: keys.prefix)
     exit(1)
 }

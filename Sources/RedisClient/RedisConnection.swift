@@ -24,12 +24,14 @@ public final class RedisConnection {
     var scriptHashes: [String: String] = [:]
 
     /// Connects, authenticates and selects the database, or throws `.connectFailed`,
-    /// `.authenticationFailed` or `.invalidConfiguration`.
-    public init(_ configuration: RedisConfiguration) throws(RedisError) {
+    /// `.authenticationFailed` or `.invalidConfiguration`. With `connectingNow` false it only
+    /// checks the configuration, and the first command connects: for a holder that must come up
+    /// while Redis is down (the API's lanes, which serve PostgreSQL reads then too).
+    public init(_ configuration: RedisConfiguration, connectingNow: Bool = true) throws(RedisError) {
         try configuration.validate()
         self.configuration = configuration
         _ = brokenPipeSignalIgnored
-        context = try connect()
+        if connectingNow { context = try connect() }
     }
 
     deinit {

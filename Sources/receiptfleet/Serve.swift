@@ -54,7 +54,7 @@ struct Serve: AsyncParsableCommand {
         }
         let metrics = ProcessMetrics()
         let metricsServer = try await MetricsServer.start(settings: fleet, metrics: metrics, logger: logger)
-        let server = APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics.factory)
+        let server = try APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics.factory)
         try await server.run { port in
             logger.info("API listening", metadata: [
                 "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",

@@ -21,25 +21,30 @@ struct APIHarness: Sendable {
     let settings: APISettings
     let token: String
     let port: Int
+    /// Every replica's port (`replicas` servers share the database and the Redis prefix); `port` is the first's.
+    let ports: [Int]
     let metrics: TestMetrics
     let ca: TestCA
 
     static let sharedSecret = "test-shared-secret"
     static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Runs `body` while a server configured by `configure` serves; it logs into `log` when given.
+    /// Runs `body` while a server configured by `configure` (and `configureFleet`) serves, or
+    /// `replicas` of them; it logs into `log` when given.
     static func with<T: Sendable>(
-        configure: (inout APISettings) -> Void = { _ in }, log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
+        configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
+        replicas: Int = 1, log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
         return try await TestDatabase.with { database in
             try await LiveSimulator.with(startMs: nowMs) { simulator in
                 _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
-                let fleet = FleetSettings(
+                var fleet = FleetSettings(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfapi"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
+                configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
                     port: 0, tokens: try APITokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
@@ -47,14 +52,19 @@ struct APIHarness: Sendable {
                 configure(&settings)
                 let metrics = TestMetrics()
                 let logger = log.map { log in Logger(label: "api-test") { _ in log.handler } } ?? Logger(label: "api-test")
-                let server = APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics)
-                let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-                let running = Task { try await server.run { listening.yield($0) } }
-                defer { running.cancel() }
-                guard let port = await ports.first(where: { _ in true }) else { throw ServerDidNotStart() }
+                var ports: [Int] = []
+                var running: [Task<Void, any Error>] = []
+                defer { for task in running { task.cancel() } }
+                for _ in 0..<replicas {
+                    let server = try APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics)
+                    let (bound, listening) = AsyncStream.makeStream(of: Int.self)
+                    running.append(Task { try await server.run { listening.yield($0) } })
+                    guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
+                    ports.append(port)
+                }
                 return try await body(APIHarness(
-                    database: database, simulator: simulator, fleet: fleet, settings: settings, token: token, port: port,
-                    metrics: metrics, ca: ca))
+                    database: database, simulator: simulator, fleet: fleet, settings: settings, token: token, port: ports[0],
+                    ports: ports, metrics: metrics, ca: ca))
             }
         }
     }
@@ -62,6 +72,13 @@ struct APIHarness: Sendable {
     struct ServerDidNotStart: Error {}
 
     var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// The same deployment, spoken to through replica `index`.
+    func replica(_ index: Int) -> APIHarness {
+        APIHarness(
+            database: database, simulator: simulator, fleet: fleet, settings: settings, token: token, port: ports[index],
+            ports: ports, metrics: metrics, ca: ca)
+    }
 
     /// An answer: status, headers and the body as JSON.
     struct Reply: Sendable {
