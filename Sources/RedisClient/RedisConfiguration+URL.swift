@@ -20,7 +20,11 @@ extension RedisConfiguration {
         case "unix":
             try self.init(unixSocketURL: components)
         case "rediss":
-            throw .invalidConfiguration("rediss:// (TLS) is not supported by this client. \(Self.expectedForms)")
+            // hiredis 0.14 has no TLS: the standard answer is a TLS sidecar next to each process.
+            throw .invalidConfiguration(
+                "rediss:// (TLS) cannot be spoken by this client (hiredis 0.14 has no TLS). Run a TLS sidecar "
+                    + "(stunnel4: deploy/compose/stunnel-redis.conf, the worker's sidecar in deploy/kubernetes) and point "
+                    + "redis-url at it: redis://:PASSWORD@127.0.0.1:6380/0 (docs/operations.md, \"TLS to Redis\").")
         case let scheme:
             throw .invalidConfiguration("the URL scheme '\(scheme ?? "")' is not supported. \(Self.expectedForms)")
         }

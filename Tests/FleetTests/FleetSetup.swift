@@ -23,7 +23,7 @@ struct FleetSetup: Sendable {
     init(
         database: TestDatabase, simulator: LiveSimulator, nowMs: Int64, receipts: Int, boughtBy: Int64? = nil,
         secret: String? = nil, rateLimit: Double = 5_000, visibilityTimeout: Duration = .seconds(5),
-        drainGrace: Duration = .seconds(25)
+        drainGrace: Duration = .seconds(25), redisURL: String = TestServers.redisURL, postgresURL: String? = nil
     ) throws {
         self.database = database
         fleet = Self.receipts(receipts, nowMs: nowMs)
@@ -31,7 +31,7 @@ struct FleetSetup: Sendable {
             boughtBy.map { subscription.groundTruth(at: $0).status != .invalid } ?? true
         }
         settings = FleetSettings(
-            redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rff"))}",
+            redisURL: redisURL, postgresURL: postgresURL ?? database.url, keyPrefix: "{\(uniqueName("rff"))}",
             endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
             sharedSecret: secret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: rateLimit, burst: 100),
             retryPolicy: try RetryPolicy(base: .milliseconds(50), cap: .milliseconds(200), maxAttempts: 5),

@@ -39,7 +39,7 @@ struct ConfigurationTests {
         "an unusable URL throws an error naming the problem, never the password",
         arguments: [
             ("http://:s3cret@host/0", "scheme 'http'"),
-            ("rediss://:s3cret@host/0", "TLS"),
+            ("rediss://:s3cret@host/0", "TLS sidecar (stunnel4"),
             ("redis://:s3cret@/0", "no host"),
             ("redis://:s3cret@host:abc/0", "cannot be parsed"),
             ("redis://:s3cret@host:0/0", "port 0"),
