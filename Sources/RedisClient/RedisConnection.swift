@@ -17,7 +17,12 @@ import Darwin
 /// since it may already have run and commands are not idempotent. The next command reconnects
 /// first (authenticating and selecting the database again), or throws the connect error.
 public final class RedisConnection {
-    public let configuration: RedisConfiguration
+    /// As given, except that a Redis Cluster's MOVED redirect repoints `endpoint` at the node
+    /// that now serves the keys (see `RedisConnection+Redirects.swift`).
+    public internal(set) var configuration: RedisConfiguration
+    /// The endpoint configured, where a connection repointed by MOVED goes back to when the node
+    /// it was sent to cannot be reached (a cluster node that died: the seed knows its successor).
+    let seedEndpoint: RedisConfiguration.Endpoint
     /// Nil after a break, until the next command reconnects.
     private var context: UnsafeMutablePointer<redisContext>?
     /// SHA-1 of each script loaded through this connection, by source text (see `run`).
@@ -30,6 +35,7 @@ public final class RedisConnection {
     public init(_ configuration: RedisConfiguration, connectingNow: Bool = true) throws(RedisError) {
         try configuration.validate()
         self.configuration = configuration
+        seedEndpoint = configuration.endpoint
         _ = brokenPipeSignalIgnored
         if connectingNow { context = try connect() }
     }
@@ -63,9 +69,14 @@ public final class RedisConnection {
         try roundTrip(commands, within: configuration.commandTimeout)
     }
 
-    /// Runs `commands` with every read and write given up after `deadline`; a failure drops the
-    /// connection, so that a late reply is never read as the next command's.
+    /// Runs `commands` with every read and write given up after `deadline`, following Redis
+    /// Cluster's redirects; a failure drops the connection, so that a late reply is never read as
+    /// the next command's.
     private func roundTrip(_ commands: [[any RedisArgument]], within deadline: Duration) throws(RedisError) -> [RedisValue] {
+        try followingRedirects(commands) { commands throws(RedisError) in try roundTripOnce(commands, within: deadline) }
+    }
+
+    private func roundTripOnce(_ commands: [[any RedisArgument]], within deadline: Duration) throws(RedisError) -> [RedisValue] {
         guard !commands.isEmpty else { return [] }
         let context = try connectedContext()
         do throws(RedisError) {
@@ -89,12 +100,19 @@ public final class RedisConnection {
 
     private func connectedContext() throws(RedisError) -> UnsafeMutablePointer<redisContext> {
         if let context { return context }
-        let fresh = try connect()
+        let fresh: UnsafeMutablePointer<redisContext>
+        do {
+            fresh = try connect()
+        } catch {
+            guard configuration.endpoint != seedEndpoint else { throw error }
+            configuration.endpoint = seedEndpoint
+            fresh = try connect()
+        }
         context = fresh
         return fresh
     }
 
-    private func disconnect() {
+    func disconnect() {
         if let context { redisFree(context) }
         context = nil
     }

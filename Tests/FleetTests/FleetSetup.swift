@@ -87,13 +87,17 @@ struct FleetSetup: Sendable {
         return try await status(within: .seconds(60), until: done)
     }
 
-    /// Reads the fleet's status every 200 ms until `done` says so or `limit` passes; returns the last.
+    /// Reads the fleet's status every 200 ms until `done` says so or `limit` passes; returns the
+    /// last. A read that fails is tried again (a cluster resharding answers TRYAGAIN for a moment,
+    /// as the workers see too); the error is thrown only if no read succeeds by the deadline.
     func status(within limit: Duration, until done: @escaping @Sendable (FleetStatus) -> Bool) async throws -> FleetStatus {
         let settings = settings
         let deadline = ContinuousClock.now + limit
         while true {
-            let status = try await onOwnThread { try FleetStatus.read(settings: settings) }
-            if done(status) || ContinuousClock.now > deadline { return status }
+            do {
+                let status = try await onOwnThread { try FleetStatus.read(settings: settings) }
+                if done(status) || ContinuousClock.now > deadline { return status }
+            } catch where ContinuousClock.now <= deadline {}
             try await Task.sleep(for: .milliseconds(200))
         }
     }
