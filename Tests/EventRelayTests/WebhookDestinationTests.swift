@@ -84,6 +84,22 @@ import Testing
         #expect(text.contains("refused to connect to") && text.contains("(loopback)"), "\(text)")
     }
 
+    /// An endpoint added over plain http while that was allowed is not delivered to once it is not:
+    /// the policy is checked again at every attempt, before any connection.
+    @Test func plainHTTPIsRefusedAtDeliveryWhenPrivateWebhooksAreNotAllowed() async throws {
+        let receiver = try TestHTTPServer(.respond([.init(status: 204)]))
+        defer { receiver.stop() }
+        let error = try await World.with { world in
+            let database = try world.connect()
+            let pending = try pendingDelivery(to: "http://localhost:\(receiver.port)/hook", in: world, on: database)
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration(secretKeys: .test)).runOnce()
+            return try database.query(
+                "SELECT last_error FROM webhook_deliveries WHERE id = $1", [.int64(pending.deliveryID)])[0]["last_error"].text()
+        }
+        #expect(error?.contains("refused webhook URL: plain http") == true, "\(error ?? "-")")
+        #expect(receiver.acceptedConnections == 0)
+    }
+
     /// A configured webhook proxy carries every delivery: the proxy, not the fleet, connects to the receiver.
     @Test func aConfiguredWebhookProxyCarriesTheDeliveries() async throws {
         let receiver = try TestHTTPServer(.respond([.init(status: 204)]))
