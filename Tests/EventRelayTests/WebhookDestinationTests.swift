@@ -67,37 +67,17 @@ import Testing
     /// An endpoint whose name passed when it was added but resolves to loopback now: the address
     /// curl is about to connect to is refused, so the receiver never even sees a connection.
     @Test func aNameThatResolvesToLoopbackIsRefusedWhenConnecting() async throws {
-        let receiver = try TestHTTPServer(.respond([.init(status: 204)]))
-        defer { receiver.stop() }
-        let (made, error) = try await World.with { world in
-            let database = try world.connect()
-            // Added while private addresses were allowed: the dispatcher below does not allow them.
-            let pending = try pendingDelivery(to: "https://localhost:\(receiver.port)/hook", in: world, on: database)
-            let made = try WebhookDispatcher(database: database, configuration: WebhookConfiguration(secretKeys: .test)).runOnce()
-            let error = try database.query(
-                "SELECT last_error FROM webhook_deliveries WHERE id = $1", [.int64(pending.deliveryID)])[0]["last_error"].text()
-            return (made, error)
-        }
-        #expect(made == 1)
-        #expect(receiver.acceptedConnections == 0, "no connection reached the receiver")
-        let text = try #require(error)
-        #expect(text.contains("refused to connect to") && text.contains("(loopback)"), "\(text)")
+        let (error, connections) = try await oneAttemptWithoutPrivateWebhooks(scheme: "https")
+        #expect(connections == 0, "no connection reached the receiver")
+        #expect(error.contains("refused to connect to") && error.contains("(loopback)"), "\(error)")
     }
 
     /// An endpoint added over plain http while that was allowed is not delivered to once it is not:
     /// the policy is checked again at every attempt, before any connection.
     @Test func plainHTTPIsRefusedAtDeliveryWhenPrivateWebhooksAreNotAllowed() async throws {
-        let receiver = try TestHTTPServer(.respond([.init(status: 204)]))
-        defer { receiver.stop() }
-        let error = try await World.with { world in
-            let database = try world.connect()
-            let pending = try pendingDelivery(to: "http://localhost:\(receiver.port)/hook", in: world, on: database)
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration(secretKeys: .test)).runOnce()
-            return try database.query(
-                "SELECT last_error FROM webhook_deliveries WHERE id = $1", [.int64(pending.deliveryID)])[0]["last_error"].text()
-        }
-        #expect(error?.contains("refused webhook URL: plain http") == true, "\(error ?? "-")")
-        #expect(receiver.acceptedConnections == 0)
+        let (error, connections) = try await oneAttemptWithoutPrivateWebhooks(scheme: "http")
+        #expect(connections == 0)
+        #expect(error.contains("refused webhook URL: plain http"), "\(error)")
     }
 
     /// A configured webhook proxy carries every delivery: the proxy, not the fleet, connects to the receiver.
@@ -117,4 +97,19 @@ import Testing
         #expect(proxy.requests.map(\.target) == ["http://127.0.0.1:\(receiver.port)/hook"], "a proxy request names the whole URL")
         #expect(receiver.acceptedConnections == 0)
     }
+}
+
+/// Adds an endpoint at `scheme`://localhost (allowed then), and makes one attempt with a dispatcher
+/// that does not allow private webhooks. Returns the delivery's error and the connections the receiver saw.
+private func oneAttemptWithoutPrivateWebhooks(scheme: String) async throws -> (error: String, connections: Int) {
+    let receiver = try TestHTTPServer(.respond([.init(status: 204)]))
+    defer { receiver.stop() }
+    let error = try await World.with { world in
+        let database = try world.connect()
+        let pending = try pendingDelivery(to: "\(scheme)://localhost:\(receiver.port)/hook", in: world, on: database)
+        try WebhookDispatcher(database: database, configuration: WebhookConfiguration(secretKeys: .test)).runOnce()
+        return try database.query(
+            "SELECT last_error FROM webhook_deliveries WHERE id = $1", [.int64(pending.deliveryID)])[0]["last_error"].text()
+    }
+    return (error ?? "", receiver.acceptedConnections)
 }
