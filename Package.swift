@@ -109,7 +109,7 @@ let package = Package(
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [
-            "AppStore", "AppStoreSimulator", "Fleet", "Lanes", "Ledger", "PostgresClient", "RedisClient",
+            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),

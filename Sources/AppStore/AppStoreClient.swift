@@ -125,7 +125,7 @@ extension TransportFailure {
         case .connectionReset: .connectionReset
         case .dns: .nameResolution
         case .tls: .tls
-        case .other: .invalidRequest
+        case .refusedAddress, .other: .invalidRequest
         }
     }
 }

@@ -17,6 +17,10 @@ CURLcode rf_curl_setopt_write_callback(CURL *handle, CURLoption option,
     return curl_easy_setopt(handle, option, callback);
 }
 
+CURLcode rf_curl_setopt_opensocket_callback(CURL *handle, CURLoption option, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, option, callback);
+}
+
 CURLcode rf_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

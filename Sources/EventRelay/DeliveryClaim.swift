@@ -62,7 +62,7 @@ enum DeliveryClaim {
                 FOR UPDATE SKIP LOCKED)
           AND \(inFlight("$3")) < $2
           AND w.id = d.endpoint_id AND e.id = d.event_id
-        RETURNING d.id, d.attempts, e.id::text AS event_id, w.id AS endpoint_id, w.url, w.secret,
+        RETURNING d.id, d.attempts, e.id::text AS event_id, w.id AS endpoint_id, w.url, w.secret, w.secret_key_id, w.secret_sealed,
                   \(EventSQL.envelope) AS body
         """
 
@@ -83,8 +83,8 @@ struct ClaimedDelivery {
     let eventID: String
     let endpointID: Int64
     let url: String
-    /// The stored secret text; parsed only when signing, so it travels in no error.
-    let secret: String
+    /// The stored secret, opened only when signing, so it travels in no error.
+    let secret: StoredSecret
     let body: [UInt8]
     let leasedUntil: Date
 
@@ -94,7 +94,7 @@ struct ClaimedDelivery {
         eventID = try row["event_id"].text() ?? ""
         endpointID = try row["endpoint_id"].int64() ?? 0
         url = try row["url"].text() ?? ""
-        secret = try row["secret"].text() ?? ""
+        secret = try StoredSecret(row)
         body = Array((try row["body"].text() ?? "").utf8)
         self.leasedUntil = leasedUntil
     }

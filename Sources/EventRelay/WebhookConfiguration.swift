@@ -17,6 +17,18 @@ public struct WebhookConfiguration: Sendable {
     public var batchSize: Int
     /// Sent as `User-Agent`.
     public var userAgent: String
+    /// Opens the endpoints' secrets, which are stored encrypted; without it nothing can be signed.
+    public var secretKeys: WebhookKeyring?
+    /// Whether deliveries may go to loopback, private and other non-public addresses, and over plain
+    /// http (`--allow-private-webhooks`, for development and tests). Otherwise every address a
+    /// receiver's name resolves to is checked as the connection is made (`HTTPClient`'s
+    /// `publicAddressesOnly`), so a name that resolves inside the network is refused at delivery too.
+    public var allowsPrivateNetworks: Bool
+    /// The proxy every delivery goes through (`webhook-proxy`); nil goes direct. Proxy variables in
+    /// the environment (http_proxy, https_proxy, ALL_PROXY) are ignored either way: they are set for
+    /// the fleet's other traffic, and an internal proxy would reach what the address check keeps out.
+    /// Through a configured proxy, the proxy connects, so it must do the address checks itself.
+    public var proxy: String?
 
     public init(
         retryDelays: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map { .seconds($0) },
@@ -24,7 +36,10 @@ public struct WebhookConfiguration: Sendable {
         perEndpointConcurrency: Int = 2,
         pollInterval: Duration = .seconds(1),
         batchSize: Int = 50,
-        userAgent: String = "ReceiptFleet-Webhooks/1"
+        userAgent: String = "ReceiptFleet-Webhooks/1",
+        secretKeys: WebhookKeyring? = nil,
+        allowsPrivateNetworks: Bool = false,
+        proxy: String? = nil
     ) {
         self.retryDelays = retryDelays
         self.timeout = timeout
@@ -32,6 +47,9 @@ public struct WebhookConfiguration: Sendable {
         self.pollInterval = pollInterval
         self.batchSize = batchSize
         self.userAgent = userAgent
+        self.secretKeys = secretKeys
+        self.allowsPrivateNetworks = allowsPrivateNetworks
+        self.proxy = proxy
     }
 
     /// How long a claimed delivery stays the claiming dispatcher's: longer than any attempt (the

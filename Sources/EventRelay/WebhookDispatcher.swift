@@ -37,7 +37,9 @@ public final class WebhookDispatcher {
             totalTimeout: configuration.timeout,
             userAgent: configuration.userAgent,
             // Only the status and Retry-After matter; a receiver's long answer must not cost memory.
-            maxBodyBytes: 64 * 1024))
+            maxBodyBytes: 64 * 1024,
+            proxy: configuration.proxy.map { .url($0) } ?? .none,
+            publicAddressesOnly: !configuration.allowsPrivateNetworks && configuration.proxy == nil))
     }
 
     /// Makes up to `limit` attempts (the configured batch size by default), one due delivery each,
@@ -87,7 +89,10 @@ public final class WebhookDispatcher {
         let started = ContinuousClock.now
         let secret: WebhookSecret
         do {
-            secret = try WebhookSecret(delivery.secret)
+            // Checked again at every attempt: the policy may have changed since the endpoint was added.
+            try WebhookDestination.check(
+                delivery.url, allowsPrivateNetworks: configuration.allowsPrivateNetworks, resolving: false)
+            secret = try delivery.secret.open(with: configuration.secretKeys, endpointID: delivery.endpointID)
         } catch {
             return AttemptOutcome(failure: "\(error)", latency: .zero)
         }

@@ -5,6 +5,12 @@ import AppStore
 public enum WebhookError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The endpoint URL is unusable; the text says why.
     case invalidURL(String)
+    /// The endpoint URL is outside the destination policy (a private address, plain http); the text says why.
+    case refusedURL(String)
+    /// Webhook secrets are encrypted at rest, and no `webhook-secret-key` is configured.
+    case noSecretKey
+    /// A stored secret cannot be decrypted with the configured keys; the text says why.
+    case undecryptableSecret(String)
     /// Names that are not event types.
     case unknownEventTypes([String])
     /// No endpoint has this id.
@@ -17,6 +23,16 @@ public enum WebhookError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .invalidURL(let reason):
             "invalid webhook URL: \(reason). Give an absolute http:// or https:// URL with a host."
+        case .refusedURL(let reason):
+            "refused webhook URL: \(reason). Webhooks go only to public internet addresses over https; for "
+                + "development and tests, --allow-private-webhooks (RECEIPTFLEET_ALLOW_PRIVATE_WEBHOOKS=true) allows "
+                + "private and loopback addresses and plain http."
+        case .noSecretKey:
+            "no webhook-secret-key is configured: webhook secrets are stored encrypted with it. Set "
+                + "RECEIPTFLEET_WEBHOOK_SECRET_KEY (or \"webhook-secret-key\" in the configuration file) to the "
+                + "output of `openssl rand -base64 32`, the same for every process; see docs/webhooks.md."
+        case .undecryptableSecret(let reason):
+            "the webhook secret cannot be decrypted: \(reason). See \"Rotating the key\" in docs/webhooks.md."
         case .unknownEventTypes(let names):
             "unknown event types: \(names.joined(separator: ", ")). Known types: "
                 + SubscriptionEventType.allCases.map(\.rawValue).joined(separator: ", ") + "; give none to receive all."

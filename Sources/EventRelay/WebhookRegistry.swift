@@ -17,27 +17,47 @@ public struct WebhookEndpoint: Sendable, Equatable {
 /// Adds, lists, disables and removes webhook endpoints (`receiptfleet webhooks …`), through a
 /// connection used from the calling thread.
 public struct WebhookRegistry {
-    private let database: PostgresConnection
+    let database: PostgresConnection
+    /// Seals new secrets (and, in `rotateSecrets`, opens and seals again the stored ones).
+    let keyring: WebhookKeyring?
+    private let allowsPrivateNetworks: Bool
 
-    public init(database: PostgresConnection) {
+    /// `keyring` is needed to add endpoints and to rotate; `allowsPrivateNetworks` lets `add` accept
+    /// loopback, private and other non-public addresses and plain http (`--allow-private-webhooks`).
+    public init(database: PostgresConnection, keyring: WebhookKeyring? = nil, allowsPrivateNetworks: Bool = false) {
         self.database = database
+        self.keyring = keyring
+        self.allowsPrivateNetworks = allowsPrivateNetworks
     }
 
     /// Adds an endpoint that receives `eventTypes` (names such as "renewed"; none means all) and
-    /// returns it with its new secret, which is stored but never shown again: give it to the receiver.
-    /// Throws `invalidURL` unless `url` is http(s) with a host, `unknownEventTypes` for other names.
+    /// returns it with its new secret, which is stored encrypted and never shown again: give it to
+    /// the receiver. Throws `invalidURL` unless `url` is http(s) with a host, `refusedURL` for a URL
+    /// the destination policy refuses (`WebhookDestination`), `unknownEventTypes` for other names,
+    /// and `noSecretKey` without a keyring: a secret is never stored in plaintext.
     public func add(url: String, eventTypes: [String]) throws -> (endpoint: WebhookEndpoint, secret: WebhookSecret) {
-        try Self.validate(url: url)
+        try WebhookDestination.check(url, allowsPrivateNetworks: allowsPrivateNetworks, resolving: true)
         let unknown = eventTypes.filter { SubscriptionEventType(rawValue: $0) == nil }
         guard unknown.isEmpty else { throw WebhookError.unknownEventTypes(unknown) }
+        guard let keyring else { throw WebhookError.noSecretKey }
 
         let secret = WebhookSecret.generate()
         var uniqueTypes: [String] = []
         for type in eventTypes where !uniqueTypes.contains(type) { uniqueTypes.append(type) }
-        let rows = try database.query(
-            "INSERT INTO webhook_endpoints (url, secret, event_types) VALUES ($1, $2, $3::text[]) RETURNING \(Self.columns)",
-            [.text(url), .text(secret.text), .text(EventSQL.arrayLiteral(uniqueTypes))])
-        return (try Self.endpoint(rows[0]), secret)
+        let endpoint = try database.transaction { database in
+            // The id first: the sealed secret is bound to its endpoint's id.
+            let id = try database.query(
+                "SELECT nextval(pg_get_serial_sequence('webhook_endpoints', 'id')) AS id")[0]["id"].int64() ?? 0
+            let (keyID, sealed) = try keyring.seal(secret, endpointID: id)
+            let rows = try database.query(
+                """
+                INSERT INTO webhook_endpoints (id, url, secret_key_id, secret_sealed, event_types)
+                VALUES ($1, $2, $3, $4, $5::text[]) RETURNING \(Self.columns)
+                """,
+                [.int64(id), .text(url), .text(keyID), .bytea(sealed), .text(EventSQL.arrayLiteral(uniqueTypes))])
+            return try Self.endpoint(rows[0])
+        }
+        return (endpoint, secret)
     }
 
     /// Every endpoint, oldest first.
@@ -89,16 +109,5 @@ public struct WebhookRegistry {
             isEnabled: try row["enabled"].bool() ?? false,
             disabledReason: try row["disabled_reason"].text(),
             createdAt: try row["created_at"].timestamptz() ?? Date(timeIntervalSince1970: 0))
-    }
-
-    /// Only absolute http(s) URLs with a host. The message never repeats the URL, which may hold a token.
-    private static func validate(url: String) throws(WebhookError) {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
-            throw .invalidURL("it cannot be parsed as a URL")
-        }
-        guard scheme == "http" || scheme == "https" else {
-            throw .invalidURL("the scheme '\(scheme)' is not http or https")
-        }
-        guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
     }
 }

@@ -1,5 +1,6 @@
 import Lanes
 import AppStore
+import EventRelay
 import Foundation
 import JobQueue
 import Ledger
@@ -56,6 +57,15 @@ public struct FleetSettings: Sendable {
     /// The most webhook requests in flight to one endpoint, over the whole fleet; below
     /// `webhookThreads`, so that one receiver that stops answering cannot hold every thread.
     public var webhookEndpointConcurrency: Int
+    /// Whether webhooks may go to loopback, private and other non-public addresses, and over plain
+    /// http (`allow-private-webhooks`): for development and tests only.
+    public var allowPrivateWebhooks = false
+    /// The proxy webhook deliveries go through (`webhook-proxy`); nil goes direct, whatever the
+    /// environment's proxy variables say.
+    public var webhookProxy: String?
+    /// The keys webhook secrets are encrypted with at rest (`webhook-secret-key`,
+    /// `webhook-secret-previous-keys`); nil when none is configured.
+    public var webhookSecretKeys: WebhookKeyring?
 
     public init(
         redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
@@ -90,6 +100,13 @@ public struct FleetSettings: Sendable {
         self.metricsAddress = metricsAddress
         self.webhookThreads = webhookThreads
         self.webhookEndpointConcurrency = webhookEndpointConcurrency
+    }
+
+    /// How this process's webhook dispatchers deliver.
+    public var webhookConfiguration: WebhookConfiguration {
+        WebhookConfiguration(
+            perEndpointConcurrency: webhookEndpointConcurrency, secretKeys: webhookSecretKeys,
+            allowsPrivateNetworks: allowPrivateWebhooks, proxy: webhookProxy)
     }
 
     /// Redis as `redisURL` names it, with `redisTimeout` for every command.

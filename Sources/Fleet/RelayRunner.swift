@@ -33,7 +33,10 @@ public final class RelayRunner: Sendable {
         }
         // Webhook requests wait on receivers, so each gets a thread: a slow receiver holds at most
         // its endpoint's cap of them, and the rest go on delivering to the others.
-        let webhooks = WebhookConfiguration(perEndpointConcurrency: settings.webhookEndpointConcurrency)
+        let webhooks = settings.webhookConfiguration
+        if webhooks.secretKeys == nil {
+            logger.warning("no webhook-secret-key is configured: deliveries to endpoints with encrypted secrets fail")
+        }
         for index in 0..<settings.webhookThreads {
             threads.spawn("rf-webhooks-\(index)") { [settings, metrics, logger] stop in
                 keepRunning("webhook dispatcher", stop, logger) {

@@ -92,7 +92,7 @@ public final class HTTPClient {
             rf_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, collector.curlContext),
             rf_curl_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, collectHeaderLine),
             rf_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, collector.curlContext),
-        ], url: url)
+        ] + proxyOptions(config.proxy) + addressCheckOptions(config.publicAddressesOnly), url: url)
 
         let result: CURLcode
         if let body {
@@ -112,8 +112,29 @@ public final class HTTPClient {
         }
         // A body cut at the limit stops the transfer with a write error; the answer itself is whole.
         let cutAtLimit = result == CURLE_WRITE_ERROR && collector.reachedBodyLimit
+        if !collector.refusedAddresses.isEmpty, result != CURLE_OK {
+            throw HTTPError(refused: collector.refusedAddresses, url: url)
+        }
         if !cutAtLimit { try check([result], url: url) }
         return response()
+    }
+
+    private func proxyOptions(_ proxy: HTTPClientConfiguration.Proxy) -> [CURLcode] {
+        switch proxy {
+        case .environment: []
+        // An empty proxy is curl's way to use none even when http_proxy and the like are set.
+        case .none: [rf_curl_setopt_string(handle, CURLOPT_PROXY, "")]
+        case .url(let proxy): [rf_curl_setopt_string(handle, CURLOPT_PROXY, proxy)]
+        }
+    }
+
+    /// curl calls `openPublicSocket` with each address it is about to connect to, once resolved.
+    private func addressCheckOptions(_ publicOnly: Bool) -> [CURLcode] {
+        guard publicOnly else { return [] }
+        return [
+            rf_curl_setopt_opensocket_callback(handle, CURLOPT_OPENSOCKETFUNCTION, openPublicSocket),
+            rf_curl_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, collector.curlContext),
+        ]
     }
 
     /// Throws the first failure among `codes`, with curl's detailed message.

@@ -17,6 +17,23 @@ public struct HTTPClientConfiguration: Sendable {
     /// at the limit and closes the connection, so a server that sends an endless body costs
     /// neither memory nor the rest of the timeout; the response carries the first bytes only.
     public var maxBodyBytes: Int?
+    /// Which proxy requests go through.
+    public var proxy: Proxy
+    /// Whether connections may go only to public internet addresses: each address curl is about to
+    /// connect to, after resolving the host, is checked, and a loopback, private, link-local,
+    /// unique-local, multicast or otherwise special one is refused (`HTTPError.Kind.refusedAddress`).
+    /// Checking the resolved address, not the name, is what defeats a name that resolves inside the
+    /// network (or starts to, after it was checked). With a proxy, the address checked is the proxy's.
+    public var publicAddressesOnly: Bool
+
+    public enum Proxy: Sendable, Equatable {
+        /// What the environment says, as curl reads it: http_proxy, https_proxy, ALL_PROXY, NO_PROXY.
+        case environment
+        /// None, whatever the environment says.
+        case none
+        /// This proxy, e.g. http://proxy.internal:3128, whatever the environment says.
+        case url(String)
+    }
 
     public init(
         connectTimeout: Duration = .seconds(10),
@@ -24,7 +41,9 @@ public struct HTTPClientConfiguration: Sendable {
         verifiesTLS: Bool = true,
         caFile: String? = nil,
         userAgent: String = "HTTPClient (libcurl)",
-        maxBodyBytes: Int? = nil
+        maxBodyBytes: Int? = nil,
+        proxy: Proxy = .environment,
+        publicAddressesOnly: Bool = false
     ) {
         self.connectTimeout = connectTimeout
         self.totalTimeout = totalTimeout
@@ -32,6 +51,8 @@ public struct HTTPClientConfiguration: Sendable {
         self.caFile = caFile
         self.userAgent = userAgent
         self.maxBodyBytes = maxBodyBytes
+        self.proxy = proxy
+        self.publicAddressesOnly = publicAddressesOnly
     }
 }
 

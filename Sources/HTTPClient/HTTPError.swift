@@ -14,6 +14,9 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         case dns
         /// The TLS handshake or the certificate check failed, or the CA file could not be used.
         case tls
+        /// The host resolved only to addresses the client may not reach (see
+        /// `HTTPClientConfiguration.publicAddressesOnly`); nothing was sent.
+        case refusedAddress
         /// Anything else, such as a malformed URL or an unsupported scheme.
         case other
     }
@@ -33,7 +36,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public var isRetryable: Bool {
         switch kind {
         case .timeout, .connectionRefused, .connectionReset, .dns: true
-        case .tls, .other: false
+        case .tls, .refusedAddress, .other: false
         }
     }
 
@@ -57,6 +60,8 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         case .tls:
             "Check that the URL's scheme matches the server (https needs a TLS server), the server's "
                 + "certificate, and the configured CA file; retrying will not help."
+        case .refusedAddress:
+            "Only public internet addresses may be reached; retrying will not help unless the host's DNS changes."
         case .other:
             "Check the URL and the request; retrying will not help."
         }
@@ -70,6 +75,14 @@ extension HTTPError {
         kind = Kind(code)
         curlCode = Int(code.rawValue)
         message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        host = Self.host(of: url)
+    }
+
+    /// A request refused before connecting, because every address its host resolved to is not public.
+    init(refused addresses: [String], url: String) {
+        kind = .refusedAddress
+        curlCode = Int(CURLE_COULDNT_CONNECT.rawValue)
+        message = "refused to connect to \(addresses.joined(separator: ", ")): not a public internet address"
         host = Self.host(of: url)
     }
 

@@ -1,3 +1,10 @@
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
 /// Gathers one response's header fields and body while curl receives them.
 ///
 /// curl hands received bytes to C function pointers, which cannot capture Swift state. The
@@ -12,6 +19,8 @@ final class ResponseCollector {
     private var bodyLimit: Int?
     /// Whether the body went past `bodyLimit`, so that the transfer was stopped there.
     private(set) var reachedBodyLimit = false
+    /// The addresses `openPublicSocket` refused in this transfer, described for the error.
+    fileprivate(set) var refusedAddresses: [String] = []
 
     /// Forgets the previous response and sets the next one's body limit.
     func reset(bodyLimit: Int?) {
@@ -19,6 +28,7 @@ final class ResponseCollector {
         body = []
         self.bodyLimit = bodyLimit
         reachedBodyLimit = false
+        refusedAddresses = []
     }
 
     /// The opaque pointer curl passes back to the callbacks.
@@ -74,6 +84,28 @@ func collectHeaderLine(
     let length = size * count
     ResponseCollector.from(context).append(headerLine: UnsafeRawBufferPointer(start: data, count: length))
     return length
+}
+
+/// CURLOPT_OPENSOCKETFUNCTION, set when only public addresses may be reached: curl calls it with
+/// each address it is about to connect to, after resolving the host, so a name that resolves to a
+/// private address (or starts to, after it was checked) is caught here. It opens the socket as curl
+/// would, or refuses with CURL_SOCKET_BAD, which curl reports as a failed connection.
+func openPublicSocket(
+    context: UnsafeMutableRawPointer?, purpose: curlsocktype, address: UnsafeMutablePointer<curl_sockaddr>?
+) -> curl_socket_t {
+    guard let address else { return -1 }
+    let target = address.pointee
+    // `addr` is only the start of a sockaddr_in6: read it in place, never as a copy of the field.
+    let socketAddress = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \.addr)!
+    guard let ip = IPAddress(socketAddress: socketAddress, family: target.family) else {
+        ResponseCollector.from(context).refusedAddresses.append("an address of family \(target.family)")
+        return -1
+    }
+    if let range = ip.nonPublicRange {
+        ResponseCollector.from(context).refusedAddresses.append("\(ip) (\(range))")
+        return -1
+    }
+    return socket(target.family, target.socktype, target.protocol)
 }
 
 extension String {

@@ -270,5 +270,16 @@ enum Migrations {
             -- (their job was lost with Redis, or never enqueued): only queued ones, only the last few days.
             CREATE INDEX notifications_queued_received ON notifications (received_at) WHERE outcome = 'queued';
             """),
+        Migration(version: 10, name: "webhook secrets sealed", sql: """
+            -- Webhook secrets are stored encrypted (AES-256-GCM, docs/webhooks.md): `secret_sealed` is the
+            -- nonce, ciphertext and tag, `secret_key_id` names the key it opens with. The key lives in the
+            -- fleet's configuration, never here, so this migration cannot encrypt the secrets already stored:
+            -- they stay in `secret` until `receiptfleet webhooks rotate-key` seals them and clears it.
+            ALTER TABLE webhook_endpoints ALTER COLUMN secret DROP NOT NULL;
+            ALTER TABLE webhook_endpoints ADD COLUMN secret_key_id text;
+            ALTER TABLE webhook_endpoints ADD COLUMN secret_sealed bytea;
+            ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_one_secret CHECK (
+                (secret_key_id IS NULL) = (secret_sealed IS NULL) AND (secret IS NULL) = (secret_sealed IS NOT NULL));
+            """),
     ]
 }

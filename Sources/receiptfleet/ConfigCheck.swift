@@ -60,6 +60,12 @@ struct Config: ParsableCommand {
                 ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
             row("webhook-threads", "\(settings.webhookThreads)")
             row("webhook-endpoint-concurrency", "\(settings.webhookEndpointConcurrency) in flight per endpoint")
+            row("allow-private-webhooks", settings.allowPrivateWebhooks
+                ? "yes: webhooks may reach loopback and private addresses over plain http (development only)"
+                : "no (https to public addresses only)")
+            row("webhook-proxy", settings.webhookProxy.map(Redact.url) ?? "none (direct; proxy variables are ignored for webhooks)")
+            row("webhook-secret-key", settings.webhookSecretKeys.map { "set (masked): \($0)" }
+                ?? "not set (webhooks add refuses; encrypted secrets cannot sign)")
             row("metrics-address", settings.metricsAddress.map { "\($0) (/metrics, /healthz, /readyz)" } ?? "off")
             if resolved.value("api-tokens") == nil, resolved.value("api-tokens-file") == nil {
                 print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0) + "not set (needed by `serve` only)")

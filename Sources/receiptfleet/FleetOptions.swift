@@ -8,7 +8,8 @@ import Ledger
 /// The options every fleet command shares. Each setting comes from, strongest first: its flag,
 /// the environment variable RECEIPTFLEET_<NAME>, the JSON configuration file (`--config`, or
 /// RECEIPTFLEET_CONFIG), then the default. The shared secret never comes from a flag (flags show
-/// in `ps`): set RECEIPTFLEET_SHARED_SECRET, or name a file with `shared-secret-file`.
+/// in `ps`): set RECEIPTFLEET_SHARED_SECRET, or name a file with `shared-secret-file`; nor do the
+/// webhook secret keys (RECEIPTFLEET_WEBHOOK_SECRET_KEY, RECEIPTFLEET_WEBHOOK_SECRET_PREVIOUS_KEYS).
 struct FleetOptions: ParsableArguments {
     @Option(help: "A JSON file of settings (keys as the flags' names, e.g. \"rate-limit\": 50).")
     var config: String?
@@ -48,6 +49,12 @@ struct FleetOptions: ParsableArguments {
 
     @Option(help: "The most webhook requests in flight to one endpoint, fleet-wide; below --webhook-threads.")
     var webhookEndpointConcurrency: Int?
+
+    @Flag(help: "Let webhooks reach loopback, private and link-local addresses over plain http (development and tests only).")
+    var allowPrivateWebhooks = false
+
+    @Option(help: "A proxy for webhook deliveries, e.g. http://egress.internal:3128 (proxy variables in the environment are ignored for webhooks).")
+    var webhookProxy: String?
 
     @Option(help: "Seconds a Redis command may wait for the server (blocking commands: on top of their wait).")
     var redisTimeout: Double?
@@ -93,6 +100,8 @@ struct ResolvedConfiguration {
         flags["visibility-timeout"] = options.visibilityTimeout.map(String.init)
         flags["webhook-threads"] = options.webhookThreads.map(String.init)
         flags["webhook-endpoint-concurrency"] = options.webhookEndpointConcurrency.map(String.init)
+        flags["allow-private-webhooks"] = options.allowPrivateWebhooks ? "true" : nil
+        flags["webhook-proxy"] = options.webhookProxy
         flags["redis-timeout"] = options.redisTimeout.map { String($0) }
         flags["postgres-timeout"] = options.postgresTimeout.map { String($0) }
         flags["log-level"] = options.logLevel
@@ -188,6 +197,7 @@ struct ResolvedConfiguration {
             webhookEndpointConcurrency: webhookEndpointConcurrency)
         settings.haltAfterConfigurationErrors = try number(
             "halt-after-config-errors", default: 3, { (1...100).contains($0) }, "a whole number from 1 to 100")
+        try applyWebhookSettings(to: &settings)
         return settings
     }
 

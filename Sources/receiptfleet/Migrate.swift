@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventRelay
 import Ledger
 import PostgresClient
 
@@ -31,6 +32,12 @@ struct Migrate: ParsableCommand {
         } else {
             print("Applied migrations \(applied.map(String.init).joined(separator: ", ")); "
                 + "the schema is at version \(Migrator.latestVersion).")
+        }
+        // The key is the fleet's configuration, not the database's: only rotate-key can encrypt these.
+        let plaintext = try WebhookRegistry(database: connection).plaintextSecretCount()
+        if plaintext > 0 {
+            print("warning: \(plaintext) webhook secret(s) are stored unencrypted, from before migration 10. "
+                + "Run `receiptfleet webhooks rotate-key` with webhook-secret-key set to encrypt them.")
         }
     }
 }

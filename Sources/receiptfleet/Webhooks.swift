@@ -4,20 +4,26 @@ import Fleet
 import PostgresClient
 import Redaction
 
-/// `receiptfleet webhooks add|list|disable|remove`
+/// `receiptfleet webhooks add|list|disable|remove|rotate-key`
 struct Webhooks: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the HTTP endpoints that receive subscription events.",
         discussion: "Deliveries are signed (Standard Webhooks) and retried; see docs/webhooks.md.",
-        subcommands: [Add.self, List.self, Disable.self, Remove.self])
+        subcommands: [Add.self, List.self, Disable.self, Remove.self, RotateKey.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register an endpoint; its signing secret is shown once.",
             discussion: """
+                Only https URLs whose host is a public internet address are accepted: loopback, private, \
+                link-local and unique-local addresses (and names resolving to them) and plain http are \
+                refused unless --allow-private-webhooks is set (development and tests only). The secret is \
+                stored encrypted with webhook-secret-key (RECEIPTFLEET_WEBHOOK_SECRET_KEY), which must be set.
+
                 Examples:
-                  receiptfleet webhooks add https://billing.internal/hooks/appstore --events renewed,refunded
-                  receiptfleet webhooks add https://crm.internal/hooks     (every event type)
+                  receiptfleet webhooks add https://billing.example.com/hooks/appstore --events renewed,refunded
+                  receiptfleet webhooks add https://crm.example.com/hooks     (every event type)
+                  receiptfleet webhooks add http://127.0.0.1:8080/hooks --allow-private-webhooks     (development)
                 """)
         @OptionGroup var options: FleetOptions
         @Argument(help: "The endpoint's http(s) URL.") var url: String
@@ -76,6 +82,35 @@ struct Webhooks: ParsableCommand {
     }
 }
 
+extension Webhooks {
+    struct RotateKey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-key",
+            abstract: "Encrypt every webhook secret again under the current webhook-secret-key.",
+            discussion: """
+                Set the new key as webhook-secret-key and the old one in webhook-secret-previous-keys, on \
+                every process (relays then sign with secrets under either key), run this once, then drop \
+                the previous key. It also encrypts secrets stored in plaintext before encryption existed \
+                (migration 10). One transaction: a secret under a key that is not configured changes nothing. \
+                See docs/webhooks.md, "Rotating the key".
+
+                Examples:
+                  RECEIPTFLEET_WEBHOOK_SECRET_KEY=<new> RECEIPTFLEET_WEBHOOK_SECRET_PREVIOUS_KEYS=<old> receiptfleet webhooks rotate-key
+                """)
+        @OptionGroup var options: FleetOptions
+
+        func run() throws {
+            let registry = try registry(options)
+            let (resealed, current) = try registry.rotateSecrets()
+            print("Encrypted \(resealed) webhook secret(s) again under key \(registry.keyID ?? "-"); "
+                + "\(current) already were. Previous keys are no longer needed for them.")
+        }
+    }
+}
+
 private func registry(_ options: FleetOptions) throws -> WebhookRegistry {
-    WebhookRegistry(database: try PostgresConnection(configuration: options.settings().postgresConfiguration()))
+    let settings = try options.settings()
+    return WebhookRegistry(
+        database: try PostgresConnection(configuration: settings.postgresConfiguration()),
+        keyring: settings.webhookSecretKeys, allowsPrivateNetworks: settings.allowPrivateWebhooks)
 }

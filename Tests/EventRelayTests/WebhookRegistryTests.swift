@@ -8,17 +8,25 @@ import Testing
     @Test func addStoresAFreshWhsecSecretThatOnlyItsTextReveals() async throws {
         let (first, second, stored, listed) = try await World.with { world in
             let database = try world.connect()
-            let registry = WebhookRegistry(database: database)
+            let registry = WebhookRegistry.local(database)
             let first = try registry.add(url: "https://hooks.example.com/rf", eventTypes: ["renewed", "refunded", "renewed"])
             let second = try registry.add(url: "http://127.0.0.1:9/", eventTypes: [])
-            let stored = try database.query("SELECT secret FROM webhook_endpoints ORDER BY id").map { try $0["secret"].text() ?? "" }
+            let stored = try database.query("SELECT secret, secret_key_id, secret_sealed FROM webhook_endpoints ORDER BY id").map {
+                (plaintext: try $0["secret"].text(), keyID: try $0["secret_key_id"].text(), sealed: try $0["secret_sealed"].bytea())
+            }
             return (first, second, stored, try registry.list())
         }
         let key = try #require(Data(base64Encoded: String(first.secret.text.dropFirst("whsec_".count))))
         #expect(first.secret.text.hasPrefix("whsec_"))
         #expect(key.count == 32)
         #expect(first.secret != second.secret)
-        #expect(stored == [first.secret.text, second.secret.text])
+        // Stored sealed under the configured key, never in plaintext.
+        #expect(stored.map(\.plaintext) == [nil, nil])
+        #expect(stored.map(\.keyID) == [WebhookKeyring.test.current.id, WebhookKeyring.test.current.id])
+        for (row, secret) in zip(stored, [first.secret, second.secret]) {
+            let sealed = try #require(row.sealed)
+            #expect(sealed.range(of: key) == nil && sealed.range(of: Data(secret.text.utf8)) == nil)
+        }
 
         // Printing the secret, or anything holding it, shows no key.
         for shown in ["\(first.secret)", String(reflecting: first.secret), String(describing: first), dumped(first)] {
@@ -57,7 +65,7 @@ import Testing
     @Test func publishingCreatesOneDeliveryPerEnabledEndpointThatWantsTheType() async throws {
         let deliveries = try await World.with { world in
             let database = try world.connect()
-            let registry = WebhookRegistry(database: database)
+            let registry = WebhookRegistry.local(database)
             let all = try registry.add(url: "https://all.example.com/", eventTypes: []).endpoint.id
             let refunds = try registry.add(url: "https://refunds.example.com/", eventTypes: ["refunded"]).endpoint.id
             let disabled = try registry.add(url: "https://off.example.com/", eventTypes: []).endpoint.id
@@ -77,7 +85,7 @@ import Testing
     @Test func disableFailsPendingDeliveriesAndRemoveDeletesTheEndpoint() async throws {
         let (states, reason, afterRemove, unknownDisable, unknownRemove, id) = try await World.with { world in
             let database = try world.connect()
-            let registry = WebhookRegistry(database: database)
+            let registry = WebhookRegistry.local(database)
             let endpoint = try registry.add(url: "https://hooks.example.com/", eventTypes: []).endpoint
             try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
             try world.relay().runOnce()

@@ -19,7 +19,7 @@ import Testing
 
         let (secrets, texts, made) = try await World.with { world in
             let database = try world.connect()
-            let registry = WebhookRegistry(database: database)
+            let registry = WebhookRegistry.local(database)
             let urls = [
                 "http://127.0.0.1:\(failing.port)/hooks?token=url-token-123",
                 "http://127.0.0.1:\(gone.port)/hooks?token=url-token-123",
@@ -27,14 +27,15 @@ import Testing
                 "http://127.0.0.1:\(refusedPort)/hooks?token=url-token-123",
                 "http://127.0.0.1:\(failing.port)/mangled?token=url-token-123",
             ]
-            var secrets = try urls.map { try registry.add(url: $0, eventTypes: []).secret.text }
-            // A secret damaged in storage must not be quoted when it cannot be used.
-            secrets[4] = "whsec_!!not-base64-url-token-456"
-            try database.execute("UPDATE webhook_endpoints SET secret = $1 WHERE url LIKE '%mangled%'", [.text(secrets[4])])
+            let secrets = try urls.map { try registry.add(url: $0, eventTypes: []).secret.text }
+            // A secret damaged in storage must not be quoted, nor its key, when it cannot be used.
+            try database.execute(
+                "UPDATE webhook_endpoints SET secret_sealed = $1 WHERE url LIKE '%mangled%'",
+                [.bytea(Data("whsec_damaged-url-token-456-and-some-bytes".utf8))])
             try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
             try world.relay().runOnce()
 
-            let configuration = WebhookConfiguration(timeout: .milliseconds(300))
+            let configuration = WebhookConfiguration(timeout: .milliseconds(300)).local
             let made = try WebhookDispatcher(database: database, configuration: configuration).runOnce()
             let texts = try database.query(
                 """
@@ -48,8 +49,9 @@ import Testing
         #expect(made == 5)
         #expect(texts.count >= 10, "every failed attempt and delivery has its error: \(texts)")
         #expect(texts.contains { $0.contains("timed out") || $0.contains("timeout") })
-        #expect(texts.contains { $0.contains("whsec_<base64>") }, "the damaged secret is reported, not quoted")
-        let forbidden = secrets.map { String($0.dropFirst("whsec_".count)) } + ["url-token-123"]
+        #expect(texts.contains { $0.contains("cannot be decrypted") }, "the damaged secret is reported, not quoted")
+        let forbidden = secrets.map { String($0.dropFirst("whsec_".count)) }
+            + ["url-token-123", "url-token-456", WebhookKeyring.testKeyText]
         for text in texts {
             #expect(!forbidden.contains { text.contains($0) }, "\(text)")
         }

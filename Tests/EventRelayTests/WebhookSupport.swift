@@ -14,7 +14,7 @@ struct PendingDelivery: Sendable {
 
 /// Adds an endpoint for `url`, inserts an event and relays it, which creates the delivery.
 func pendingDelivery(to url: String, in world: World, on database: PostgresConnection) throws -> PendingDelivery {
-    let (endpoint, secret) = try WebhookRegistry(database: database).add(url: url, eventTypes: [])
+    let (endpoint, secret) = try WebhookRegistry.local(database).add(url: url, eventTypes: [])
     let subscription = try insertSubscriptions(1, on: database)[0]
     let eventID = try insertEvent(subscription, on: database)
     try world.relay().runOnce()
@@ -26,7 +26,7 @@ func pendingDelivery(to url: String, in world: World, on database: PostgresConne
 /// Adds an endpoint for each URL, then `events` events (each of a subscription of its own) and relays
 /// them, so that every endpoint has a pending delivery of each. Returns the endpoints' ids, in order.
 func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on database: PostgresConnection) throws -> [Int64] {
-    let registry = WebhookRegistry(database: database)
+    let registry = WebhookRegistry.local(database)
     let ids = try urls.map { try registry.add(url: $0, eventTypes: []).endpoint.id }
     for subscription in try insertSubscriptions(events, on: database) {
         try insertEvent(subscription, on: database)
@@ -39,7 +39,7 @@ func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on
 /// connection and HTTP client, delivering until the group is stopped. `now` is every one's clock;
 /// what goes wrong in their rounds is recorded in `errors`.
 func startDispatchers(
-    _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration(),
+    _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration().local,
     now: @escaping @Sendable () -> Date = Date.init, errors: Recorder
 ) -> ThreadGroup {
     let group = ThreadGroup()

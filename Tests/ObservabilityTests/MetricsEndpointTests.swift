@@ -112,7 +112,7 @@ import Testing
             defer { receiver.stop() }
             let database = deployment.database
             let webhookSecret = try await onOwnThread {
-                try WebhookRegistry(database: database.connect()).add(url: "http://127.0.0.1:\(receiver.port)/hook", eventTypes: []).secret.text
+                try WebhookRegistry.local(database.connect()).add(url: "http://127.0.0.1:\(receiver.port)/hook", eventTypes: []).secret.text
             }
             let metrics = ProcessMetrics()
             try await withMetricsServer(deployment.settings, metrics: metrics) { server in

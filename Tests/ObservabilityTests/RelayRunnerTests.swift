@@ -15,7 +15,7 @@ import Testing
             let database = deployment.database
             let events = try await onOwnThread {
                 let connection = try database.connect()
-                let registry = WebhookRegistry(database: connection)
+                let registry = WebhookRegistry.local(connection)
                 for receiver in [hanging, healthy] {
                     _ = try registry.add(url: "http://127.0.0.1:\(receiver.port)/", eventTypes: [])
                 }

@@ -35,7 +35,7 @@ struct Deployment: Sendable {
                         sharedSecret: sharedSecret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: 5_000, burst: 100),
                         retryPolicy: try RetryPolicy(base: .milliseconds(50), cap: .milliseconds(200), maxAttempts: 5),
                         concurrency: 3, visibilityTimeout: .seconds(5),
-                        metricsAddress: MetricsAddress(host: "127.0.0.1", port: 0)),
+                        metricsAddress: MetricsAddress(host: "127.0.0.1", port: 0)).forLocalWebhooks,
                     receipts: SimulatedReceipt.fleet(count: count, seed: 11, anchorMs: nowMs))
                 try await deployment.load()
                 return try await body(deployment)

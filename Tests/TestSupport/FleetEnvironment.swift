@@ -1,3 +1,4 @@
+import EventRelay
 import Fleet
 
 extension FleetSettings {
@@ -10,6 +11,27 @@ extension FleetSettings {
             "RECEIPTFLEET_KEY_PREFIX": keyPrefix,
             "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": endpoints.production,
             "RECEIPTFLEET_APPSTORE_SANDBOX_URL": endpoints.sandbox,
-        ]
+        ].merging(webhookEnvironment) { $1 }
+    }
+
+    /// The webhook settings `forLocalWebhooks` makes, for a process (the key only if it is the tests' key).
+    private var webhookEnvironment: [String: String] {
+        var environment: [String: String] = [:]
+        if allowPrivateWebhooks { environment["RECEIPTFLEET_ALLOW_PRIVATE_WEBHOOKS"] = "true" }
+        if webhookSecretKeys?.current.id == WebhookKeyring.test.current.id {
+            environment["RECEIPTFLEET_WEBHOOK_SECRET_KEY"] = WebhookKeyring.testKeyText
+        }
+        return environment
+    }
+}
+
+extension FleetSettings {
+    /// These settings with the tests' webhook key, and webhooks allowed to reach the tests' receivers
+    /// on loopback over plain http.
+    public var forLocalWebhooks: FleetSettings {
+        var settings = self
+        settings.allowPrivateWebhooks = true
+        settings.webhookSecretKeys = .test
+        return settings
     }
 }

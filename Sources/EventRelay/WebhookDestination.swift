@@ -1,0 +1,33 @@
+import Foundation
+import HTTPClient
+
+/// Where a webhook may go. Anyone who can add an endpoint would otherwise make the fleet send
+/// requests from inside the network: to a cloud's metadata service (169.254.169.254), to the
+/// machine's own services, or to private hosts. By default only https to public internet addresses
+/// is allowed; `allowsPrivateNetworks` (`--allow-private-webhooks`) allows every address and plain
+/// http, for development and tests.
+enum WebhookDestination {
+    /// Throws `refusedURL` (or `invalidURL`) for a URL outside the policy. With `resolving`, a host
+    /// name is looked up and every address it resolves to must be public (a name that does not
+    /// resolve yet passes: the check at delivery catches it if it ever resolves inside). The error
+    /// names the host and the address, never the rest of the URL, which may hold a token.
+    static func check(_ url: String, allowsPrivateNetworks: Bool, resolving: Bool) throws(WebhookError) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
+            throw .invalidURL("it cannot be parsed as a URL")
+        }
+        guard scheme == "http" || scheme == "https" else {
+            throw .invalidURL("the scheme '\(scheme)' is not http or https")
+        }
+        guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
+        guard !allowsPrivateNetworks else { return }
+
+        let addresses = IPAddress(host).map { [$0] } ?? (resolving ? IPAddress.resolve(host) : [])
+        if let refused = addresses.first(where: { $0.nonPublicRange != nil }), let range = refused.nonPublicRange {
+            let shown = IPAddress(host) == nil ? "\(host) resolves to \(refused), which" : "\(refused)"
+            throw .refusedURL("\(shown) is not a public internet address (\(range))")
+        }
+        guard scheme == "https" else {
+            throw .refusedURL("plain http is not encrypted, so anyone on the way could read and change the events")
+        }
+    }
+}
