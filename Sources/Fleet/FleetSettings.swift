@@ -12,6 +12,10 @@ public struct FleetSettings: Sendable {
     /// Both hold the servers' passwords: show them only through `Redact.connectionString`.
     public var redisURL: String
     public var postgresURL: String
+    /// A direct PostgreSQL connection for the outbox relay, whose LISTEN needs a session of its
+    /// own: set it when `postgresURL` goes through a transaction-pooling PgBouncer. Nil: the relay
+    /// uses `postgresURL`. Holds a password, like the others.
+    public var relayPostgresURL: String?
     /// The deployment's Redis key prefix; it must hold a `{…}` hash tag.
     public var keyPrefix: String
     public var endpoints: AppStoreEndpoints
@@ -119,6 +123,13 @@ public struct FleetSettings: Sendable {
     /// PostgreSQL as `postgresURL` names it, with `postgresTimeout` for every call.
     public func postgresConfiguration() throws -> PostgresConfiguration {
         var configuration = try PostgresConfiguration(postgresURL)
+        configuration.callTimeout = postgresTimeout
+        return configuration
+    }
+
+    /// The outbox relay's PostgreSQL: `relayPostgresURL`, else `postgresURL`.
+    public func relayPostgresConfiguration() throws -> PostgresConfiguration {
+        var configuration = try PostgresConfiguration(relayPostgresURL ?? postgresURL)
         configuration.callTimeout = postgresTimeout
         return configuration
     }

@@ -23,7 +23,7 @@ public final class RelayRunner: Sendable {
         threads.spawn("rf-relay") { [settings, metrics, logger] stop in
             keepRunning("outbox relay", stop, logger) {
                 let relay = try OutboxRelay(
-                    database: PostgresConnection(configuration: settings.postgresConfiguration()),
+                    database: PostgresConnection(configuration: settings.relayPostgresConfiguration()),
                     redis: RedisConnection(settings.redisConfiguration()),
                     configuration: RelayConfiguration(keyPrefix: settings.keyPrefix))
                 relay.run(

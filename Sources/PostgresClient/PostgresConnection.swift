@@ -97,6 +97,9 @@ public final class PostgresConnection {
             PQfinish(session)
             throw error
         }
+        // The server's notices ("relation already exists, skipping") would go to stderr. The session
+        // asks for none (client_min_messages), but a pooler such as PgBouncer drops that setting.
+        PQsetNoticeProcessor(session, { _, _ in }, nil)
         return session
     }
 

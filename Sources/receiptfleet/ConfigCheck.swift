@@ -36,6 +36,7 @@ struct Config: ParsableCommand {
             }
             row("redis-url", Redact.connectionString(settings.redisURL))
             row("postgres-url", Redact.connectionString(settings.postgresURL))
+            row("relay-postgres-url", settings.relayPostgresURL.map(Redact.connectionString) ?? "postgres-url (the relay's LISTEN needs a direct session: set this behind PgBouncer)")
             row("key-prefix", settings.keyPrefix)
             row("appstore-production-url", Redact.url(settings.endpoints.production))
             row("appstore-sandbox-url", Redact.url(settings.endpoints.sandbox))

@@ -45,6 +45,9 @@ final class DemoStage {
         self.signals = signals
         var settings = configured
         settings.postgresURL = demoPostgres.unmaskedConnectionString
+        settings.relayPostgresURL = try configured.relayPostgresURL.map {
+            try PostgresConfiguration($0).database(Self.database).unmaskedConnectionString
+        }
         settings.keyPrefix = Self.keyPrefix
         settings.endpoints = AppStoreEndpoints(production: simulatorBase + "/verifyReceipt", sandbox: simulatorBase + "/sandbox/verifyReceipt")
         settings.sharedSecret = SharedSecret(Self.sharedSecret)
@@ -310,6 +313,7 @@ final class DemoStage {
         [
             "RECEIPTFLEET_REDIS_URL": settings.redisURL,
             "RECEIPTFLEET_POSTGRES_URL": settings.postgresURL,
+            "RECEIPTFLEET_RELAY_POSTGRES_URL": settings.relayPostgresURL ?? settings.postgresURL,
             "RECEIPTFLEET_KEY_PREFIX": settings.keyPrefix,
             "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": settings.endpoints.production,
             "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,

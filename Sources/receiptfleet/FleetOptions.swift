@@ -198,6 +198,7 @@ struct ResolvedConfiguration {
         settings.haltAfterConfigurationErrors = try number(
             "halt-after-config-errors", default: 3, { (1...100).contains($0) }, "a whole number from 1 to 100")
         try applyWebhookSettings(to: &settings)
+        settings.relayPostgresURL = value("relay-postgres-url")?.value
         return settings
     }
 

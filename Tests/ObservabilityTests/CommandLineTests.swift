@@ -105,13 +105,23 @@ import Testing
             redisTimeout: .seconds(3), postgresTimeout: .seconds(4))
         #expect(try settings.redisConfiguration().commandTimeout == .seconds(3))
         #expect(try settings.postgresConfiguration().callTimeout == .seconds(4))
+        // The relay's own session (behind PgBouncer, a direct one) keeps the same deadline.
+        var behindPgBouncer = settings
+        behindPgBouncer.relayPostgresURL = "postgresql://u@db-direct/x"
+        #expect(try behindPgBouncer.relayPostgresConfiguration().callTimeout == .seconds(4))
+        #expect(try behindPgBouncer.relayPostgresConfiguration().description.contains("db-direct"))
+        #expect(try settings.relayPostgresConfiguration().description == settings.postgresConfiguration().description)
     }
 
     @Test func configCheckPrintsNoPassword() async throws {
         let urls = try await runFleetCommand(
             ["config", "check", "--redis-url", "rediss://worker:r3dis-secret@cache.internal:6380/1"],
-            environment: ["RECEIPTFLEET_POSTGRES_URL": "postgresql://u@db/x?sslmode=require&password=S3cret"])
+            environment: [
+                "RECEIPTFLEET_POSTGRES_URL": "postgresql://u@db/x?sslmode=require&password=S3cret",
+                "RECEIPTFLEET_RELAY_POSTGRES_URL": "postgresql://u:S3cret@db-direct/x",
+            ])
         #expect(urls.status == 0, "\(urls.output)")
+        #expect(urls.output.contains("postgresql://u:***@db-direct/x   (environment RECEIPTFLEET_RELAY_POSTGRES_URL)"))
         #expect(urls.output.contains("rediss://worker:***@cache.internal:6380/1   (flag --redis-url)"))
         #expect(urls.output.contains("postgresql://u@db/x?sslmode=require&password=***   (environment RECEIPTFLEET_POSTGRES_URL)"))
 
