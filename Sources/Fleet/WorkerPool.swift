@@ -4,8 +4,8 @@ import Lanes
 import Logging
 
 /// A worker process's threads: `concurrency` processors, each with its own connections, one
-/// maintenance thread, and the lease keeper that renews the jobs the processors hold. Scaling out is starting more processes; they share nothing but Redis and
-/// PostgreSQL.
+/// maintenance thread, and the lease keeper that renews the jobs the processors hold. Scaling out
+/// is starting more processes; they share nothing but Redis and PostgreSQL.
 public final class WorkerPool: Sendable {
     private let settings: FleetSettings
     private let metrics: FleetMetrics
