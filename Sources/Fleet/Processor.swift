@@ -36,12 +36,17 @@ final class Processor {
     }
 
     /// Works until the stop signal is set, then finishes the batch in hand and deregisters.
-    func run() {
+    /// `leases` renews each batch's jobs while they are in hand, however long Apple takes.
+    func run(keepingLeasesWith leases: LeaseKeeper) {
         while !stop.isSet {
             do {
                 try heartbeatIfDue()
                 let jobs = try nextBatch()
-                if !jobs.isEmpty { try process(jobs) }
+                if !jobs.isEmpty { try leases.holding(jobs) { try process(jobs) } }
+                if let rest = restBeforeNextBatch {
+                    restBeforeNextBatch = nil
+                    stop.sleep(rest)
+                }
             } catch {
                 // A broken connection reconnects on the next call; held jobs are reclaimed later.
                 logger.error("worker step failed; retrying in 1 s", metadata: ["error": "\(error)"])
@@ -96,10 +101,6 @@ final class Processor {
                 try connections.ledger.resolveClaims(of: reserved.job.subscriptionID, receiptSHA256: receipt.sha256Hex)
             }
             try apply(settlement, to: reserved)
-        }
-        if let rest = restBeforeNextBatch {
-            restBeforeNextBatch = nil
-            stop.sleep(rest)
         }
     }
 

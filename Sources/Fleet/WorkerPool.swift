@@ -3,32 +3,36 @@ import JobQueue
 import Lanes
 import Logging
 
-/// A worker process's threads: `concurrency` processors, each with its own connections, and one
-/// maintenance thread. Scaling out is starting more processes; they share nothing but Redis and
-/// PostgreSQL.
+/// A worker process's threads: `concurrency` processors, each with its own connections, one
+/// maintenance thread, and the lease keeper that renews the jobs the processors hold. Scaling out
+/// is starting more processes; they share nothing but Redis and PostgreSQL.
 public final class WorkerPool: Sendable {
     private let settings: FleetSettings
     private let metrics: FleetMetrics
     private let logger: Logger
     private let threads = ThreadGroup()
+    private let leases: LeaseKeeper
 
     public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics(), logger: Logger) {
         self.settings = settings
         self.metrics = metrics
         self.logger = logger
+        leases = LeaseKeeper(settings: settings, logger: logger)
     }
 
     /// Starts the threads and returns at once. A processor that cannot connect keeps trying.
     public func start() {
+        leases.start()
         for index in 0..<settings.concurrency {
-            threads.spawn("rf-worker-\(index)") { [settings, metrics, logger] stop in
+            threads.spawn("rf-worker-\(index)") { [settings, metrics, logger, leases] stop in
                 var logger = logger
                 let consumer = JobQueue.consumerName(thread: index)
                 logger[metadataKey: "consumer"] = "\(consumer)"
                 while !stop.isSet {
                     do {
                         let connections = try Connections(settings: settings, consumer: consumer)
-                        Processor(settings: settings, connections: connections, stop: stop, metrics: metrics, logger: logger).run()
+                        Processor(settings: settings, connections: connections, stop: stop, metrics: metrics, logger: logger)
+                            .run(keepingLeasesWith: leases)
                     } catch {
                         logger.error("worker cannot connect; retrying in 2 s", metadata: ["error": "\(error)"])
                         stop.sleep(.seconds(2))
@@ -44,9 +48,10 @@ public final class WorkerPool: Sendable {
 
     /// Stops reserving, lets the jobs in hand finish for up to `grace`, and returns whether every
     /// thread finished in time. Jobs still running at the deadline are left reserved, never acked:
-    /// other workers reclaim them after the visibility timeout.
+    /// other workers reclaim them after the visibility timeout, since their leases are renewed no more.
     @discardableResult
     public func drain(grace: Duration) -> Bool {
-        threads.stop(grace: grace)
+        defer { leases.stop() }
+        return threads.stop(grace: grace)
     }
 }

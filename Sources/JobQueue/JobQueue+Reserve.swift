@@ -10,6 +10,8 @@ public struct ReservedJob: Sendable, Hashable {
     public let entryID: String
     /// How many times the entry has been delivered, this time included (1 for a fresh job).
     public let deliveryCount: Int
+    /// The consumer that reserved it: only that consumer settles it, and `renewLeases` renews it in its name.
+    public let consumer: String
 }
 
 /// One stream entry as Redis delivered it, before decoding.
@@ -103,7 +105,8 @@ extension JobQueue {
             do throws(QueueError) {
                 guard let text = entry.jobText else { throw .undecodableJob("the entry has no 'j' field") }
                 let job = try Job(encoded: text)
-                reserved.append(ReservedJob(job: job, stream: entry.stream, entryID: entry.id, deliveryCount: entry.deliveries))
+                reserved.append(ReservedJob(
+                    job: job, stream: entry.stream, entryID: entry.id, deliveryCount: entry.deliveries, consumer: consumer))
             } catch .undecodableJob(let reason) {
                 let failure = JobFailure(errorClass: JobFailure.undecodable, message: reason)
                 try bury(

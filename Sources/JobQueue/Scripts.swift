@@ -209,6 +209,24 @@ enum Scripts {
         return {reply[1], claimed, #(reply[3] or {})}
         """)
 
+    /// Renews the leases of entries their consumers still hold: resets each one's idle time, so
+    /// `reclaim` leaves it alone, without counting a delivery (XCLAIM … JUSTID). An entry settled
+    /// meanwhile (acked, delayed, buried) or reclaimed by another consumer is skipped: XCLAIM on
+    /// its own would take a reclaimed entry back from its new holder.
+    /// KEYS ready streams. ARGV[1] group, ARGV[2…] triples of stream (its index in KEYS, from 1),
+    /// consumer, entry id. Returns the number of leases renewed.
+    static let renewLeases = RedisScript(ownership + """
+        local renewed = 0
+        for i = 2, #ARGV, 3 do
+            local stream, consumer, id = KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2]
+            if reservedBy(stream, ARGV[1], id, consumer) then
+                redis.call('XCLAIM', stream, ARGV[1], consumer, 0, id, 'JUSTID')
+                renewed = renewed + 1
+            end
+        end
+        return renewed
+        """)
+
     /// Records that a consumer is alive and forgets consumers silent for too long.
     /// KEYS[1] workers set. ARGV[1] consumer, ARGV[2] forget after ms. Returns 1.
     static let heartbeat = RedisScript(clock + """

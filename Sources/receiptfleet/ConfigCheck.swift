@@ -88,6 +88,7 @@ struct Config: ParsableCommand {
                 row("notification-rate-limit", "\(serve.notificationRateLimit)/s, burst \(serve.notificationRateBurst)")
                 row("trusted-proxies", resolved.value("trusted-proxies")?.0 ?? "none (the peer's address is the caller's)")
             }
+            if let warning = settings.visibilityTimeoutWarning { print("warning: \(warning)") }
             do {
                 for warning in try redisDurabilityWarnings(settings) { print("warning: \(warning)") }
             } catch {

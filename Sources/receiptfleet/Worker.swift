@@ -34,6 +34,7 @@ struct Worker: AsyncParsableCommand {
     func run() async throws {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
+        if let warning = settings.visibilityTimeoutWarning { logger.warning("\(warning)") }
         for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {
             logger.warning("\(warning)")
         }

@@ -144,6 +144,40 @@ import Testing
         }
     }
 
+    /// Apple answers slowly: a worker thread holds its batch of 8 for 12 s, over twice the 5 s
+    /// visibility timeout, while the threads left without a batch look for jobs to reclaim. The
+    /// holders' leases are renewed, so no job is taken from a live worker: Apple is asked once per
+    /// job, and none is delivered again and again until it dies "stalled".
+    @Test func aSlowAppleNeverMakesALiveWorkersJobsRunTwice() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 1_500)), startMs: nowMs) { simulator in
+                let setup = try FleetSetup(
+                    database: database, simulator: simulator, nowMs: nowMs, receipts: 16, visibilityTimeout: .seconds(5))
+                // Fewer jobs than the 2 × 4 threads' batches hold: some threads are free to reclaim.
+                #expect(setup.subscriptions.count > 8 && setup.subscriptions.count <= 40)
+                _ = try await setup.load()
+                let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
+                let final = try await setup.status(within: .seconds(90)) { $0.isSettled }
+                for worker in workers { worker.send(SIGTERM) }
+                for worker in workers { #expect(try await worker.exitStatus(within: .seconds(30)) == 0) }
+                #expect(final.isSettled)
+                #expect(final.queue.dead == 0, "no job died as stalled")
+
+                let statistics = simulator.store.statistics
+                // A receipt of the other environment is asked twice by design: once to learn where it lives.
+                let redirects = (statistics.byStatus["21007"] ?? 0) + (statistics.byStatus["21008"] ?? 0)
+                // And a malformed receipt is asked again, as its answer says, until its attempts run out.
+                let retries = try await setup.count("SELECT count(*) AS n FROM verifications WHERE outcome = 'retryable'")
+                #expect(statistics.requestsTotal - redirects == setup.subscriptions.count + retries, "Apple was asked once per attempt")
+                #expect(try await setup.count("SELECT count(*) AS n FROM verifications WHERE outcome <> 'retryable'")
+                    == setup.subscriptions.count, "one verdict per job")
+                let mismatches = try await setup.groundTruthMismatches()
+                #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+            }
+        }
+    }
+
     /// `receiptfleet verify ID` verifies one subscription at once, outside the queue, and refuses
     /// to call Apple while the fleet is halted.
     @Test func verifyChecksOneSubscriptionNowAndRespectsAHalt() async throws {

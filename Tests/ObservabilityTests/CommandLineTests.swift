@@ -113,6 +113,17 @@ import Testing
         #expect(try settings.relayPostgresConfiguration().description == settings.postgresConfiguration().description)
     }
 
+    @Test func configCheckWarnsWhenTheVisibilityTimeoutIsShortForTheRedisTimeout() async throws {
+        let short = try await runFleetCommand(["config", "check", "--visibility-timeout", "20"], environment: [:])
+        #expect(short.status == 0, "a warning, not an error")
+        #expect(short.output.contains(
+            "warning: visibility-timeout (20.0 seconds) is shorter than 3 × redis-timeout (30.0 seconds)"), "\(short.output)")
+        for fits in [["--visibility-timeout", "30"], ["--visibility-timeout", "20", "--redis-timeout", "6.5"]] {
+            let output = try await runFleetCommand(["config", "check"] + fits, environment: [:]).output
+            #expect(!output.contains("visibility-timeout ("), "\(fits): \(output)")
+        }
+    }
+
     @Test func configCheckPrintsNoPassword() async throws {
         let urls = try await runFleetCommand(
             ["config", "check", "--redis-url", "rediss://worker:r3dis-secret@cache.internal:6380/1"],
