@@ -27,19 +27,22 @@ struct APIHarness: Sendable {
     static let sharedSecret = "test-shared-secret"
     static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
-    /// Runs `body` while a server configured by `configure` serves; it logs into `log` when given.
+    /// Runs `body` while a server configured by `configure` (and its fleet settings by
+    /// `configureFleet`) serves; it logs into `log` when given.
     static func with<T: Sendable>(
-        configure: (inout APISettings) -> Void = { _ in }, log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
+        configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
+        log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
         return try await TestDatabase.with { database in
             try await LiveSimulator.with(startMs: nowMs) { simulator in
                 _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
-                let fleet = FleetSettings(
+                var fleet = FleetSettings(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfapi"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
+                configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
                     port: 0, tokens: try APITokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
