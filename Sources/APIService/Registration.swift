@@ -140,19 +140,26 @@ struct Registrar: Sendable {
         let policy = StatusPolicy()
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let action = policy.action(for: verification.outcome, attempt: policy.malformedReceiptAttempts)
-        if probing {
-            if case .retryable(upstreamUnavailable: true) = action {} else { try connections.gate.reportRecovered() }
-        }
+        if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
         switch action {
         case .success, .expiredButValid:
             guard let response = verification.response else { break }
             return try store(response, verification: verification, receipt: receipt, accountID: accountID, fleet: fleet,
                              app: app, ledger: connections.ledger)
-        case .retryable(upstreamUnavailable: true):
-            // Zero when the fleet does not pause for one failure: the client may try again soon.
-            let pause = try connections.gate.reportUnavailable()
-            throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(verification.outcome.summary)); try again later",
-                                       retryAfter: max(pause, .seconds(1)))
+        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent:
+            let exchange = verification.exchanges[verification.exchanges.count - 1]
+            switch try connections.reportUnanswered(action, exchange, settings: fleet) {
+            case .counted(let pause):
+                // Zero when the fleet does not pause for one failure: the client may try again soon.
+                throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(verification.outcome.summary)); try again later",
+                                           retryAfter: max(pause, .seconds(1)))
+            case .halted(let reason):
+                // Not one client's doing: every call has failed so for long enough (https to a plain port).
+                logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
+                                metadata: ["reason": "\(reason)"])
+                throw APIError.unavailable("fleet_halted", "verification is halted by a configuration error; try again later",
+                                           retryAfter: .seconds(60))
+            }
         case .retryable, .retryOnSandbox, .retryOnProduction:
             break
         case .permanent(let reason):

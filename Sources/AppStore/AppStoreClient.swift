@@ -124,6 +124,8 @@ extension TransportFailure {
         case .connectionRefused: .connectionRefused
         case .connectionReset: .connectionReset
         case .dns: .nameResolution
+        case .tlsHandshake: .tlsHandshake
+        case .protocolError: .protocolError
         case .tls: .tls
         case .refusedAddress, .other: .invalidRequest
         }

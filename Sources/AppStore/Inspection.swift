@@ -60,6 +60,7 @@ public struct Inspection: Sendable, Encodable {
         case .retryOnProduction: "production receipt: verify it against production"
         case .retryable(let upstreamUnavailable):
             upstreamUnavailable ? "retry later: the App Store is unavailable" : "retry later"
+        case .unavailableUnlessPersistent(let reason): "retry later; if it never passes, \(reason)"
         case .permanent(let reason): "permanently invalid: \(reason)"
         case .configurationError(let reason): "configuration error: \(reason)"
         }

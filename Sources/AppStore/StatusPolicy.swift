@@ -5,8 +5,12 @@ public enum TransportFailure: Sendable, Hashable, CaseIterable {
     case connectionRefused
     case connectionReset
     case nameResolution
-    /// The TLS handshake or certificate check failed: a problem with this machine's setup
-    /// (CA bundle, clock, intercepting proxy), not with any receipt.
+    /// The TLS handshake broke off (curl 35): usually passing, but https to a plain port when it never stops.
+    case tlsHandshake
+    /// The answer broke HTTP (curl 8, 16, 92): usually passing, but no HTTP server there when it never stops.
+    case protocolError
+    /// The certificate did not verify, or this machine's TLS setup cannot be used: a problem with
+    /// this machine's setup (CA bundle, clock, intercepting proxy), not with any receipt.
     case tls
     /// The request could not be made at all (a malformed or unsupported URL): a configuration error.
     case invalidRequest
@@ -42,6 +46,10 @@ public enum VerificationAction: Sendable, Hashable {
     /// Try again later. When `upstreamUnavailable`, Apple itself is down or throttling us: the
     /// whole fleet should pause, and the wait should not count against the job's attempts.
     case retryable(upstreamUnavailable: Bool)
+    /// Try again later, as `retryable(upstreamUnavailable: true)`: such failures usually pass. But
+    /// one that fails every call for the configured time (`halt-after-transport-failures`) is a
+    /// misconfiguration, such as https to a plain HTTP port: then halt and alarm with `reason`.
+    case unavailableUnlessPersistent(reason: String)
     /// This receipt will never verify: record the subscription as invalid.
     case permanent(reason: String)
     /// The fleet is misconfigured (shared secret, endpoint, TLS): halt and alarm; blame no receipt.
@@ -96,7 +104,13 @@ public struct StatusPolicy: Sendable, Equatable {
         case .transportFailure(.invalidRequest):
             .configurationError(reason: "the verifyReceipt request could not be made; check the configured URLs")
         case .transportFailure(.tls):
-            .configurationError(reason: "TLS with the App Store failed; check the CA bundle, the clock and any proxy")
+            .configurationError(reason: "the App Store's certificate did not verify; check the CA bundle, the clock and any proxy")
+        case .transportFailure(.tlsHandshake):
+            .unavailableUnlessPersistent(
+                reason: "every TLS handshake with the App Store fails; check that the URL's scheme matches the server, and any proxy")
+        case .transportFailure(.protocolError):
+            .unavailableUnlessPersistent(
+                reason: "every answer from the App Store breaks HTTP; check that the URL names the App Store, and any proxy")
         case .transportFailure(.timeout), .transportFailure(.connectionRefused),
              .transportFailure(.connectionReset), .transportFailure(.nameResolution):
             .retryable(upstreamUnavailable: true)

@@ -6,9 +6,9 @@ import Hummingbird
 /// - `GET|POST /control/clock` with `{"advance_seconds": N}` or `{"now_ms": T}`
 /// - `POST /control/outage` with `{"seconds": N}`: 21005 for N seconds of simulator time (0 ends it)
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
-///   `garbage_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
+///   `garbage_rate`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
 extension SimulatedAppStore {
-    func addControlRoutes(to router: Router<BasicRequestContext>) {
+    func addControlRoutes(to router: Router<SimulatorRequestContext>) {
         router.get("stats") { _, _ in self.statistics }
         router.post("control/reset-stats") { _, _ in
             self.resetStatistics()
@@ -71,12 +71,15 @@ struct KnobsUpdate: Decodable {
     let unavailableRate: Double?
     let http503Rate: Double?
     let garbageRate: Double?
+    let dropRate: Double?
+    let resetRate: Double?
     let sharedSecret: String?
     let rateLimit: Int?
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate"
-        case garbageRate = "garbage_rate", sharedSecret = "shared_secret", rateLimit = "rate_limit"
+        case garbageRate = "garbage_rate", dropRate = "drop_rate", resetRate = "reset_rate"
+        case sharedSecret = "shared_secret", rateLimit = "rate_limit"
     }
 
     func applied(to knobs: FaultKnobs) throws(KnobsError) -> FaultKnobs {
@@ -90,6 +93,8 @@ struct KnobsUpdate: Decodable {
         if let unavailableRate { knobs.unavailableRate = unavailableRate }
         if let http503Rate { knobs.serviceUnavailableRate = http503Rate }
         if let garbageRate { knobs.garbageRate = garbageRate }
+        if let dropRate { knobs.dropRate = dropRate }
+        if let resetRate { knobs.resetRate = resetRate }
         if let sharedSecret { knobs.sharedSecret = sharedSecret.isEmpty ? nil : sharedSecret }
         if let rateLimit { knobs.rateLimit = rateLimit == 0 ? nil : rateLimit }
         return knobs
@@ -102,6 +107,8 @@ struct KnobsReading: ResponseEncodable {
     let unavailableRate: Double
     let http503Rate: Double
     let garbageRate: Double
+    let dropRate: Double
+    let resetRate: Double
     let sharedSecretSet: Bool
     let rateLimit: Int?
 
@@ -110,12 +117,15 @@ struct KnobsReading: ResponseEncodable {
         unavailableRate = knobs.unavailableRate
         http503Rate = knobs.serviceUnavailableRate
         garbageRate = knobs.garbageRate
+        dropRate = knobs.dropRate
+        resetRate = knobs.resetRate
         sharedSecretSet = knobs.sharedSecret != nil
         rateLimit = knobs.rateLimit
     }
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate", garbageRate = "garbage_rate"
+        case dropRate = "drop_rate", resetRate = "reset_rate"
         case sharedSecretSet = "shared_secret_set", rateLimit = "rate_limit"
     }
 }

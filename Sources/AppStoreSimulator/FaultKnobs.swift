@@ -1,8 +1,9 @@
 import Foundation
 
 /// How badly the simulated App Store behaves. Rates are probabilities per request (0...1) and are
-/// exclusive: one draw decides between an HTTP 503 page, a garbage body, a 21005 or a real answer, so
-/// each happens at exactly its configured rate and their sum must not exceed 1.
+/// exclusive: one draw decides between an HTTP 503 page, a garbage body, a dropped connection, a
+/// reset mid-response, a 21005 or a real answer, so each happens at exactly its configured rate and
+/// their sum must not exceed 1.
 public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     /// Delay before each verifyReceipt answer.
     public var latency: Latency
@@ -12,6 +13,10 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     public var serviceUnavailableRate: Double
     /// Probability of a body no client should accept: an HTML 502 page, truncated JSON or wrong types.
     public var garbageRate: Double
+    /// Probability that the connection is closed without a byte of answer.
+    public var dropRate: Double
+    /// Probability that the answer stops halfway: its head and half its body, then a TCP reset.
+    public var resetRate: Double
     /// Requests whose `password` differs get 21004; nil accepts any password.
     public var sharedSecret: String?
     /// Requests allowed in any one-second window; those beyond are counted as violations (and answered).
@@ -19,11 +24,14 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
 
     /// The defaults describe a perfect App Store: instant, always right, no secret, no limit.
     public init(latency: Latency = .zero, unavailableRate: Double = 0, serviceUnavailableRate: Double = 0,
-                garbageRate: Double = 0, sharedSecret: String? = nil, rateLimit: Int? = nil) {
+                garbageRate: Double = 0, dropRate: Double = 0, resetRate: Double = 0, sharedSecret: String? = nil,
+                rateLimit: Int? = nil) {
         self.latency = latency
         self.unavailableRate = unavailableRate
         self.serviceUnavailableRate = serviceUnavailableRate
         self.garbageRate = garbageRate
+        self.dropRate = dropRate
+        self.resetRate = resetRate
         self.sharedSecret = sharedSecret
         self.rateLimit = rateLimit
     }
@@ -31,15 +39,15 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     /// The knobs for logs: says whether a shared secret is set, never what it is.
     public var description: String {
         "latency \(latency), 21005 rate \(unavailableRate), 503 rate \(serviceUnavailableRate), "
-            + "garbage rate \(garbageRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
+            + "garbage rate \(garbageRate), drop rate \(dropRate), reset rate \(resetRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
             + "rate limit \(rateLimit.map { "\($0)/s" } ?? "none")"
     }
 
     /// Why these knobs cannot be used, or nil when they can.
     public var problem: String? {
-        let rates = [unavailableRate, serviceUnavailableRate, garbageRate]
+        let rates = [unavailableRate, serviceUnavailableRate, garbageRate, dropRate, resetRate]
         if rates.contains(where: { !(0...1).contains($0) }) { return "each rate must be between 0 and 1" }
-        if rates.reduce(0, +) > 1 { return "the 21005, 503 and garbage rates must add up to at most 1" }
+        if rates.reduce(0, +) > 1 { return "the 21005, 503, garbage, drop and reset rates must add up to at most 1" }
         if let rateLimit, rateLimit < 1 { return "the rate limit must be at least 1 request per second" }
         return nil
     }

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import Synchronization
 
 /// A stand-in for Apple's verifyReceipt service, speaking its wire format exactly, with a movable clock,
@@ -51,10 +52,14 @@ public final class SimulatedAppStore: Sendable {
     }
 
     /// The simulator's routes, for an `Application` (or HummingbirdTesting).
-    public func router() -> Router<BasicRequestContext> {
-        let router = Router()
-        router.post("verifyReceipt") { request, _ in try await self.verify(request, endpoint: .production) }
-        router.post("sandbox/verifyReceipt") { request, _ in try await self.verify(request, endpoint: .sandbox) }
+    public func router() -> Router<SimulatorRequestContext> {
+        let router = Router(context: SimulatorRequestContext.self)
+        router.post("verifyReceipt") { request, context in
+            try await self.verify(request, endpoint: .production, connection: context.channel)
+        }
+        router.post("sandbox/verifyReceipt") { request, context in
+            try await self.verify(request, endpoint: .sandbox, connection: context.channel)
+        }
         // Apple answers 21000 when the request is not a POST.
         router.get("verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
         router.get("sandbox/verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
@@ -71,7 +76,7 @@ public final class SimulatedAppStore: Sendable {
         try await app.runService()
     }
 
-    private func verify(_ request: Request, endpoint: SimulatedEnvironment) async throws -> Response {
+    private func verify(_ request: Request, endpoint: SimulatedEnvironment, connection: any Channel) async throws -> Response {
         let (knobs, outageUntil) = state.withLock { ($0.knobs, $0.outageUntilMs) }
         stats.recordArrival(environment: endpoint, rateLimit: knobs.rateLimit)
         let body = try await request.body.collect(upTo: 1 << 20)
@@ -85,7 +90,9 @@ public final class SimulatedAppStore: Sendable {
         let draw = Double.random(in: 0..<1)
         let serviceUnavailableBelow = knobs.serviceUnavailableRate
         let garbageBelow = serviceUnavailableBelow + knobs.garbageRate
-        let unavailableBelow = garbageBelow + knobs.unavailableRate
+        let dropBelow = garbageBelow + knobs.dropRate
+        let resetBelow = dropBelow + knobs.resetRate
+        let unavailableBelow = resetBelow + knobs.unavailableRate
         if let outageUntil, now < outageUntil {
             return reply(VerifyReceiptEndpoint.failure(21005))
         } else if draw < serviceUnavailableBelow {
@@ -97,6 +104,12 @@ public final class SimulatedAppStore: Sendable {
             stats.recordAnswer(httpStatus: garbage.httpStatus, appleStatus: nil, garbage: true)
             return Response(status: .init(code: garbage.httpStatus), headers: [.contentType: garbage.contentType],
                             body: .init(byteBuffer: ByteBuffer(bytes: garbage.body)))
+        } else if draw < dropBelow {
+            stats.recordConnectionFault(.dropped)
+            return try await ConnectionFaults.drop(connection)
+        } else if draw < resetBelow {
+            stats.recordConnectionFault(.resetMidResponse)
+            return ConnectionFaults.resetMidResponse(answer().body, on: connection)
         } else if draw < unavailableBelow {
             return reply(VerifyReceiptEndpoint.failure(21005))
         }

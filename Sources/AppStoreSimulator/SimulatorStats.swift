@@ -30,12 +30,28 @@ final class SimulatorStats: Sendable {
         }
     }
 
+    /// The connection faults the knobs can cause instead of an answer.
+    enum ConnectionFault {
+        case dropped, resetMidResponse
+    }
+
+    /// Counts a request answered by breaking its connection.
+    func recordConnectionFault(_ fault: ConnectionFault) {
+        state.withLock { state in
+            switch fault {
+            case .dropped: state.dropped += 1
+            case .resetMidResponse: state.resetMidResponse += 1
+            }
+        }
+    }
+
     func snapshot(rateLimit: Int?) -> SimulatorStatistics {
         let second = UInt64(ProcessInfo.processInfo.systemUptime)
         return state.withLock { state in
             SimulatorStatistics(
                 requestsTotal: state.total, perSecondRecent: state.perSecond.counts(before: second, last: 10),
                 byStatus: state.byStatus, byHTTPStatus: state.byHTTPStatus, garbageBodies: state.garbageBodies,
+                droppedConnections: state.dropped, resetResponses: state.resetMidResponse,
                 byEnvironment: state.byEnvironment, maxRequestsInOneSecond: state.maxInOneSecond,
                 rateLimit: rateLimit, rateLimitViolations: state.violations)
         }
@@ -51,6 +67,8 @@ final class SimulatorStats: Sendable {
         var byStatus: [String: Int] = [:]
         var byHTTPStatus: [String: Int] = [:]
         var garbageBodies = 0
+        var dropped = 0
+        var resetMidResponse = 0
         var maxInOneSecond = 0
         var violations = 0
         var window = SlidingSecond()
@@ -70,6 +88,10 @@ public struct SimulatorStatistics: Sendable, Codable, Equatable {
     public var byHTTPStatus: [String: Int]
     /// Answers no client should accept (HTML 502, truncated JSON, wrong types).
     public var garbageBodies: Int
+    /// Requests whose connection was closed without an answer (`drop_rate`).
+    public var droppedConnections: Int
+    /// Answers cut halfway by a TCP reset (`reset_rate`).
+    public var resetResponses: Int
     /// Requests per endpoint, keyed "Production" and "Sandbox".
     public var byEnvironment: [String: Int]
     /// The most requests seen within any one-second window.
@@ -81,7 +103,8 @@ public struct SimulatorStatistics: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case requestsTotal = "requests_total", perSecondRecent = "per_second_recent", byStatus = "by_status"
-        case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", byEnvironment = "by_environment"
+        case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", droppedConnections = "dropped_connections"
+        case resetResponses = "reset_responses", byEnvironment = "by_environment"
         case maxRequestsInOneSecond = "max_requests_in_one_second", rateLimit = "rate_limit"
         case rateLimitViolations = "rate_limit_violations"
     }

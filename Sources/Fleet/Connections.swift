@@ -26,6 +26,7 @@ public final class Connections {
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
         appStore = try AppStoreClient(
             endpoints: settings.endpoints,
-            http: HTTPClientConfiguration(connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout))
+            http: HTTPClientConfiguration(
+                connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout, caFile: settings.appleCAFile))
     }
 }

@@ -53,6 +53,13 @@ public struct FleetSettings: Sendable {
     /// How many different subscriptions must answer a configuration error (21004, 21000) in a row
     /// before the fleet halts; a lone one goes to the dead letters.
     public var haltAfterConfigurationErrors: Int = 3
+    /// How long every call to Apple may fail in a way that usually passes (a broken TLS handshake,
+    /// garbled HTTP: `VerificationAction.unavailableUnlessPersistent`) before the fleet halts: by
+    /// then it is a misconfiguration, such as https to a plain HTTP port, and no pause will end it.
+    public var haltAfterTransportFailures: Duration = .seconds(600)
+    /// A PEM file of the CAs that verify the App Store's certificate instead of the system's: for
+    /// a test App Store or a TLS-intercepting proxy only.
+    public var appleCAFile: String?
     /// Where the process serves /metrics, /healthz and /readyz; nil serves nothing.
     public var metricsAddress: MetricsAddress?
     /// Webhook dispatcher threads in a relay process, each with its own connections: the most

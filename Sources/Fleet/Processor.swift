@@ -196,8 +196,12 @@ final class Processor {
                     of: subscription, reason: error.description, attempt: attempt(.permanentFailure, error.description))
                 return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
             }
-        case .retryable(upstreamUnavailable: true):
-            let pause = try connections.gate.reportUnavailable()
+        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent:
+            let pause: Duration
+            switch try connections.reportUnanswered(action, exchange, settings: settings) {
+            case .counted(let wait): pause = wait
+            case .halted(let reason): return halted(reason)
+            }
             // A stray failure among good answers: this job alone tries again later.
             guard pause > .zero else { return retryAlone() }
             logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
@@ -215,20 +219,29 @@ final class Processor {
                 // 21004 and 21000 can be one app's receipt among another's: a lone one is buried with
                 // its reason, and the fleet halts only when several subscriptions agree (then `resume`
                 // replays the buried ones).
-                let halted = try connections.gate.reportConfigurationError(
+                let confirmed = try connections.gate.reportConfigurationError(
                     subscriptionID: subscription.id, reason: reason, needed: settings.haltAfterConfigurationErrors)
-                guard halted else {
+                guard confirmed else {
                     logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
                                    metadata: ["subscription": "\(subscription.id)", "reason": "\(reason)"])
                     return .settle(.bury(JobFailure(errorClass: verification.outcome.errorClass, message: reason)))
                 }
-            } else {
-                try connections.gate.halt(reason: reason)
+                return halted(reason)
             }
-            logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
-                            metadata: ["reason": "\(reason)"])
-            return .settle(.postpone(.seconds(30)))
+            // A transport failure's problem names curl's error and the host, never a secret.
+            let named = if case .transportFailure = verification.outcome, let problem = exchange.problem {
+                "\(reason): \(problem)"
+            } else { reason }
+            try connections.gate.halt(reason: named)
+            return halted(named)
         }
+    }
+
+    /// This job's call halted the fleet for `reason`: raise the alarm; the job waits for `resume`.
+    private func halted(_ reason: String) -> Decision {
+        logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
+                        metadata: ["reason": "\(reason)"])
+        return .settle(.postpone(.seconds(30)))
     }
 
     /// Writes every decision's result in one transaction, and returns how to settle each job now
@@ -311,14 +324,17 @@ public enum Settlement: Sendable, CustomStringConvertible {
 
 extension VerificationAction {
     /// Apple (or something on its behalf) answered the probe: the fleet may stop pausing.
-    var meansAppleAnswered: Bool {
-        if case .retryable(upstreamUnavailable: true) = self { false } else { true }
+    public var meansAppleAnswered: Bool {
+        switch self {
+        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent: false
+        default: true
+        }
     }
 
     /// What the call got, for the next admission.
     var lastAnswer: LastAnswer {
         switch self {
-        case .retryable(upstreamUnavailable: true): .none
+        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent: .none
         case .configurationError: .configurationError
         default: .verdict
         }

@@ -12,7 +12,15 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         case connectionReset
         /// The host name could not be resolved.
         case dns
-        /// The TLS handshake or the certificate check failed, or the CA file could not be used.
+        /// The TLS handshake broke off before the server's certificate was judged (curl 35): a reset
+        /// or an answer that is not TLS. Usually passing; when every request fails so, the URL's
+        /// scheme does not match the server (https to a plain HTTP port).
+        case tlsHandshake
+        /// The server's answer broke HTTP: a weird reply (curl 8) or an HTTP/2 framing or stream
+        /// error (16, 92). Usually a passing fault of the server or a proxy in between.
+        case protocolError
+        /// The server's certificate did not verify, or this machine's TLS setup cannot be used (the
+        /// CA file, a client certificate, the ciphers): retrying will not help.
         case tls
         /// The host resolved only to addresses the client may not reach (see
         /// `HTTPClientConfiguration.publicAddressesOnly`); nothing was sent.
@@ -31,11 +39,12 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
     public let host: String?
 
     /// Whether the same request may succeed if tried again later. Timeouts, refused and reset
-    /// connections and DNS failures pass; TLS problems and malformed requests need a fix first.
-    /// A reset request may already have been processed: retry only requests safe to repeat.
+    /// connections, DNS failures, broken TLS handshakes and garbled HTTP pass; certificates that
+    /// do not verify and malformed requests need a fix first. A reset request may already have
+    /// been processed: retry only requests safe to repeat.
     public var isRetryable: Bool {
         switch kind {
-        case .timeout, .connectionRefused, .connectionReset, .dns: true
+        case .timeout, .connectionRefused, .connectionReset, .dns, .tlsHandshake, .protocolError: true
         case .tls, .refusedAddress, .other: false
         }
     }
@@ -55,11 +64,14 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             "Retry; the server may have processed the request, so repeat only requests that are safe to repeat."
         case .dns:
             "Check the host name and the machine's DNS resolver, then retry."
+        case .tlsHandshake:
+            "Retry; if every request fails so, check that the URL's scheme matches the server (https needs a TLS server)."
+        case .protocolError:
+            "Retry; if every request fails so, check that the URL names an HTTP server, and any proxy on the way."
         case .tls where curlCode == Int(CURLE_SSL_CACERT_BADFILE.rawValue):
             "Check that the configured CA file exists and holds PEM certificates; retrying will not help."
         case .tls:
-            "Check that the URL's scheme matches the server (https needs a TLS server), the server's "
-                + "certificate, and the configured CA file; retrying will not help."
+            "Check the server's certificate, the configured CA file and this machine's clock; retrying will not help."
         case .refusedAddress:
             "Only public internet addresses may be reached; retrying will not help unless the host's DNS changes."
         case .other:
@@ -101,6 +113,12 @@ extension HTTPError {
 }
 
 extension HTTPError.Kind {
+    /// curl's TLS errors split in two. 35 (the handshake broke off) says nothing about who the
+    /// server is: curl reports a certificate that did not verify as 60, never as 35. Every other
+    /// TLS code is a verdict on the certificate (60; 83 issuer, 90 pinned key, 91 OCSP status) or on
+    /// this machine's setup (58 and 98 client certificate, 59 ciphers, 77 CA file, 82 CRL file, 53,
+    /// 54 and 66 engine, 64 TLS required, 80 shutdown, which HTTP never does). 51, once the peer
+    /// certificate's error, has been 60 since curl 7.62.
     init(_ code: CURLcode) {
         switch code {
         case CURLE_OPERATION_TIMEDOUT:
@@ -111,7 +129,11 @@ extension HTTPError.Kind {
             self = .connectionReset
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY:
             self = .dns
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+        case CURLE_SSL_CONNECT_ERROR:
+            self = .tlsHandshake
+        case CURLE_WEIRD_SERVER_REPLY, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            self = .protocolError
+        case CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
              CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CRL_BADFILE,
              CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
              CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_SSL_ENGINE_INITFAILED,

@@ -50,8 +50,8 @@ public enum Admission: Sendable, Hashable {
 }
 
 /// What a caller's last call to Apple got, told with its next admission: an answer ends the
-/// fleet's streak of unavailable ones, and an answer about the receipt (not a configuration
-/// error) ends the streak of configuration errors too.
+/// fleet's streaks of unavailable ones and of recurring failures, and an answer about the receipt
+/// (not a configuration error) ends the streak of configuration errors too.
 public enum LastAnswer: Int, Sendable, Hashable {
     /// No answer (Apple unavailable), or no call yet.
     case none = 0
@@ -59,6 +59,14 @@ public enum LastAnswer: Int, Sendable, Hashable {
     case configurationError = 1
     /// Apple answered about the receipt.
     case verdict = 2
+}
+
+/// What became of a failure reported with `FleetGate.reportRecurringFailure`.
+public enum RecurringFailureVerdict: Sendable, Hashable {
+    /// Counted toward the pause: the time until the pause ends, zero when the fleet does not pause.
+    case counted(pause: Duration)
+    /// Every call has failed so for the configured time: this report halted the fleet, for this reason.
+    case halted(reason: String)
 }
 
 /// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
@@ -83,7 +91,7 @@ public final class FleetGate {
         let reply = try connection.evaluate(
             Scripts.admit,
             keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak,
-                   keys.configurationStreak],
+                   keys.configurationStreak, keys.recurringFailure],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue])
         let unexpected = QueueError.unexpectedReply(operation: "admit", reply: "\(reply)")
@@ -105,10 +113,26 @@ public final class FleetGate {
     @discardableResult
     public func reportUnavailable() throws(QueueError) -> Duration {
         let reply = try connection.evaluate(
-            Scripts.reportUnavailable, keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak],
+            Scripts.reportUnavailable,
+            keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportUnavailable", reply: "\(reply)") }
         return .milliseconds(ms)
+    }
+
+    /// Reports a failure that usually passes but is a misconfiguration when it never stops (a
+    /// broken TLS handshake: https to a plain HTTP port). It counts toward the pause like
+    /// `reportUnavailable`; once every call has failed so for `haltAfter` (any other outcome in
+    /// between, reported with an admission or `reportUnavailable`, starts over), it halts the fleet
+    /// with `reason` instead: sanitized text only, cut to 500 characters.
+    public func reportRecurringFailure(reason: String, haltAfter: Duration) throws(QueueError) -> RecurringFailureVerdict {
+        let reply = try connection.evaluate(
+            Scripts.reportRecurringFailure,
+            keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure, keys.halted],
+            arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak,
+                        max(haltAfter.wholeMilliseconds, 1), String(reason.prefix(500))])
+        guard let ms = reply.int else { throw .unexpectedReply(operation: "reportRecurringFailure", reply: "\(reply)") }
+        return ms < 0 ? .halted(reason: String(reason.prefix(500))) : .counted(pause: .milliseconds(ms))
     }
 
     /// Reports that Apple answered `subscriptionID`'s receipt with a configuration error. One such
@@ -125,7 +149,7 @@ public final class FleetGate {
 
     /// Reports that a probe succeeded: the pause ends for the whole fleet.
     public func reportRecovered() throws(QueueError) {
-        try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak])
+        try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure])
     }
 
     /// Stops the whole fleet until `resume()`. `reason` is shown to operators: sanitized text
@@ -138,6 +162,7 @@ public final class FleetGate {
     public func resume() throws(QueueError) {
         try connection.execute([
             "DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.configurationStreak,
+            keys.recurringFailure,
         ])
     }
 }

@@ -62,6 +62,10 @@ public struct QueueKeys: Sendable, Hashable {
     /// The subscriptions that answered a configuration error (21004, 21000) in a row, fleet-wide:
     /// a set; enough different ones halt the fleet.
     public var configurationStreak: String { "\(prefix):halt:streak" }
+    /// Since when (ms, Redis clock) every call to Apple has failed in a way that is usually passing
+    /// but a misconfiguration when it never stops (a broken TLS handshake, say); gone once any
+    /// call ends otherwise. Long enough, it halts the fleet.
+    public var recurringFailure: String { "\(prefix):halt:recurring" }
     /// Held by the one worker allowed to test whether Apple is back.
     public var probe: String { "\(prefix):probe" }
     /// Set while the fleet is halted; the value is the reason.

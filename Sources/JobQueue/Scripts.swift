@@ -301,10 +301,10 @@ enum Scripts {
 
     /// Decides, in one round trip, whether a worker may call Apple now.
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
-    /// KEYS[6] unavailable streak, KEYS[7] configuration streak. ARGV[1] interval µs, ARGV[2] burst,
-    /// ARGV[3] wanted, ARGV[4] probe lease ms, ARGV[5] the caller's last answer (`LastAnswer`): 1 or
-    /// 2 when Apple answered (the unavailable streak ends), 2 when about the receipt (the
-    /// configuration streak ends too).
+    /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure. ARGV[1]
+    /// interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms, ARGV[5] the caller's last
+    /// answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable and recurring-failure
+    /// streaks end), 2 when about the receipt (the configuration streak ends too).
     /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + gcra + """
@@ -321,7 +321,7 @@ enum Scripts {
             -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
             return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
         end
-        if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6]) end
+        if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
         if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
         local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
         if granted > 0 then return {'granted', granted} end
@@ -353,22 +353,52 @@ enum Scripts {
         return 1
         """)
 
-    /// Counts an unavailable answer; once `streak` came in a row (no answer from Apple between
-    /// them, see `admit`), starts a fleet-wide pause, unless one is already running (failures of
-    /// calls that were in flight when it began must not lengthen it). Each pause doubles the last,
-    /// up to a cap. Once a pause has run out, a failure (the probe's) starts the next at once:
-    /// only a probe's success (`reportRecovered`) ends the cycle.
-    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak.
+    /// `countUnavailable(paused, failures, probe, streak, base, cap, needed)` (needs `clock`): counts
+    /// an unavailable answer; once `needed` came in a row (no answer from Apple between them, see
+    /// `admit`), starts a fleet-wide pause, unless one is already running (failures of calls that
+    /// were in flight when it began must not lengthen it). Each pause doubles the last, up to `cap`
+    /// ms from `base` ms. Once a pause has run out, a failure (the probe's) starts the next at once:
+    /// only a probe's success (`reportRecovered`) ends the cycle. Returns the ms until the pause
+    /// ends (0: no pause).
+    private static let countUnavailable = """
+        local function countUnavailable(paused, failures, probe, streak, base, cap, needed)
+            local pausedUntil = tonumber(redis.call('GET', paused))
+            if pausedUntil and now < pausedUntil then return pausedUntil - now end
+            if not pausedUntil and redis.call('INCR', streak) < needed then return 0 end
+            local count = redis.call('INCR', failures)
+            local pause = math.min(cap, base * 2 ^ math.min(count - 1, 40))
+            redis.call('SET', paused, string.format('%d', now + pause))
+            redis.call('DEL', probe)
+            return pause
+        end
+
+        """
+
+    /// Counts an unavailable answer (see `countUnavailable`); being another failure than a
+    /// recurring one, it ends the streak of those.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring failure.
     /// ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak. Returns the ms until the pause ends (0: no pause).
-    static let reportUnavailable = RedisScript(clock + """
-        local pausedUntil = tonumber(redis.call('GET', KEYS[1]))
-        if pausedUntil and now < pausedUntil then return pausedUntil - now end
-        if not pausedUntil and redis.call('INCR', KEYS[4]) < tonumber(ARGV[3]) then return 0 end
-        local failures = redis.call('INCR', KEYS[2])
-        local pause = math.min(tonumber(ARGV[2]), tonumber(ARGV[1]) * 2 ^ math.min(failures - 1, 40))
-        redis.call('SET', KEYS[1], string.format('%d', now + pause))
-        redis.call('DEL', KEYS[3])
-        return pause
+    static let reportUnavailable = RedisScript(clock + countUnavailable + """
+        redis.call('DEL', KEYS[5])
+        return countUnavailable(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+        """)
+
+    /// Counts a failure that usually passes but is a misconfiguration when it never stops (see
+    /// `countUnavailable`). The first one starts the streak; one that comes `halt after` ms or more
+    /// later, with every call failing so in between, halts the fleet instead. The streak forgets
+    /// itself after `halt after` ms without such a failure, so two lone ones a night apart never halt.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring
+    /// failure, KEYS[6] halted. ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak, ARGV[4] halt after ms,
+    /// ARGV[5] halt reason. Returns -1 when this call halted the fleet, else the ms until the pause ends.
+    static let reportRecurringFailure = RedisScript(clock + countUnavailable + """
+        local since = tonumber(redis.call('GET', KEYS[5])) or now
+        if now - since >= tonumber(ARGV[4]) then
+            redis.call('SET', KEYS[6], ARGV[5])
+            redis.call('DEL', KEYS[5])
+            return -1
+        end
+        redis.call('SET', KEYS[5], string.format('%d', since), 'PX', ARGV[4])
+        return countUnavailable(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
         """)
 
     // MARK: Stats

@@ -54,6 +54,9 @@ struct Config: ParsableCommand {
             row("retry-max-attempts", "\(settings.retryPolicy.maxAttempts)")
             row("nightly-hour", "\(settings.nightlyHourUTC):00 UTC")
             row("halt-after-config-errors", "\(settings.haltAfterConfigurationErrors) subscriptions in a row")
+            row("halt-after-transport-failures",
+                "\(settings.haltAfterTransportFailures.components.seconds) s of calls all failing in the TLS handshake or HTTP framing")
+            row("apple-ca-file", settings.appleCAFile ?? "none (the system's CAs verify Apple)")
             row("refunded-recheck-hours", "\(settings.checkSchedule.refundedOrInvalidInterval / 3_600)")
             row("refunded-recheck-days", "\(settings.checkSchedule.refundedOrInvalidWatchPeriod / 86_400)")
             row("initial-purchase-hours", "\(settings.initialPurchaseWindow / 3_600)")

@@ -19,6 +19,9 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     case outage
     /// 5% of Apple's answers are garbage from then on: HTML 502 pages, truncated JSON, wrong types.
     case garbage
+    /// From then on 3% of Apple's connections close without an answer and 3% stop halfway with a
+    /// TCP reset: retried, never a halt.
+    case brokenConnections = "broken-connections"
     /// The shared secret changes under the fleet for `--fault-seconds` (21004: the fleet halts);
     /// then it is put right and an operator resumes the fleet.
     case wrongSecret = "wrong-secret"
@@ -37,7 +40,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
             serverPIDFile != nil ? nil
                 : "--fault \(rawValue) needs --server-pid-file, the file holding the server's process id "
                     + "(scripts/faults passes the one scripts/services wrote)"
-        case .killWorker, .outage, .garbage, .wrongSecret: nil
+        case .killWorker, .outage, .garbage, .brokenConnections, .wrongSecret: nil
         }
     }
 
@@ -50,6 +53,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         case .freezeRedis, .freezePostgres: [(.zero, .freezeServer(Self.freezeDuration))]
         case .outage: [(.zero, .outage(seconds: seconds))]
         case .garbage: [(.zero, .knobs(#"{"garbage_rate": 0.05}"#))]
+        case .brokenConnections: [(.zero, .knobs(#"{"drop_rate": 0.03, "reset_rate": 0.03}"#))]
         case .wrongSecret:
             [(.zero, .knobs(#"{"shared_secret": "rotated-by-mistake"}"#)),
              (.seconds(seconds), .knobs(#"{"shared_secret": "\#(DemoStage.sharedSecret)"}"#)),

@@ -29,6 +29,12 @@ struct FleetOptions: ParsableArguments {
     @Option(help: "verifyReceipt in the sandbox (default: Apple's).")
     var appstoreSandboxURL: String?
 
+    @Option(help: "A PEM file of the CAs that verify verifyReceipt's certificate instead of the system's (a test App Store or a TLS proxy).")
+    var appleCAFile: String?
+
+    @Option(help: "Seconds every call to Apple may fail in the TLS handshake or HTTP framing (usually passing) before the fleet halts.")
+    var haltAfterTransportFailures: Int?
+
     @Option(help: "Requests per second to Apple, summed over the whole fleet.")
     var rateLimit: Double?
 
@@ -93,6 +99,8 @@ struct ResolvedConfiguration {
         flags["key-prefix"] = options.keyPrefix
         flags["appstore-production-url"] = options.appstoreProductionURL
         flags["appstore-sandbox-url"] = options.appstoreSandboxURL
+        flags["apple-ca-file"] = options.appleCAFile
+        flags["halt-after-transport-failures"] = options.haltAfterTransportFailures.map(String.init)
         flags["rate-limit"] = options.rateLimit.map { String($0) }
         flags["rate-burst"] = options.rateBurst.map(String.init)
         flags["concurrency"] = options.concurrency.map(String.init)
@@ -199,7 +207,21 @@ struct ResolvedConfiguration {
             "halt-after-config-errors", default: 3, { (1...100).contains($0) }, "a whole number from 1 to 100")
         try applyWebhookSettings(to: &settings)
         settings.relayPostgresURL = value("relay-postgres-url")?.value
+        // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
+        // this long without a failure: shorter than a few pauses, it would never halt.
+        settings.haltAfterTransportFailures = .seconds(try number(
+            "halt-after-transport-failures", default: 600, { (30...86_400).contains($0) }, "a whole number of seconds from 30 to 86400"))
+        settings.appleCAFile = try appleCAFile()
         return settings
+    }
+
+    /// The CA file for verifyReceipt, read now so a wrong path fails here rather than halting the fleet.
+    private func appleCAFile() throws -> String? {
+        guard let (path, source) = value("apple-ca-file") else { return nil }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ConfigurationError(key: "apple-ca-file", source: source, reason: "cannot read \(path)")
+        }
+        return path
     }
 
     /// The dispatcher threads and the cap per endpoint, which must leave threads for other endpoints.

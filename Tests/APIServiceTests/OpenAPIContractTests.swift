@@ -37,18 +37,8 @@ import Testing
 
     /// Runs a program, its output collected, ended by coreutils' `timeout` after `timeoutSeconds` (status 124).
     private static func run(_ executable: String, _ arguments: [String], timeoutSeconds: Int) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = ["\(timeoutSeconds)", executable] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NO_COLOR"] = "1"
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        return try runProgram("/usr/bin/timeout", ["\(timeoutSeconds)", executable] + arguments, environment: environment)
     }
 }

@@ -1,8 +1,10 @@
+import AppStore
 import AppStoreSimulator
 import Fleet
 import Foundation
 import Logging
 import Testing
+import TestSupport
 
 /// POST /v1/receipts and the reads: a purchase is verified with the simulator at once, stored,
 /// and answered with its entitlement; the same receipt again changes nothing twice.
@@ -88,6 +90,22 @@ import Testing
             #expect(try await api.post("/v1/receipts", ["receipt": "not base64!"]).code == "invalid_receipt")
             #expect(try await api.post("/v1/receipts", bytes: Array("[1,2".utf8)).code == "invalid_json")
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
+        }
+    }
+
+    /// A handshake broken off usually passes: Apple is unavailable for now, not misconfigured, and
+    /// one such answer halts nothing (every call failing so for long does; see TransportFaultTests).
+    @Test func aBrokenTLSHandshakeIsAppleUnavailableNotAMisconfiguration() async throws {
+        let https = { (url: String) in url.replacingOccurrences(of: "http://", with: "https://") }
+        let toPlainPort = { (fleet: inout FleetSettings) in
+            fleet.endpoints = AppStoreEndpoints(production: https(fleet.endpoints.production), sandbox: https(fleet.endpoints.sandbox))
+        }
+        try await APIHarness.with(configureFleet: toPlainPort) { api in
+            let reply = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData])
+            #expect(reply.status == 503)
+            #expect(reply.code == "apple_unavailable", "\(reply.json)")
+            let fleet = api.fleet
+            #expect(try await onOwnThread { try FleetStatus.read(settings: fleet) }.queue.haltedReason == nil)
         }
     }
 }

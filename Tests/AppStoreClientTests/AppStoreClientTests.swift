@@ -114,4 +114,18 @@ import Testing
             #expect(!everything.contains(receipt.receiptData))
         }
     }
+
+    /// A fresh client, so a fresh connection, each time: curl sends again by itself once when a
+    /// connection it kept alive dies before any answer, which would hide a drop.
+    @Test(arguments: [("drop", FaultKnobs(dropRate: 1), 52), ("reset", FaultKnobs(resetRate: 1), 56)])
+    func aBrokenConnectionIsAResetThatPausesAfterAStreak(name: String, knobs: FaultKnobs, curlCode: Int) async throws {
+        let receipt = try Self.receipt(.renewing)
+        let (verification, stats) = try await LiveSimulator.with(knobs: knobs, startMs: Self.anchorMs) {
+            (try await Self.verify(receipt, on: $0), $0.store.statistics)
+        }
+        #expect(verification.outcome == .transportFailure(.connectionReset), "\(name)")
+        #expect(verification.exchanges[0].problem?.contains("curl error \(curlCode)") == true, "\(verification.exchanges[0].problem ?? "")")
+        #expect(StatusPolicy().action(for: verification.outcome, attempt: 1) == .retryable(upstreamUnavailable: true))
+        #expect(stats.droppedConnections + stats.resetResponses == 1)
+    }
 }

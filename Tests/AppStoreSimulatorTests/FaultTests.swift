@@ -101,6 +101,21 @@ struct FaultTests {
         #expect(throws: KnobsError.self) { try SimulatedAppStore(knobs: FaultKnobs(unavailableRate: 1.5)) }
     }
 
+    @Test("the drop and reset knobs are set and shown, and count toward the rates' sum")
+    func connectionFaultKnobs() async throws {
+        let simulator = try makeSimulator()
+        try await withRouter(simulator) { client in
+            let set = try await control(client, "/control/knobs", #"{"drop_rate": 0.25, "reset_rate": 0.5}"#)
+            #expect(set.status == .ok)
+            #expect(jsonObject(set.body)?["drop_rate"] as? Double == 0.25)
+            #expect(jsonObject(set.body)?["reset_rate"] as? Double == 0.5)
+            #expect(simulator.knobs == FaultKnobs(dropRate: 0.25, resetRate: 0.5))
+            let tooMuch = try await control(client, "/control/knobs", #"{"garbage_rate": 0.5}"#)
+            #expect(tooMuch.status == .badRequest)
+            #expect(String(buffer: tooMuch.body).contains("add up to at most 1"))
+        }
+    }
+
     @Test("the latency knob delays answers")
     func latency() async throws {
         let simulator = try makeSimulator()

@@ -7,6 +7,7 @@ import Testing
     enum Expected: Sendable, Equatable {
         case success, expiredButValid, retryOnSandbox, retryOnProduction
         case retryable(upstreamUnavailable: Bool)
+        case unavailableUnlessPersistent(mentioning: String)
         case permanent(mentioning: String)
         case configurationError(mentioning: String)
     }
@@ -57,7 +58,11 @@ import Testing
         Row(outcome: .transportFailure(.connectionRefused), expected: .retryable(upstreamUnavailable: true)),
         Row(outcome: .transportFailure(.connectionReset), expected: .retryable(upstreamUnavailable: true)),
         Row(outcome: .transportFailure(.nameResolution), expected: .retryable(upstreamUnavailable: true)),
-        Row(outcome: .transportFailure(.tls), expected: .configurationError(mentioning: "TLS")),
+        // Usually passing (a reset handshake, a garbled HTTP/2 stream): retried like a 5xx. Only
+        // when every call fails so for long is it the setup (https to a plain port).
+        Row(outcome: .transportFailure(.tlsHandshake), expected: .unavailableUnlessPersistent(mentioning: "scheme")),
+        Row(outcome: .transportFailure(.protocolError), expected: .unavailableUnlessPersistent(mentioning: "HTTP")),
+        Row(outcome: .transportFailure(.tls), expected: .configurationError(mentioning: "certificate")),
         Row(outcome: .transportFailure(.invalidRequest), expected: .configurationError(mentioning: "URL")),
     ]
 
@@ -65,7 +70,8 @@ import Testing
     func row(_ row: Row) {
         let action = StatusPolicy().action(for: row.outcome, attempt: row.attempt)
         switch (row.expected, action) {
-        case (.permanent(let word), .permanent(let reason)), (.configurationError(let word), .configurationError(let reason)):
+        case (.permanent(let word), .permanent(let reason)), (.configurationError(let word), .configurationError(let reason)),
+             (.unavailableUnlessPersistent(let word), .unavailableUnlessPersistent(let reason)):
             #expect(reason.contains(word), "reason: \(reason)")
         case (.success, .success), (.expiredButValid, .expiredButValid), (.retryOnSandbox, .retryOnSandbox),
              (.retryOnProduction, .retryOnProduction):

@@ -51,17 +51,8 @@ func run(_ tool: String, _ arguments: [String], from package: String, in directo
     guard let executable = candidates.first(where: FileManager.default.isExecutableFile(atPath:))
     else { throw MissingTool(tool: tool, package: package) }
     return try await onOwnThread {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return CommandResult(status: process.terminationStatus, output: String(decoding: printed, as: UTF8.self))
+        let (status, output) = try runProgram(executable, arguments, in: directory)
+        return CommandResult(status: status, output: output)
     }
 }
 

@@ -13,7 +13,8 @@ import TestSupport
 /// real `receiptfleet` processes (`environment` is what they are started with).
 struct FleetSetup: Sendable {
     let database: TestDatabase
-    let settings: FleetSettings
+    /// Tests may change them before `load`: a fleet reads them when it starts.
+    var settings: FleetSettings
     let fleet: [SimulatedReceipt]
     /// The fleet's subscriptions this deployment holds.
     let subscriptions: [SimulatedSubscription]

@@ -1,5 +1,6 @@
+import CCurl
 import Foundation
-import HTTPClient
+@testable import HTTPClient
 import Testing
 import TestSupport
 
@@ -154,7 +155,7 @@ import TestSupport
         #expect(error.host == host)
     }
 
-    @Test func httpsToAPlainHTTPServerIsATLSError() async throws {
+    @Test func httpsToAPlainHTTPServerIsABrokenHandshakeWorthRetrying() async throws {
         let server = try TestHTTPServer()
         defer { server.stop() }
 
@@ -162,9 +163,32 @@ import TestSupport
             try await onOwnThread { try HTTPClient().get(url: "https://127.0.0.1:\(server.port)/") }
         }
 
-        #expect(error.kind == .tls)
-        #expect(!error.isRetryable)
+        // The same code as a handshake reset on the way: only its persistence tells them apart.
+        #expect(error.kind == .tlsHandshake)
+        #expect(error.curlCode == 35)
+        #expect(error.isRetryable)
+        #expect(error.description.contains("scheme"))
         #expect(server.requests.isEmpty)
+    }
+
+    @Test func aWeirdServerReplyIsAProtocolErrorWorthRetrying() async throws {
+        let server = try TestHTTPServer(.respond([.init(status: 200, headers: [("Content-Length", "nope")])]))
+        defer { server.stop() }
+
+        let error = try await #require(throws: HTTPError.self) {
+            try await onOwnThread { try HTTPClient().post(url: "http://127.0.0.1:\(server.port)/", json: [1]) }
+        }
+
+        #expect(error.kind == .protocolError)
+        #expect(error.curlCode == 8)
+        #expect(error.isRetryable)
+    }
+
+    /// HTTP/2 errors need an HTTP/2 server to happen for real; the codes are checked here instead.
+    @Test(arguments: [(16, HTTPError.Kind.protocolError), (92, .protocolError), (8, .protocolError), (35, .tlsHandshake),
+                      (58, .tls), (60, .tls), (77, .tls), (83, .tls), (90, .tls), (91, .tls)])
+    func curlsTLSAndProtocolCodesSplitIntoPassingFailuresAndVerdicts(code: Int, kind: HTTPError.Kind) {
+        #expect(HTTPError.Kind(CURLcode(UInt32(code))) == kind)
     }
 
     @Test func aMissingCAFileIsAClearTLSError() async throws {

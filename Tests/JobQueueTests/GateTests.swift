@@ -104,6 +104,55 @@ struct GateTests {
         #expect(admission == .halted(reason: "21004: wrong secret"))
     }
 
+    @Test("a recurring failure counts toward the pause, and halts once every call failed so for the set time")
+    func haltAfterARecurringFailure() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let streakOfTwo = try PausePolicy(base: .seconds(10), cap: .seconds(10), probeLease: .seconds(30), streak: 2)
+        let reason = "HTTP request to 127.0.0.1 failed (tlsHandshake, curl error 35)"
+        let (first, second, later, admission) = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfTwo)
+                let first = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
+                let second = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
+                Thread.sleep(forTimeInterval: 0.4)
+                let stillFailing = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
+                Thread.sleep(forTimeInterval: 0.3)
+                return (first, second, [stillFailing, try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))],
+                        try gate.admit())
+            }
+        }
+        #expect(first == .counted(pause: .zero), "a stray one is retried alone")
+        #expect(second == .counted(pause: .seconds(10)), "the second in a row pauses the fleet")
+        #expect(later.first.map { if case .counted = $0 { true } else { false } } == true, "400 ms of failures do not halt")
+        #expect(later.last == .halted(reason: reason), "700 ms do")
+        #expect(admission == .halted(reason: reason))
+    }
+
+    @Test("a recurring failure's streak ends with any other outcome, and forgets itself when no call fails so")
+    func aRecurringFailureStreakEnds() async throws {
+        let (deployment, limit) = (deployment, limit)
+        // No pause: admissions during one would not hear the answers they tell.
+        let neverPausing = try PausePolicy(base: .seconds(1), cap: .seconds(1), probeLease: .seconds(30), streak: 100)
+        let verdicts = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: neverPausing)
+                let report = { try gate.reportRecurringFailure(reason: "curl error 35", haltAfter: .milliseconds(500)) }
+                var verdicts: [RecurringFailureVerdict] = []
+                for end in [{ _ = try gate.admit(after: .verdict) }, { _ = try gate.admit(after: .configurationError) },
+                            { _ = try gate.reportUnavailable() }, { try gate.reportRecovered() }, { Thread.sleep(forTimeInterval: 0.5) }] {
+                    _ = try report()
+                    Thread.sleep(forTimeInterval: 0.3)
+                    try end()  // an answer, another failure, a probe's success, or quiet
+                    Thread.sleep(forTimeInterval: 0.3)
+                    verdicts.append(try report())
+                    try gate.resume()  // a clean slate for the next round
+                }
+                return verdicts
+            }
+        }
+        #expect(!verdicts.contains { if case .halted = $0 { true } else { false } }, "\(verdicts)")
+    }
+
     @Test("once a pause runs out, a failed probe pauses again at once, whatever answers came before")
     func aFailedProbePausesAgain() async throws {
         let (deployment, limit) = (deployment, limit)

@@ -124,6 +124,32 @@ import Testing
         }
     }
 
+    @Test func configCheckShowsAndChecksTheTransportHaltAndTheAppleCAFile() async throws {
+        func key(_ name: String) -> String { name.padding(toLength: 30, withPad: " ", startingAt: 0) }
+        let standard = try await runFleetCommand(["config", "check"], environment: [:])
+        #expect(standard.output.contains(key("halt-after-transport-failures") + "600 s of calls all failing"), "\(standard.output)")
+        #expect(standard.output.contains(key("apple-ca-file") + "none (the system's CAs verify Apple)   (default)"))
+
+        let caFile = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("ca") + ".pem")
+        try Data("-----BEGIN CERTIFICATE-----\n".utf8).write(to: caFile)
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let set = try await runFleetCommand(
+            ["config", "check", "--halt-after-transport-failures", "120"], environment: ["RECEIPTFLEET_APPLE_CA_FILE": caFile.path])
+        #expect(set.status == 0, "\(set.output)")
+        #expect(set.output.contains(key("halt-after-transport-failures") + "120 s of calls"))
+        #expect(set.output.contains("(flag --halt-after-transport-failures)"))
+        #expect(set.output.contains(key("apple-ca-file") + "\(caFile.path)   (environment RECEIPTFLEET_APPLE_CA_FILE)"))
+
+        // Shorter than a few pauses, the streak would lapse between probes and never halt.
+        let short = try await runFleetCommand(["config", "check", "--halt-after-transport-failures", "5"], environment: [:])
+        #expect(short.status != 0)
+        #expect(short.output.contains(
+            "configuration 'halt-after-transport-failures' (from flag --halt-after-transport-failures): '5' is not a whole number of seconds from 30 to 86400"))
+        let missing = try await runFleetCommand(["config", "check", "--apple-ca-file", "/nonexistent/ca.pem"], environment: [:])
+        #expect(missing.status != 0)
+        #expect(missing.output.contains("configuration 'apple-ca-file' (from flag --apple-ca-file): cannot read /nonexistent/ca.pem"))
+    }
+
     @Test func configCheckPrintsNoPassword() async throws {
         let urls = try await runFleetCommand(
             ["config", "check", "--redis-url", "rediss://worker:r3dis-secret@cache.internal:6380/1"],

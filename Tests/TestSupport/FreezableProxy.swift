@@ -4,8 +4,9 @@ import Synchronization
 /// A TCP relay on 127.0.0.1 in front of a real server, which a test can freeze as if the server had
 /// been stopped with SIGSTOP: the kernel still accepts connections and takes the bytes, but nothing
 /// passes either way. Thawed, everything held back goes through, in order. So a test can freeze
-/// the shared servers' traffic without touching the servers. One thread accepts; each connection
-/// gets a thread that relays both ways.
+/// the shared servers' traffic without touching the servers. It can also reset a connection as soon
+/// as the client has spoken (`resetNextConnection`): in front of a TLS server, a handshake broken
+/// off on the way. One thread accepts; each connection gets a thread that relays both ways.
 public final class FreezableProxy: Sendable {
     public let port: Int
     private let upstreamPort: Int
@@ -14,7 +15,12 @@ public final class FreezableProxy: Sendable {
     /// Counts `freeze` calls, so that a late automatic thaw leaves a newer freeze alone.
     private let freezes = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
+    private let resetsPending = Atomic<Int>(0)
+    private let resetsDone = Atomic<Int>(0)
     private let threads = DispatchGroup()
+
+    /// Connections reset so far.
+    public var resetConnections: Int { resetsDone.load(ordering: .relaxed) }
 
     /// Relays to the server on 127.0.0.1:`upstreamPort`.
     public init(forwardingTo upstreamPort: Int) throws {
@@ -41,6 +47,10 @@ public final class FreezableProxy: Sendable {
 
     public func thaw() { frozen.store(false, ordering: .relaxed) }
 
+    /// The next connection gets a TCP reset once the client's first bytes (a TLS ClientHello, say)
+    /// arrive, and those bytes never reach the server.
+    public func resetNextConnection() { resetsPending.add(1, ordering: .relaxed) }
+
     /// Ends every connection and waits for all the proxy's threads.
     public func stop() {
         stopping.store(true, ordering: .relaxed)
@@ -53,7 +63,12 @@ public final class FreezableProxy: Sendable {
             guard readable(listener) else { continue }
             let client = accept(listener, nil, nil)
             guard client >= 0 else { continue }
-            guard let server = try? connectUpstream() else {
+            if resetsPending.load(ordering: .relaxed) > 0 {
+                resetsPending.subtract(1, ordering: .relaxed)
+                reset(client)
+                continue
+            }
+            guard let server = try? connectLoopback(upstreamPort) else {
                 close(client)
                 continue
             }
@@ -90,6 +105,17 @@ public final class FreezableProxy: Sendable {
         return poll(&descriptor, 1, milliseconds) > 0 && !frozen.load(ordering: .relaxed)
     }
 
+    /// Waits for the client's first bytes, then closes with RST: lingering for zero seconds makes
+    /// close() send RST instead of FIN.
+    private func reset(_ client: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        if readable(client, within: 5_000) { _ = read(client, &buffer, buffer.count) }
+        var reset = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(client, SOL_SOCKET, SO_LINGER, &reset, socklen_t(MemoryLayout<linger>.size))
+        close(client)
+        resetsDone.add(1, ordering: .relaxed)
+    }
+
     private func sendAll(_ bytes: ArraySlice<UInt8>, _ socket: Int32) -> Bool {
         var sent = bytes.startIndex
         while sent < bytes.endIndex {
@@ -98,24 +124,5 @@ public final class FreezableProxy: Sendable {
             sent += count
         }
         return true
-    }
-
-    private func connectUpstream() throws -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard socket >= 0 else { throw SocketError(call: "socket") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(upstreamPort).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else {
-            close(socket)
-            throw SocketError(call: "connect")
-        }
-        return socket
     }
 }

@@ -258,6 +258,26 @@ public func bindLoopback() throws -> (socket: Int32, port: Int) {
     return (socket, Int(UInt16(bigEndian: address.sin_port)))
 }
 
+/// A TCP socket connected to 127.0.0.1:`port`.
+public func connectLoopback(_ port: Int) throws -> Int32 {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw SocketError(call: "socket") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+    guard connected else {
+        close(socket)
+        throw SocketError(call: "connect")
+    }
+    return socket
+}
+
 /// A socket listening on 127.0.0.1 at a free port, and the port.
 public func listenOnLoopback() throws -> (socket: Int32, port: Int) {
     let (socket, port) = try bindLoopback()
