@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # The receiptfleet image: built with the Swift toolchain, run on a slim Debian that holds only the
-# C libraries the binary links (hiredis, libcurl, libpq) and the CA certificates for Apple's TLS.
-# One image runs every process: worker, relay, schedule, serve, migrate, simulate-appstore.
+# C libraries the binary links (hiredis, libcurl, libpq), the CA certificates for Apple's TLS, and
+# stunnel4 for the TLS sidecar to a managed Redis (hiredis 0.14 has no TLS; docs/operations.md,
+# "TLS to Redis"). One image runs every process: worker, relay, schedule, serve, migrate,
+# simulate-appstore, and the sidecar (`stunnel4 /etc/stunnel/redis.conf`).
 #
 #   docker build -t receiptfleet .
 #   docker run --rm receiptfleet worker --help
@@ -26,7 +28,7 @@ RUN swift build -c release --product receiptfleet --static-swift-stdlib \
 
 FROM debian:bookworm-slim
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libhiredis0.14 libcurl4 libpq5 ca-certificates tzdata \
+    && apt-get install -y --no-install-recommends libhiredis0.14 libcurl4 libpq5 ca-certificates tzdata stunnel4 \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin receiptfleet

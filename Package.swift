@@ -144,7 +144,7 @@ let package = Package(
         ]),
         // Deployment files (dashboards/, deploy/, Dockerfile), checked with promtool, systemd-analyze and
         // schema validators that scripts/bootstrap installs.
-        .testTarget(name: "DeployTests", dependencies: ["JobQueue", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
             "PostgresClient", "RedisClient", "TestSupport",

@@ -7,8 +7,13 @@ import Testing
 struct ComposeTests {
     static let compose = Repository.url("deploy/compose/compose.yaml")
 
+    /// compose.yaml and every override beside it (compose.*.yaml; their merged references are
+    /// checked by RedisTLSSidecarTests).
     @Test func composeMatchesTheComposeSpecification() async throws {
-        let result = try await python(["-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", Self.compose.path],
+        let files = try Repository.files(in: Self.compose.deletingLastPathComponent(), endingIn: [".yaml"])
+            .filter { $0.lastPathComponent.hasPrefix("compose.") }
+        #expect(files.count >= 2, "\(files)")
+        let result = try await python(["-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec"] + files.map(\.path),
                                       needs: "check-jsonschema")
         #expect(result.succeeded, "\(result)")
     }

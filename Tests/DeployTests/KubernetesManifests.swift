@@ -28,8 +28,9 @@ struct KubernetesManifests {
     let resources: [Resource]
     let kustomization: YAMLNode
 
+    /// The manifests directly in `folder` (a kustomize component in a subfolder is read by
+    /// `KustomizeComponent`).
     init(folder: URL) async throws {
-        self.folder = folder
         var resources: [Resource] = []
         var kustomization = YAMLNode(nil)
         let files = try Repository.files(in: folder, endingIn: [".yaml", ".yml"])
@@ -42,13 +43,21 @@ struct KubernetesManifests {
                 }
             }
         }
+        self.init(folder: folder, resources: resources, kustomization: kustomization)
+    }
+
+    init(folder: URL, resources: [Resource], kustomization: YAMLNode) {
+        self.folder = folder
         self.resources = resources
         self.kustomization = kustomization
     }
 
     func resources(_ kind: String) -> [Resource] { resources.filter { $0.kind == kind } }
 
-    func problems() -> [String] {
+    func problems() -> [String] { resourceProblems() + kustomizationProblems() }
+
+    /// What is wrong with the resources themselves and the names they give each other.
+    func resourceProblems() -> [String] {
         var problems: [String] = []
         for resource in resources {
             if resource.node["apiVersion"].string == nil { problems.append("\(resource.file): a document without apiVersion") }
@@ -56,19 +65,18 @@ struct KubernetesManifests {
             if resource.name.isEmpty { problems.append("\(resource.file): a \(resource.kind) without metadata.name") }
             if let template = resource.podTemplate { problems += podProblems(template, of: resource) }
         }
-        problems += referenceProblems() + kustomizationProblems()
-        return problems
+        return problems + referenceProblems()
     }
 
-    /// Every container: an image, non-root, read-only, no privilege escalation, resources, and
-    /// probes on ports it declares.
+    /// Every container, sidecars (init containers) too: an image, non-root, read-only, no privilege
+    /// escalation, resources, and probes on ports it declares.
     private func podProblems(_ template: YAMLNode, of resource: Resource) -> [String] {
         var problems: [String] = []
         let pod = template["spec"]
         if pod["securityContext"]["runAsNonRoot"].bool != true { problems.append("\(resource.label): pod not runAsNonRoot") }
         let containers = pod["containers"].array
         if containers.isEmpty { problems.append("\(resource.label): no containers") }
-        for container in containers {
+        for container in containers + pod["initContainers"].array {
             let name = "\(resource.label) container \(container["name"].string ?? "?")"
             if (container["image"].string ?? "").isEmpty { problems.append("\(name) has no image") }
             if container["securityContext"]["readOnlyRootFilesystem"].bool != true { problems.append("\(name): root file system not read-only") }
@@ -86,7 +94,7 @@ struct KubernetesManifests {
         return problems
     }
 
-    /// ConfigMaps and Secrets the pods use exist; Services, the ServiceMonitor and the autoscalers
+    /// ConfigMaps, Secrets and volumes the pods use exist; Services, the ServiceMonitor and the autoscalers
     /// select or target something that exists.
     private func referenceProblems() -> [String] {
         var problems: [String] = []
@@ -99,6 +107,10 @@ struct KubernetesManifests {
             for volume in pod["volumes"].array {
                 if let name = volume["configMap"]["name"].string, !configMaps.contains(name) { problems.append("\(workload.label): no ConfigMap \(name)") }
                 if let name = volume["secret"]["secretName"].string, !secrets.contains(name) { problems.append("\(workload.label): no Secret \(name)") }
+            }
+            for mount in (pod["containers"].array + pod["initContainers"].array).flatMap({ $0["volumeMounts"].array }) {
+                let name = mount["name"].string ?? ""
+                if !pod["volumes"].array.contains(where: { $0["name"].string == name }) { problems.append("\(workload.label): mounts volume \(name), which the pod does not have") }
             }
             for source in pod["containers"].array.flatMap({ $0["envFrom"].array }) {
                 if let name = source["secretRef"]["name"].string, !secrets.contains(name) { problems.append("\(workload.label): no Secret \(name)") }
