@@ -97,11 +97,14 @@ public final class Scheduler {
         let started = ContinuousClock.now
         var summary = ScheduleSummary(runID: options.runID)
         summary.notificationsRecovered = try recoverNotifications(options, now: now)
+        // Workers may verify what this pass enqueued while it still pages; those rows are skipped.
+        let passStarted = try ledger.databaseTime()
         var cursor: DueCursor?
         repeat {
             let wanted = min(options.pageSize, (options.limit ?? .max) - summary.found)
             guard wanted > 0 else { break }
-            let page = try ledger.dueSubscriptions(now: now, after: cursor, limit: wanted, environment: options.environment)
+            let page = try ledger.dueSubscriptions(
+                now: now, after: cursor, limit: wanted, environment: options.environment, unchangedSince: passStarted)
             summary.found += page.subscriptions.count
             if !options.dryRun, !page.ids.isEmpty {
                 let result = try queue.enqueue(subscriptionIDs: page.ids, run: options.runID, reason: options.reason)

@@ -51,11 +51,19 @@ extension Ledger {
     /// when many share one `next_check_at`. Subscriptions that wait for a notification (refunded,
     /// invalid) have no `next_check_at` and never appear.
     /// - Parameter environment: only subscriptions of this environment; nil for all.
+    /// - Parameter unchangedSince: leave out subscriptions written at or after this moment (the
+    ///   database's clock, `databaseTime()`): a scheduler pass that started then must not find again
+    ///   a subscription a worker verified while it paged (its next check moved later, but may still
+    ///   be due), nor enqueue it a second time once that job was acked. The next pass finds it.
     public func dueSubscriptions(
-        now: Date, after cursor: DueCursor? = nil, limit: Int, environment: AppStoreEnvironment? = nil
+        now: Date, after cursor: DueCursor? = nil, limit: Int, environment: AppStoreEnvironment? = nil, unchangedSince: Date? = nil
     ) throws -> DuePage {
         var sql = "SELECT id, next_check_at FROM subscriptions WHERE next_check_at IS NOT NULL AND next_check_at <= $1"
         var parameters: [PostgresValue] = [.timestamptz(now), .int64(Int64(limit))]
+        if let unchangedSince {
+            sql += " AND updated_at < $\(parameters.count + 1)"
+            parameters.append(.timestamptz(unchangedSince))
+        }
         if let cursor {
             // A row comparison, so the index on (next_check_at, id) starts right after the cursor.
             sql += " AND (next_check_at, id) > ($\(parameters.count + 1), $\(parameters.count + 2))"
@@ -98,5 +106,10 @@ extension Ledger {
                 lastVerifiedAt: row["last_verified_at"].timestamptz(),
                 nextCheckAt: row["next_check_at"].timestamptz())
         }
+    }
+
+    /// The database's clock: the moment to compare its `now()`-stamped columns with.
+    public func databaseTime() throws -> Date {
+        try connection.query("SELECT now() AS t").first?["t"].timestamptz() ?? Date()
     }
 }

@@ -95,6 +95,26 @@ import Testing
         }
     }
 
+    /// A scheduler pass pages through what is due while workers verify what it enqueued: a row
+    /// written since the pass began is left to the next pass, or it would be enqueued again.
+    @Test func aPassLeavesOutSubscriptionsWrittenSinceItBegan() async throws {
+        try await withLedger { ledger, _ in
+            try ledger.addSubscriptions(["3001", "3002", "3003"].map {
+                NewSubscription(originalTransactionID: $0, receipt: ReceiptData(base64: "cmVjZWlwdA=="))
+            })
+            let now = Date().addingTimeInterval(31 * 86_400)
+            let passStarted = try ledger.databaseTime()
+            try ledger.connection.execute(
+                "UPDATE subscriptions SET next_check_at = now() + interval '1 day', updated_at = now() WHERE original_transaction_id = '3002'")
+            let all = try ledger.dueSubscriptions(now: now, limit: 10).ids
+            let thisPass = try ledger.dueSubscriptions(now: now, limit: 10, unchangedSince: passStarted).ids
+            #expect(all.count == 3)
+            #expect(thisPass.count == 2 && Set(thisPass).isSubset(of: Set(all)))
+            let written = try ledger.subscription(originalTransactionID: "3002", app: "default")?.id
+            #expect(written.map { !thisPass.contains($0) } == true)
+        }
+    }
+
     @Test func detailAndCounts() async throws {
         try await withLedger { ledger, _ in
             let baseline = try ledger.seedVerified("1000")
