@@ -31,18 +31,17 @@ extension RedisConnection {
             guard !redirected.isEmpty else { break }
             if let moved = redirected.lazy.compactMap({ $0.1.movedTo }).first {
                 repoint(to: moved)
-                let again = try send(redirected.map { commands[$0.0] })
-                for ((index, _), reply) in zip(redirected, again) { replies[index] = reply }
             } else if let asked = redirected.lazy.compactMap({ $0.1.askedAt }).first {
                 let askedIndices = redirected.filter { $0.1.askedAt == asked }.map(\.0)
                 let again = try askOnce(asked, askedIndices.map { commands[$0] })
                 for (index, reply) in zip(askedIndices, again) { replies[index] = reply }
+                continue
             } else {
                 // TRYAGAIN only: a migration is moving the keys; give it a moment (10, 20, 40… 200 ms).
                 usleep(useconds_t(min(10_000 << attempt, 200_000)))
-                let again = try send(redirected.map { commands[$0.0] })
-                for ((index, _), reply) in zip(redirected, again) { replies[index] = reply }
             }
+            let again = try send(redirected.map { commands[$0.0] })
+            for ((index, _), reply) in zip(redirected, again) { replies[index] = reply }
         }
         return replies
     }

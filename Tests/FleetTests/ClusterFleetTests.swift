@@ -9,17 +9,17 @@ import Testing
 @Suite struct ClusterFleetTests {
     @Test(.enabled(if: TestCluster.fromEnvironment != nil, "needs the Redis cluster of scripts/services (scripts/test starts it)"))
     func aReshardAndAFailoverDuringARunLoseNothing() async throws {
-        let cluster = TestCluster.fromEnvironment!
         let nowMs = FleetEndToEndTests.nowMs
-        try await TestDatabase.with { database in
+        try await TestCluster.exclusively { cluster in try await TestDatabase.with { database in
             try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 20)), startMs: nowMs) { simulator in
                 let setup = try FleetSetup(
-                    database: database, simulator: simulator, nowMs: nowMs, receipts: 60, rateLimit: 25, redisURL: cluster.url)
+                    database: database, simulator: simulator, nowMs: nowMs, receipts: 120, rateLimit: 20, redisURL: cluster.url)
                 let scheduled = try await setup.load(runID: "cluster")
                 let slot = try cluster.slot(of: setup.settings.keyPrefix)
-                // The operator's moves, while the workers run (at 25 verifications a second the run
-                // takes about 3 s): the reshard half a second in, the failover a second later.
-                let operator_ = Task {
+                // The operator's moves, while the workers run (at 20 verifications a second the run
+                // takes about 6 s, so both moves land well inside it even when a reshard is slow):
+                // the reshard half a second in, the failover a second later.
+                let moves = Task {
                     try await Task.sleep(for: .milliseconds(500))
                     try await onOwnThread { try cluster.migrate(slot: slot) }
                     try await Task.sleep(for: .seconds(1))
@@ -28,7 +28,7 @@ import Testing
                 }
                 let settled = try await setup.work()
                 let settledAt = ContinuousClock.now
-                #expect(try await operator_.value < settledAt, "both moves happened before the run was over")
+                #expect(try await moves.value < settledAt, "both moves happened before the run was over")
                 #expect(settled.isSettled && settled.queue.dead == 0)
                 #expect(try await setup.verified(runID: "cluster") == scheduled.enqueued)
                 #expect(try await setup.count("""
@@ -37,6 +37,6 @@ import Testing
                     """) == 0, "no job was verified twice")
                 #expect(try await setup.groundTruthMismatches() == [])
             }
-        }
+        } }
     }
 }

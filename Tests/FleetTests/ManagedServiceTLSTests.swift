@@ -64,16 +64,12 @@ import Testing
     static func unrelatedCA() throws -> String {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("rf-ca"))
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
+        let (status, output) = try runProgram("/usr/bin/openssl", [
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
             "-subj", "/CN=Not the server's CA", "-keyout", directory.appendingPathComponent("ca.key").path,
             "-out", directory.appendingPathComponent("ca.pem").path,
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
+        ])
+        try #require(status == 0, "openssl failed: \(output)")
         return directory.appendingPathComponent("ca.pem").path
     }
 }

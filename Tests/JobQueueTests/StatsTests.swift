@@ -21,9 +21,12 @@ struct StatsTests {
             try queue.schedule(Job(subscriptionID: 8, runID: "r", reason: .renewal, enqueuedAt: now), at: now - 1)
             try queue.schedule(Job(subscriptionID: 9, runID: "r", reason: .renewal, enqueuedAt: now), at: now + 60_000)
             try queue.heartbeat()
-            let gate = FleetGate(connection: connection, keys: deployment.keys, limit: try RateLimit(perSecond: 10, burst: 5))
+            // A pause that cannot end before the stats are read, however slow the machine.
+            let longPause = try PausePolicy(base: .seconds(600), cap: .seconds(600), probeLease: .seconds(60), streak: 5)
+            let gate = FleetGate(connection: connection, keys: deployment.keys, limit: try RateLimit(perSecond: 10, burst: 5),
+                                 pausePolicy: longPause)
             _ = try gate.admit(upTo: 3)
-            for _ in 0..<PausePolicy.standard.streak { try gate.reportUnavailable() }
+            for _ in 0..<longPause.streak { try gate.reportUnavailable() }
             try gate.halt(reason: "operator stop")
             return (empty, try queue.stats())
         }

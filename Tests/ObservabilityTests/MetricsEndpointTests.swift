@@ -155,9 +155,12 @@ import Testing
             try await withMetricsServer(deployment.settings) { server in
                 #expect(try await server.fetch("/readyz").status == 200)
                 let settings = deployment.settings
+                // A pause long enough to outlast the slowest scrape: the standard 2 s one can end
+                // before a loaded CI machine reads the gauge.
+                let longPause = try PausePolicy(base: .seconds(600), cap: .seconds(600), probeLease: .seconds(60), streak: 5)
                 let gate = { @Sendable in
                     FleetGate(connection: try RedisConnection(RedisConfiguration(url: settings.redisURL)),
-                              keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit)
+                              keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit, pausePolicy: longPause)
                 }
                 _ = try await onOwnThread {
                     let gate = try gate()

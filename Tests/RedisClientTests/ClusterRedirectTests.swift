@@ -6,8 +6,7 @@ import Testing
 @Suite struct ClusterRedirectTests {
     @Test(.enabled(if: TestCluster.fromEnvironment != nil, "needs the Redis cluster of scripts/services (scripts/test starts it)"))
     func aConnectionFollowsMovedAskAndAFailover() async throws {
-        let cluster = TestCluster.fromEnvironment!
-        try await onOwnThread {
+        try await TestCluster.exclusively { cluster in try await onOwnThread {
             let tag = "{\(uniqueName("rfc"))}"
             let slot = try cluster.slot(of: tag)
             // The seed is one of three masters: most tags live elsewhere, and MOVED leads there.
@@ -28,6 +27,6 @@ import Testing
             #expect(try connection.command("GET", "\(tag):kept").string == "before")
             #expect(connection.configuration.endpoint == .tcp(host: "127.0.0.1", port: promoted.port))
             try connection.command("DEL", "\(tag):kept", "\(tag):during")
-        }
+        } }
     }
 }

@@ -24,6 +24,77 @@ public struct TestCluster: Sendable {
 
     public init(url: String) { self.url = url }
 
+    /// Runs `body` with the cluster to itself, healthy: the tests that move slots and fail masters
+    /// over (in several test targets) take turns, and each starts from a cluster whose every slot
+    /// is served, with no migration left half done by a test that failed midway.
+    public static func exclusively<T: Sendable>(_ body: (TestCluster) async throws -> T) async throws -> T {
+        guard let cluster = fromEnvironment else { throw ClusterError("no cluster: scripts/services starts one") }
+        await turns.acquire()
+        do {
+            try await onOwnThread { try cluster.heal() }
+            let result = try await body(cluster)
+            await turns.release()
+            return result
+        } catch {
+            await turns.release()
+            throw error
+        }
+    }
+
+    private static let turns = Turns()
+
+    private actor Turns {
+        private var taken = false
+        private var waiting: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            guard taken else { taken = true; return }
+            await withCheckedContinuation { waiting.append($0) }
+        }
+
+        func release() {
+            if waiting.isEmpty { taken = false } else { waiting.removeFirst().resume() }
+        }
+    }
+
+    /// Ends any migration a failed test left behind (SETSLOT STABLE on the nodes that show one)
+    /// and waits until every node says the cluster is up and all agree on who serves what, at
+    /// which epoch: a failover right after another, before gossip settled, can lose its election.
+    func heal() throws {
+        for node in try nodes() {
+            let connection = try connect(port: node.port)
+            let own = (try connection.command("CLUSTER", "NODES").string ?? "")
+                .split(separator: "\n").first { $0.contains("myself") } ?? ""
+            // "[1632->-id]" migrating, "[1632-<-id]" importing.
+            for entry in own.split(separator: " ") where entry.hasPrefix("[") {
+                if let slot = Int(entry.dropFirst().prefix { $0.isNumber }) {
+                    try connection.command("CLUSTER", "SETSLOT", slot, "STABLE")
+                }
+            }
+        }
+        for _ in 0..<300 {
+            let ports = try nodes().map(\.port)
+            let states = try ports.map { try connect(port: $0).command("CLUSTER", "INFO").string ?? "" }
+            let views = try Set(ports.map { try view(from: $0) })
+            if states.allSatisfy({ $0.contains("cluster_state:ok") }), views.count == 1 { return }
+            usleep(50_000)
+        }
+        throw ClusterError("the cluster did not settle within 15 s: see CLUSTER INFO and CLUSTER NODES on its nodes")
+    }
+
+    /// The node on `port`'s view of the cluster: each node's id, role, master, config epoch and
+    /// slots, without what differs from node to node (ping times, "myself").
+    private func view(from port: Int) throws -> [String] {
+        let text = try connect(port: port).command("CLUSTER", "NODES").string ?? ""
+        return text.split(separator: "\n").map { line in
+            let fields = line.split(separator: " ").map(String.init)
+            guard fields.count >= 8 else { return String(line) }
+            let role = fields[2].split(separator: ",").filter { $0 != "myself" }.joined(separator: ",")
+            return ([fields[0], role, fields[3], fields[6]] + fields.dropFirst(8).filter { !$0.hasPrefix("[") })
+                .joined(separator: " ")
+        }.sorted()
+    }
+
     public func connect(port: Int? = nil) throws -> RedisConnection {
         var configuration = try RedisConfiguration(url: url)
         if let port { configuration.endpoint = .tcp(host: "127.0.0.1", port: port) }
@@ -58,8 +129,11 @@ public struct TestCluster: Sendable {
     /// Returns the new master.
     @discardableResult
     public func migrate(slot: Int, whileMigrating: () throws -> Void = {}) throws -> Node {
+        // One node's view lags the others for a moment after a failover: take only nodes that
+        // say themselves that they are masters.
         guard let source = try master(of: slot),
-              let target = try nodes().first(where: { $0.isMaster && $0.id != source.id }) else {
+              let target = try nodes().first(where: { $0.isMaster && $0.id != source.id && (try? isMaster(port: $0.port)) == true })
+        else {
             throw ClusterError("no master serves slot \(slot), or no other master to move it to")
         }
         let (from, to) = (try connect(port: source.port), try connect(port: target.port))
@@ -73,10 +147,19 @@ public struct TestCluster: Sendable {
             if first { try whileMigrating(); first = false }
         }
         if first { try whileMigrating() }
-        for node in try nodes() where node.isMaster {
-            try connect(port: node.port).command("CLUSTER", "SETSLOT", slot, "NODE", target.id)
+        // The target first, then the source, as redis-cli does: those two settle the move; the
+        // other masters are told too (they would learn it from the cluster's gossip anyway).
+        try to.command("CLUSTER", "SETSLOT", slot, "NODE", target.id)
+        try from.command("CLUSTER", "SETSLOT", slot, "NODE", target.id)
+        for node in try nodes() where node.isMaster && ![source.id, target.id].contains(node.id) {
+            _ = try? connect(port: node.port).command("CLUSTER", "SETSLOT", slot, "NODE", target.id)
         }
         return target
+    }
+
+    /// What the node on `port` says of itself (ROLE), which is never behind.
+    func isMaster(port: Int) throws -> Bool {
+        try connect(port: port).command("ROLE").array?.first?.string == "master"
     }
 
     /// Promotes the replica of `slot`'s master (CLUSTER FAILOVER: the master hands over without
@@ -86,12 +169,17 @@ public struct TestCluster: Sendable {
         guard let master = try master(of: slot), let replica = try nodes().first(where: { $0.masterID == master.id }) else {
             throw ClusterError("slot \(slot)'s master has no replica")
         }
-        try connect(port: replica.port).command("CLUSTER", "FAILOVER")
-        for _ in 0..<200 {
-            if let now = try self.master(of: slot), now.id == replica.id { return now }
-            usleep(50_000)
+        // Done when the seed's view names the replica as the slot's master and the old master
+        // says it is a replica now. A manual failover that loses its election is given up by
+        // Redis after a few seconds; it is asked again then, as an operator would.
+        for _ in 0..<3 {
+            try connect(port: replica.port).command("CLUSTER", "FAILOVER")
+            for _ in 0..<200 {
+                if let now = try self.master(of: slot), now.id == replica.id, try !isMaster(port: master.port) { return now }
+                usleep(50_000)
+            }
         }
-        throw ClusterError("the replica on port \(replica.port) did not take over slot \(slot) within 10 s")
+        throw ClusterError("the replica on port \(replica.port) did not take over slot \(slot) in three tries of 10 s")
     }
 
     public struct ClusterError: Error, CustomStringConvertible {
