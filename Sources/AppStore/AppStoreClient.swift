@@ -110,10 +110,14 @@ public final class AppStoreClient {
     static func requestBody(
         _ receipt: ReceiptData, _ sharedSecret: SharedSecret?, _ excludeOldTransactions: Bool
     ) -> [UInt8] {
-        var object: [String: Any] = ["receipt-data": receipt.base64, "exclude-old-transactions": excludeOldTransactions]
-        if let sharedSecret { object["password"] = sharedSecret.value }
-        // Plain strings and a boolean always serialize.
-        return Array(try! JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes]))
+        var body = Array(#"{"receipt-data":"#.utf8)
+        JSONText.appendString(receipt.base64, to: &body)
+        if let sharedSecret {
+            body += #","password":"#.utf8
+            JSONText.appendString(sharedSecret.value, to: &body)
+        }
+        body += #","exclude-old-transactions":\#(excludeOldTransactions)}"#.utf8
+        return body
     }
 }
 

@@ -19,10 +19,11 @@ public enum JSONValue: Sendable, Hashable {
         return members[key]
     }
 
-    /// Reads one JSON document. Throws when the bytes are not JSON (Foundation's parser also
-    /// rejects nesting deeper than 512 levels, so no input can exhaust the stack).
+    /// Reads one JSON document. Throws when the bytes are not JSON, or nest deeper than 512
+    /// levels (so no input can exhaust the stack).
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        if let value = try bytes.withContiguousStorageIfAvailable({ try JSONParser.parse($0) }) { return value }
+        return try Array(bytes).withUnsafeBufferPointer { try JSONParser.parse($0) }
     }
 }
 

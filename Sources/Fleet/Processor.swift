@@ -93,15 +93,16 @@ final class Processor {
             }
             decisions.append((job, try decide(job.job, subscriptions[job.job.subscriptionID])))
         }
-        for (reserved, settlement) in zip(decisions.map(\.0), try write(decisions.map(\.1))) {
+        let settled = Array(zip(decisions.map(\.0), try write(decisions.map(\.1))))
+        for (reserved, settlement) in settled {
             if reserved.job.reason == .registration, case .ack(.verified) = settlement,
                let receipt = subscriptions[reserved.job.subscriptionID]?.receipt {
                 // Apple has now shown this receipt to hold the subscription: the registration that
                 // was queued with it (Apple could not be asked then) may link its account.
                 try connections.ledger.resolveClaims(of: reserved.job.subscriptionID, receiptSHA256: receipt.sha256Hex)
             }
-            try apply(settlement, to: reserved)
         }
+        try settle(settled)
     }
 
     /// Verifies one subscription now, outside the queue (`receiptfleet verify ID`): the same steps
@@ -272,26 +273,34 @@ final class Processor {
         }
     }
 
-    /// Settles the job in Redis and counts it, unless another worker reclaimed it meanwhile (then
-    /// nothing changed here, and the job is that worker's to settle and count).
-    private func apply(_ settlement: Settlement, to reserved: ReservedJob) throws {
+    /// Settles a batch's jobs in Redis, its finished ones in one round trip, and counts each,
+    /// unless another worker reclaimed it meanwhile (then nothing changed here, and the job is that
+    /// worker's to settle and count).
+    private func settle(_ settled: [(ReservedJob, Settlement)]) throws {
         let queue = connections.queue
-        let outcome: FleetMetrics.JobOutcome?
-        switch settlement {
-        case .ack(let done): outcome = try queue.ack(reserved) ? done : nil
-        case .postpone(let delay): outcome = try queue.postpone(reserved, for: delay) ? .postponed : nil
-        case .retry(let failure):
-            switch try queue.retry(reserved, after: failure) {
-            case .delayed: outcome = .retried
-            case .buried:
-                outcome = .dead
-                logger.warning("a job ran out of attempts and went to the dead letters",
-                               metadata: ["subscription": "\(reserved.job.subscriptionID)", "error": "\(failure.errorClass)"])
-            case .notReserved: outcome = nil
+        var finished: [(ReservedJob, FleetMetrics.JobOutcome)] = []
+        for (reserved, settlement) in settled {
+            let outcome: FleetMetrics.JobOutcome?
+            switch settlement {
+            case .ack(let done):
+                finished.append((reserved, done))
+                continue
+            case .postpone(let delay): outcome = try queue.postpone(reserved, for: delay) ? .postponed : nil
+            case .retry(let failure):
+                switch try queue.retry(reserved, after: failure) {
+                case .delayed: outcome = .retried
+                case .buried:
+                    outcome = .dead
+                    logger.warning("a job ran out of attempts and went to the dead letters",
+                                   metadata: ["subscription": "\(reserved.job.subscriptionID)", "error": "\(failure.errorClass)"])
+                case .notReserved: outcome = nil
+                }
+            case .bury(let failure): outcome = try queue.bury(reserved, failure: failure) ? .dead : nil
             }
-        case .bury(let failure): outcome = try queue.bury(reserved, failure: failure) ? .dead : nil
+            if let outcome { metrics.settled(outcome) }
         }
-        if let outcome { metrics.settled(outcome) }
+        let acked: [Bool] = try queue.ack(finished.map { $0.0 })
+        for ((_, done), acked) in zip(finished, acked) where acked { metrics.settled(done) }
     }
 }
 

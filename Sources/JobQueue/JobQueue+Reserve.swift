@@ -55,10 +55,23 @@ extension JobQueue {
     /// after the visibility timeout).
     @discardableResult
     public func ack(_ reserved: ReservedJob) throws(QueueError) -> Bool {
-        let reply = try connection.evaluate(
-            Scripts.ack, keys: [reserved.stream, keys.queued],
-            arguments: [QueueKeys.group, consumer, reserved.entryID, reserved.job.heldQueuedBit])
-        return reply.int == 1
+        try ack([reserved])[0]
+    }
+
+    /// Acknowledges several finished jobs in one round trip (a worker's batch), as `ack` does one;
+    /// returns, in order, whether each was still reserved by this consumer.
+    public func ack(_ jobs: [ReservedJob]) throws(QueueError) -> [Bool] {
+        guard !jobs.isEmpty else { return [] }
+        let streams = Array(Set(jobs.map(\.stream))).sorted()
+        var arguments: [any RedisArgument] = [QueueKeys.group, consumer]
+        for job in jobs {
+            arguments += [streams.firstIndex(of: job.stream)! + 2, job.entryID, job.job.heldQueuedBit]
+        }
+        let reply = try connection.evaluate(Scripts.ack, keys: [keys.queued] + streams, arguments: arguments)
+        guard let acked = reply.array, acked.count == jobs.count else {
+            throw .unexpectedReply(operation: "ack", reply: "\(reply)")
+        }
+        return acked.map { $0.int == 1 }
     }
 
     /// New entries without waiting, high priority first, at most `count` in all.

@@ -130,17 +130,26 @@ enum Scripts {
         return taken
         """)
 
-    /// Acknowledges a finished job and deletes it, so the stream does not grow without bound; the
+    /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
     /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
-    /// KEYS[1] its ready stream, KEYS[2] queued bitmap. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
-    /// ARGV[4] the subscription id whose queued bit the job holds, or "" if it holds none.
-    /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
+    /// KEYS[1] queued bitmap, KEYS[2…] the jobs' ready streams. ARGV[1] group, ARGV[2] consumer, then
+    /// per job three: the index in KEYS of its stream, its entry id, the subscription id whose queued
+    /// bit it holds ("" if none).
+    /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
     static let ack = RedisScript(ownership + releaseQueued + """
-        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
-        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
-        redis.call('XDEL', KEYS[1], ARGV[3])
-        releaseQueued(KEYS[2], ARGV[4])
-        return 1
+        local acked = {}
+        for i = 3, #ARGV, 3 do
+            local stream, id = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
+            if reservedBy(stream, ARGV[1], id, ARGV[2]) then
+                redis.call('XACK', stream, ARGV[1], id)
+                redis.call('XDEL', stream, id)
+                releaseQueued(KEYS[1], ARGV[i + 2])
+                acked[#acked + 1] = 1
+            else
+                acked[#acked + 1] = 0
+            end
+        end
+        return acked
         """)
 
     /// Moves a reserved job to the delayed set, due `delay` ms from now. It is still queued, so

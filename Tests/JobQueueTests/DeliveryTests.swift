@@ -81,6 +81,33 @@ struct DeliveryTests {
         #expect(delayed == 0)
     }
 
+    @Test("a batch's acks in one call settle exactly the jobs still reserved by the caller, in both streams")
+    func batchAck() async throws {
+        let result = try await withDeployment { deployment, connection in
+            let owner = try deployment.queue("owner", on: connection)
+            let other = try deployment.queue("other")
+            // Job 2 is reserved first and idles until another worker takes it over; the rest are fresh.
+            try owner.enqueue(subscriptionIDs: [2], run: "night", reason: .nightly)
+            let stale = try owner.reserve(count: 1, block: .zero)
+            Thread.sleep(forTimeInterval: 0.15)
+            try owner.enqueue(subscriptionIDs: [1, 3], run: "night", reason: .nightly)
+            try owner.enqueue(subscriptionID: 4, run: "push", reason: .notification)  // the high-priority stream
+            let batch = stale + (try owner.reserve(count: 3, block: .zero))
+            let taken = try other.reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 5).jobs
+            let acked = try owner.ack(batch)
+            let left = try [deployment.keys.readyHigh, deployment.keys.ready].map { try connection.length(ofStream: $0) }
+            let queuedBits = try [1, 2, 3].map { try connection.command("GETBIT", deployment.keys.queued, $0).int }
+            return (batch.map(\.job.subscriptionID), acked, taken.map(\.job.subscriptionID), left, queuedBits, try owner.ack([]))
+        }
+        let (order, acked, taken, left, queuedBits, none) = result
+        #expect(order == [2, 4, 1, 3])
+        #expect(taken == [2])
+        #expect(acked == [false, true, true, true])
+        #expect(left == [0, 1], "job 2 stays, reserved by the other worker")
+        #expect(queuedBits == [0, 1, 0], "job 2 still holds its subscription's queued bit")
+        #expect(none == [])
+    }
+
     @Test("reclaim drops reservations whose stream entry was deleted behind the queue's back")
     func reclaimDeletedEntries() async throws {
         let (reclaimed, pending) = try await withDeployment { deployment, connection in
