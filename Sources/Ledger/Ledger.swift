@@ -47,7 +47,7 @@ extension Ledger {
 
     /// One `jsonb` parameter holding many rows, for `jsonb_to_recordset`.
     static func jsonb(_ value: some Encodable) throws -> PostgresValue {
-        .jsonb(try JSONEncoder().encode(value))
+        .jsonb(Data(try JSONStreamEncoder.encode(value)))
     }
 
     /// Reads a `state` column.
