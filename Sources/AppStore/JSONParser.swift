@@ -122,7 +122,7 @@ struct JSONParser: ~Copyable {
             let byte = bytes[position]
             position += 1
             switch byte {
-            case UInt8(ascii: "\""): return try text(utf8.withUnsafeBufferPointer { $0 })
+            case UInt8(ascii: "\""): return try text(utf8)
             case UInt8(ascii: "\\"):
                 guard position < bytes.count else { throw failure("a string is not closed") }
                 let escape = bytes[position]
@@ -177,7 +177,7 @@ struct JSONParser: ~Copyable {
         return value
     }
 
-    private func text(_ utf8: UnsafeBufferPointer<UInt8>) throws(Failure) -> String {
+    private func text(_ utf8: some Collection<UInt8>) throws(Failure) -> String {
         guard let text = String(validating: utf8, as: UTF8.self) else { throw failure("a string is not valid UTF-8") }
         return text
     }

@@ -94,7 +94,7 @@ public final class FleetGate {
                    keys.configurationStreak, keys.recurringFailure],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue])
-        // Built only when thrown: describing the reply on every admission cost a sixth of a worker's CPU.
+        // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.
         var unexpected: QueueError { .unexpectedReply(operation: "admit", reply: "\(reply)") }
         guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
         switch (verdict, parts[1].int) {

@@ -8,17 +8,30 @@ import AppStore
 /// It writes what `JSONEncoder` writes for the ledger's types (JSONStreamEncoderTests compares the
 /// two): objects from keyed containers, nil members left out (`encodeIfPresent`), arrays, strings,
 /// numbers and booleans. Types with `Date`, `Data` or `URL` members, which `JSONEncoder` special-cases,
-/// and nested or super-encoder containers are not supported and must not be given to it.
+/// must not be given to it; nested containers and super-encoders make `encode` throw.
 enum JSONStreamEncoder {
     static func encode(_ value: some Encodable) throws -> [UInt8] {
         let output = Output()
         try output.write(value)
+        if let unsupported = output.unsupported {
+            throw EncodingError.invalidValue(value, .init(codingPath: [], debugDescription: "JSONStreamEncoder does not support \(unsupported)"))
+        }
         return output.bytes
     }
 
     /// The bytes written so far, shared by every container of one encoding.
     final class Output {
         var bytes: [UInt8] = []
+        /// What a value asked for that this encoder does not do; `encode` throws it at the end,
+        /// since the containers' methods cannot throw.
+        var unsupported: String?
+
+        /// A container's stand-in for what is not supported: it records the request and writes
+        /// nowhere.
+        func refuse(_ what: String) -> ValueEncoder {
+            unsupported = unsupported ?? what
+            return ValueEncoder(output: Output())
+        }
 
         func write(_ value: some Encodable) throws {
             let encoder = ValueEncoder(output: self)
@@ -122,17 +135,15 @@ enum JSONStreamEncoder {
         mutating func nestedContainer<NestedKey: CodingKey>(
             keyedBy keyType: NestedKey.Type, forKey key: Key
         ) -> KeyedEncodingContainer<NestedKey> {
-            preconditionFailure("JSONStreamEncoder does not support nested containers")
+            output.refuse("nested containers").container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-            preconditionFailure("JSONStreamEncoder does not support nested containers")
+            output.refuse("nested containers").unkeyedContainer()
         }
 
-        mutating func superEncoder() -> any Encoder { preconditionFailure("JSONStreamEncoder does not support super encoders") }
-        mutating func superEncoder(forKey key: Key) -> any Encoder {
-            preconditionFailure("JSONStreamEncoder does not support super encoders")
-        }
+        mutating func superEncoder() -> any Encoder { output.refuse("super encoders") }
+        mutating func superEncoder(forKey key: Key) -> any Encoder { output.refuse("super encoders") }
     }
 
     struct Unkeyed: UnkeyedEncodingContainer {
@@ -164,14 +175,14 @@ enum JSONStreamEncoder {
         mutating func encode(_ value: some Encodable) throws { element(); try output.write(value) }
 
         mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
-            preconditionFailure("JSONStreamEncoder does not support nested containers")
+            output.refuse("nested containers").container(keyedBy: keyType)
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
-            preconditionFailure("JSONStreamEncoder does not support nested containers")
+            output.refuse("nested containers").unkeyedContainer()
         }
 
-        mutating func superEncoder() -> any Encoder { preconditionFailure("JSONStreamEncoder does not support super encoders") }
+        mutating func superEncoder() -> any Encoder { output.refuse("super encoders") }
     }
 
     struct Single: SingleValueEncodingContainer {

@@ -38,6 +38,21 @@ import Testing
         try Self.agree(JSONValue.object(["k": .array([.null, .string("s"), .integer(3), .number(0.5), .bool(true)])]))
     }
 
+    /// A value whose encoding asks for a nested container, which the stream encoder does not do.
+    struct Nested: Encodable {
+        enum Keys: CodingKey { case outer, inner }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .outer)
+            try nested.encode(1, forKey: .inner)
+        }
+    }
+
+    @Test func whatItDoesNotSupportIsAnErrorNotACrash() {
+        #expect(throws: EncodingError.self) { try JSONStreamEncoder.encode(Nested()) }
+        #expect(throws: EncodingError.self) { try JSONStreamEncoder.encode([Nested()]) }
+    }
+
     @Test func nonFiniteNumbersAreRefusedAsJSONEncoderRefusesThem() {
         #expect(throws: EncodingError.self) { try JSONStreamEncoder.encode([Double.nan]) }
         #expect(throws: EncodingError.self) { try JSONEncoder().encode([Double.nan]) }

@@ -11,7 +11,11 @@ public struct TestCluster: Sendable {
         public let isMaster: Bool
         /// For a replica, its master's id.
         public let masterID: String?
+        public let configEpoch: Int
         public let slots: [ClosedRange<Int>]
+        /// Slots the node is moving out or in ("[1632->-id]", "[1632-<-id]"), which only the node
+        /// itself reports.
+        public let slotsInMigration: [Int]
     }
 
     public let url: String
@@ -62,37 +66,18 @@ public struct TestCluster: Sendable {
     /// which epoch: a failover right after another, before gossip settled, can lose its election.
     func heal() throws {
         for node in try nodes() {
-            let connection = try connect(port: node.port)
-            let own = (try connection.command("CLUSTER", "NODES").string ?? "")
-                .split(separator: "\n").first { $0.contains("myself") } ?? ""
-            // "[1632->-id]" migrating, "[1632-<-id]" importing.
-            for entry in own.split(separator: " ") where entry.hasPrefix("[") {
-                if let slot = Int(entry.dropFirst().prefix { $0.isNumber }) {
-                    try connection.command("CLUSTER", "SETSLOT", slot, "STABLE")
-                }
+            for slot in try nodes(from: node.port).flatMap(\.slotsInMigration) {
+                try connect(port: node.port).command("CLUSTER", "SETSLOT", slot, "STABLE")
             }
         }
         for _ in 0..<300 {
             let ports = try nodes().map(\.port)
             let states = try ports.map { try connect(port: $0).command("CLUSTER", "INFO").string ?? "" }
-            let views = try Set(ports.map { try view(from: $0) })
-            if states.allSatisfy({ $0.contains("cluster_state:ok") }), views.count == 1 { return }
+            let views = try ports.map { try nodes(from: $0).sorted { $0.id < $1.id } }
+            if states.allSatisfy({ $0.contains("cluster_state:ok") }), views.allSatisfy({ $0 == views[0] }) { return }
             usleep(50_000)
         }
         throw ClusterError("the cluster did not settle within 15 s: see CLUSTER INFO and CLUSTER NODES on its nodes")
-    }
-
-    /// The node on `port`'s view of the cluster: each node's id, role, master, config epoch and
-    /// slots, without what differs from node to node (ping times, "myself").
-    private func view(from port: Int) throws -> [String] {
-        let text = try connect(port: port).command("CLUSTER", "NODES").string ?? ""
-        return text.split(separator: "\n").map { line in
-            let fields = line.split(separator: " ").map(String.init)
-            guard fields.count >= 8 else { return String(line) }
-            let role = fields[2].split(separator: ",").filter { $0 != "myself" }.joined(separator: ",")
-            return ([fields[0], role, fields[3], fields[6]] + fields.dropFirst(8).filter { !$0.hasPrefix("[") })
-                .joined(separator: " ")
-        }.sorted()
     }
 
     public func connect(port: Int? = nil) throws -> RedisConnection {
@@ -105,18 +90,21 @@ public struct TestCluster: Sendable {
         Int(try connect().command("CLUSTER", "KEYSLOT", key).int ?? -1)
     }
 
-    public func nodes() throws -> [Node] {
-        let text = try connect().command("CLUSTER", "NODES").string ?? ""
+    /// The cluster as the node on `port` (the seed by default) sees it (CLUSTER NODES).
+    public func nodes(from port: Int? = nil) throws -> [Node] {
+        let text = try connect(port: port).command("CLUSTER", "NODES").string ?? ""
         return text.split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ").map(String.init)
             guard fields.count >= 8, let address = fields[1].split(separator: "@").first,
                   let port = address.split(separator: ":").last.flatMap({ Int($0) }) else { return nil }
-            let slots = fields.dropFirst(8).compactMap { range -> ClosedRange<Int>? in
+            let ranges = fields.dropFirst(8)
+            let slots = ranges.filter { !$0.hasPrefix("[") }.compactMap { range -> ClosedRange<Int>? in
                 let bounds = range.split(separator: "-").compactMap { Int($0) }
-                return bounds.isEmpty || range.hasPrefix("[") ? nil : bounds[0]...(bounds.last ?? bounds[0])
+                return bounds.isEmpty ? nil : bounds[0]...(bounds.last ?? bounds[0])
             }
             return Node(id: fields[0], port: port, isMaster: fields[2].contains("master"),
-                        masterID: fields[3] == "-" ? nil : fields[3], slots: slots)
+                        masterID: fields[3] == "-" ? nil : fields[3], configEpoch: Int(fields[6]) ?? -1, slots: slots,
+                        slotsInMigration: ranges.filter { $0.hasPrefix("[") }.compactMap { Int($0.dropFirst().prefix { $0.isNumber }) })
         }
     }
 
