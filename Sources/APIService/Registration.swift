@@ -107,27 +107,25 @@ struct Registrar: Sendable {
         }
     }
 
-    /// Waits for the fleet's rate limiter (up to `appleWait`); refuses while the fleet is paused
-    /// or halted. Returns whether this call is the fleet's probe after a pause.
+    /// Waits for the fleet's rate limiter (up to `appleWait`): books a time slot within it and
+    /// sleeps until then; refuses while the fleet is paused or halted. Returns whether this call is
+    /// the fleet's probe after a pause.
     private func admission() async throws -> Bool {
-        let deadline = ContinuousClock.now + settings.appleWait
-        while true {
-            switch try await lanes.run({ try $0.gate.admit(upTo: 1) }) {
-            case .granted: return false
-            case .probe: return true
-            case .paused(let wait):
-                throw APIError.unavailable("apple_unavailable", "Apple is unavailable and the fleet is paused; try again later",
-                                           retryAfter: wait)
-            case .halted:
-                throw APIError.unavailable("fleet_halted", "verification is halted by the operator or a configuration error; "
-                                           + "try again later", retryAfter: .seconds(60))
-            case .wait(let wait):
-                guard ContinuousClock.now + wait < deadline else {
-                    throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
-                                               retryAfter: wait)
-                }
-                try await Task.sleep(for: wait)
-            }
+        let horizon = settings.appleWait
+        switch try await lanes.run({ try $0.gate.admit(upTo: 1, within: horizon) }) {
+        case .granted(let slots):
+            try await Task.sleep(for: slots[0])
+            return false
+        case .probe: return true
+        case .paused(let wait):
+            throw APIError.unavailable("apple_unavailable", "Apple is unavailable and the fleet is paused; try again later",
+                                       retryAfter: wait)
+        case .halted:
+            throw APIError.unavailable("fleet_halted", "verification is halted by the operator or a configuration error; "
+                                       + "try again later", retryAfter: .seconds(60))
+        case .wait(let wait):
+            throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
+                                       retryAfter: wait)
         }
     }
 
@@ -136,7 +134,12 @@ struct Registrar: Sendable {
         _ receipt: ReceiptData, accountID: String?, probing: Bool, fleet: FleetSettings, app: String,
         connections: Connections, logger: Logger
     ) throws -> RegistrationResponse {
-        let verification = connections.appStore.verify(receipt, sharedSecret: fleet.sharedSecret)
+        let verification = connections.appStore.verify(receipt, sharedSecret: fleet.sharedSecret, mayRedirect: {
+            // The other environment is one more call to Apple: it books a slot too, soon, or the client tries again.
+            guard case .granted(let slots)? = try? connections.gate.admit(upTo: 1, within: .seconds(1)) else { return false }
+            Thread.sleep(forTimeInterval: slots[0].seconds)
+            return true
+        })
         let policy = StatusPolicy()
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let action = policy.action(for: verification.outcome, attempt: policy.malformedReceiptAttempts)

@@ -61,21 +61,23 @@ public final class AppStoreClient {
 
     /// Verifies `receipt`, starting in `environment` (production, unless the subscription is known
     /// to live in the sandbox), and following Apple's redirects: 21007 from production goes on to
-    /// the sandbox, 21008 from the sandbox goes on to production. At most one redirect is taken.
+    /// the sandbox, 21008 from the sandbox goes on to production. At most one redirect is taken,
+    /// and only once `mayRedirect` agrees: the redirect is one more request to Apple, so it takes
+    /// a rate-limit token of its own (false ends the verification with the first answer).
     public func verify(
         _ receipt: ReceiptData, sharedSecret: SharedSecret?, excludeOldTransactions: Bool = true,
-        startingIn environment: AppStoreEnvironment = .production
+        startingIn environment: AppStoreEnvironment = .production, mayRedirect: () -> Bool
     ) -> Verification {
         let body = Self.requestBody(receipt, sharedSecret, excludeOldTransactions)
         var verification = Verification(exchanges: [], response: nil)
         var next: AppStoreEnvironment? = environment
-        while let current = next, verification.exchanges.count < 2 {
+        while let current = next, verification.exchanges.isEmpty || mayRedirect() {
             let (exchange, response) = send(body, to: current)
             verification.exchanges.append(exchange)
             if let response { verification.response = response }
-            next = switch (current, response?.status) {
-            case (.production, 21007): .sandbox
-            case (.sandbox, 21008): .production
+            next = switch (current, response?.status, verification.exchanges.count) {
+            case (.production, 21007, 1): .sandbox
+            case (.sandbox, 21008, 1): .production
             default: nil
             }
         }

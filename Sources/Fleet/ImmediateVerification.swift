@@ -11,7 +11,8 @@ public enum ImmediateVerification {
     public static func run(subscriptionID id: Int64, settings: FleetSettings, logger: Logger) throws -> Settlement {
         let connections = try Connections(settings: settings, consumer: JobQueue.consumerName(thread: -5))
         let processor = Processor(
-            settings: settings, connections: connections, stop: StopSignal(), metrics: FleetMetrics(), logger: logger)
+            settings: settings, connections: connections, stop: StopSignal(), pauses: PauseBoard(), metrics: FleetMetrics(),
+            logger: logger)
         let job = Job(subscriptionID: id, runID: "verify", reason: .manual,
                       enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
         return try processor.verify(job)

@@ -15,6 +15,7 @@ final class Processor {
     private let settings: FleetSettings
     private let connections: Connections
     private let stop: StopSignal
+    private let pauses: PauseBoard
     private let metrics: FleetMetrics
     private let logger: Logger
     private let policy = StatusPolicy()
@@ -26,11 +27,23 @@ final class Processor {
     /// What this worker's last call got from Apple: the next admission says so, which ends the
     /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
     private var lastAnswer = LastAnswer.none
+    /// How long a worker rests when the fleet is halted before it looks again.
+    private static let haltedRest = Duration.seconds(5)
 
-    init(settings: FleetSettings, connections: Connections, stop: StopSignal, metrics: FleetMetrics, logger: Logger) {
+    /// How far ahead a worker may book its time slot for Apple. Far enough that every thread of a
+    /// large fleet holds one (3 processes × 512 threads at 400/s book 3.8 s ahead), so waiting
+    /// threads sleep until their slot instead of asking Redis again; a worker stopped during its
+    /// sleep wastes its slot, which costs the fleet one call.
+    static let bookingHorizon = Duration.seconds(10)
+
+    init(
+        settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard, metrics: FleetMetrics,
+        logger: Logger
+    ) {
         self.settings = settings
         self.connections = connections
         self.stop = stop
+        self.pauses = pauses
         self.metrics = metrics
         self.logger = logger
     }
@@ -124,31 +137,57 @@ final class Processor {
             return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
         let admission = try admit()
+        guard !stop.isSet else { return .settle(.postpone(.zero)) }  // woke from its slot to stop
         switch admission {
         case .paused(let wait):
             restBeforeNextBatch = wait.withJitter()
             return .settle(.postpone(wait.withJitter()))
         case .halted:
-            restBeforeNextBatch = .seconds(5)
+            restBeforeNextBatch = Self.haltedRest
             return .settle(.postpone(.seconds(30)))
         case .probe: metrics.probed()
         case .granted, .wait: break
         }
+        var probing = admission == .probe
         let verification = connections.appStore.verify(
-            receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment)
+            receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment,
+            mayRedirect: {
+                switch try? admit() {
+                case .granted?: return !stop.isSet
+                case .probe?:
+                    metrics.probed()
+                    probing = true
+                    return !stop.isSet
+                default: return false  // the job is retried, the redirect with it
+                }
+            })
         for exchange in verification.exchanges { metrics.answered(exchange) }
-        return try judge(verification, of: subscription, job: job, probing: admission == .probe)
+        return try judge(verification, of: subscription, job: job, probing: probing)
     }
 
-    /// Asks the gate until it admits, pauses or halts; waits out the rate limit here.
+    /// Asks the gate until it admits, pauses or halts. A granted call waits here for its time
+    /// slot; a pause that another worker of this process learned of meanwhile turns it into `.paused`.
     private func admit() throws -> Admission {
         while true {
-            let admission = try connections.gate.admit(upTo: 1, after: lastAnswer)
+            let asked = ContinuousClock.now
+            let admission = try connections.gate.admit(upTo: 1, within: Self.bookingHorizon, after: lastAnswer)
             lastAnswer = .none
-            guard case .wait(let wait) = admission else { return admission }
-            let started = ContinuousClock.now
-            stop.sleep(wait.withJitter(0.1))
-            metrics.waitedForToken(started.duration(to: .now))
+            switch admission {
+            case .wait(let wait):
+                // Every slot within the horizon is booked: far more threads than the rate can serve.
+                // Spread over a second, so they do not all ask again at the same instant.
+                stop.sleep(wait + .milliseconds(Int.random(in: 0...1000)))
+                metrics.waitedForToken(asked.duration(to: .now))
+                continue
+            case .granted(let slots):
+                stop.sleep(slots[0])
+                metrics.waitedForToken(asked.duration(to: .now))
+                if let pause = pauses.remaining() { return .paused(pause) }
+            case .paused(let wait): pauses.note(pausedFor: wait)
+            case .halted: pauses.note(pausedFor: Self.haltedRest)
+            case .probe: break
+            }
+            return admission
         }
     }
 
@@ -171,7 +210,10 @@ final class Processor {
         }
         let action = policy.action(for: verification.outcome, attempt: job.attempt + 1)
         lastAnswer = action.lastAnswer
-        if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
+        if probing, action.meansAppleAnswered {
+            try connections.gate.reportRecovered()
+            pauses.clear()
+        }
 
         switch action {
         case .success, .expiredButValid:
@@ -205,6 +247,7 @@ final class Processor {
             }
             // A stray failure among good answers: this job alone tries again later.
             guard pause > .zero else { return retryAlone() }
+            pauses.note(pausedFor: pause)
             logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
             // Not the job's fault: it waits for the fleet's recovery without being charged an attempt.
             return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil,
@@ -240,6 +283,7 @@ final class Processor {
 
     /// This job's call halted the fleet for `reason`: raise the alarm; the job waits for `resume`.
     private func halted(_ reason: String) -> Decision {
+        pauses.note(pausedFor: Self.haltedRest)
         logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
                         metadata: ["reason": "\(reason)"])
         return .settle(.postpone(.seconds(30)))

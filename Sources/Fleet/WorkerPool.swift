@@ -23,6 +23,7 @@ public final class WorkerPool: Sendable {
     /// Starts the threads and returns at once. A processor that cannot connect keeps trying.
     public func start() {
         leases.start()
+        let pauses = PauseBoard()
         for index in 0..<settings.concurrency {
             threads.spawn("rf-worker-\(index)") { [settings, metrics, logger, leases] stop in
                 var logger = logger
@@ -31,7 +32,8 @@ public final class WorkerPool: Sendable {
                 while !stop.isSet {
                     do {
                         let connections = try Connections(settings: settings, consumer: consumer)
-                        Processor(settings: settings, connections: connections, stop: stop, metrics: metrics, logger: logger)
+                        Processor(settings: settings, connections: connections, stop: stop, pauses: pauses, metrics: metrics,
+                                  logger: logger)
                             .run(keepingLeasesWith: leases)
                     } catch {
                         logger.error("worker cannot connect; retrying in 2 s", metadata: ["error": "\(error)"])

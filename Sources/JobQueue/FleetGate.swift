@@ -35,9 +35,11 @@ public struct PausePolicy: Sendable, Hashable {
 
 /// What a worker may do before calling Apple.
 public enum Admission: Sendable, Hashable {
-    /// Call Apple this many times (1...wanted).
-    case granted(Int)
-    /// The fleet is at its rate: ask again after this long (plus a little jitter).
+    /// Call Apple once per time slot (1...wanted of them), each no sooner than its delay from when
+    /// the admission arrived. Sending at the slot, not before, is what keeps the fleet's calls
+    /// within the limit in every second as Apple counts them.
+    case granted(slots: [Duration])
+    /// The fleet's slots are booked beyond the horizon asked for: ask again after this long.
     case wait(Duration)
     /// The fleet is paused because Apple is unavailable: postpone the job (no attempt charged)
     /// and ask again after this long.
@@ -85,15 +87,18 @@ public final class FleetGate {
         self.pausePolicy = pausePolicy
     }
 
-    /// Asks to call Apple up to `wanted` times now, telling what this caller's last call got.
-    public func admit(upTo wanted: Int = 1, after lastAnswer: LastAnswer = .none) throws(QueueError) -> Admission {
+    /// Asks to call Apple up to `wanted` times, at slots no further ahead than `horizon` (zero: now
+    /// or not at all), telling what this caller's last call got.
+    public func admit(
+        upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none
+    ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let reply = try connection.evaluate(
             Scripts.admit,
             keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak,
-                   keys.configurationStreak, keys.recurringFailure],
+                   keys.configurationStreak, keys.recurringFailure, keys.gateAdmissions],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
-                        lastAnswer.rawValue])
+                        lastAnswer.rawValue, max(horizon.wholeMicroseconds, 0)])
         // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.
         var unexpected: QueueError { .unexpectedReply(operation: "admit", reply: "\(reply)") }
         guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
@@ -101,7 +106,9 @@ public final class FleetGate {
         case ("halted", _): return .halted(reason: parts[1].string ?? "")
         case ("paused", let ms?): return .paused(.milliseconds(ms))
         case ("probe", _): return .probe
-        case ("granted", let count?): return .granted(Int(count))
+        case ("granted", _):
+            guard let slots = parts[1].array?.compactMap(\.int), !slots.isEmpty else { throw unexpected }
+            return .granted(slots: slots.map { .microseconds($0) })
         case ("wait", let µs?): return .wait(.microseconds(µs))
         default: throw unexpected
         }

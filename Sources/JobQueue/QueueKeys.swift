@@ -48,6 +48,9 @@ public struct QueueKeys: Sendable, Hashable {
     public var limiter: String { "\(prefix):limiter" }
     /// The number of tokens the limiter has granted, ever: a counter for rate graphs.
     public var limiterGranted: String { "\(prefix):stats:granted" }
+    /// The number of times workers and the API asked the gate for admission, ever: what the rate
+    /// limit costs Redis, against `limiterGranted`.
+    public var gateAdmissions: String { "\(prefix):stats:admissions" }
     /// One API client's limiter state (GCRA theoretical arrival time, µs), shared by every `serve`
     /// replica; `client` is "token:<name>" or "address:<ip>". Expires when the client is idle.
     public func clientLimiter(_ client: String) -> String { "\(prefix):api:limit:\(client)" }

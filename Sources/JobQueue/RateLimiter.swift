@@ -16,23 +16,17 @@ public struct RateLimit: Sendable, Hashable {
         self.burst = burst
     }
 
+    /// 1% of the rate, at least 1: after a quiet spell the fleet may call Apple this many times at
+    /// once, so no second sees more than 1% above the limit (a burst of 10 at 50/s would allow 20%).
+    public static func defaultBurst(perSecond: Double) -> Int { max(1, Int(perSecond / 100)) }
+
     /// The time one token stands for, in whole µs (the limiter's integer arithmetic works in µs).
     var intervalMicroseconds: Int64 { max(1, Int64((1_000_000 / perSecond).rounded())) }
 }
 
-/// The answer to a request for tokens.
-public struct Grant: Sendable, Hashable {
-    /// Tokens granted, 0...wanted.
-    public let granted: Int
-    /// When the next token will be available. With nothing granted, sleep this long plus a
-    /// little random jitter (so waiting workers do not all ask again at the same instant).
-    public let retryAfter: Duration
-}
-
-/// GCRA buckets on Redis (one Lua script each call, Redis's clock), shared by every process:
-/// `acquire` takes from the fleet's bucket for Apple (workers calling Apple use `FleetGate`,
-/// which checks pause and halt in the same round trip); `admit(client:)` from one API client's,
-/// so N `serve` replicas allow a client the limit, not N times it.
+/// One API client's GCRA bucket on Redis (one Lua script each call, Redis's clock), shared by
+/// every `serve` replica, so N replicas allow a client the limit, not N times it. (The fleet's
+/// bucket for Apple is `FleetGate`'s, which checks pause and halt in the same round trip.)
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
 public final class RateLimiter {
@@ -44,18 +38,6 @@ public final class RateLimiter {
         self.connection = connection
         self.keys = keys
         self.limit = limit
-    }
-
-    /// Takes up to `wanted` tokens at once (fewer, or none, when the fleet is at its rate).
-    public func acquire(upTo wanted: Int) throws(QueueError) -> Grant {
-        guard wanted >= 1 else { throw .invalidArgument("acquire at least 1 token, not \(wanted)") }
-        let reply = try connection.evaluate(
-            Scripts.acquire, keys: [keys.limiter, keys.limiterGranted],
-            arguments: [limit.intervalMicroseconds, limit.burst, wanted])
-        guard let parts = reply.array, parts.count == 2, let granted = parts[0].int, let wait = parts[1].int else {
-            throw .unexpectedReply(operation: "acquire", reply: "\(reply)")
-        }
-        return Grant(granted: Int(granted), retryAfter: .microseconds(wait))
     }
 
     /// Admits one request of an API client ("token:<name>" or "address:<ip>") at `limit` (nil), or

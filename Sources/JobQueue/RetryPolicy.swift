@@ -47,4 +47,10 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
+
+    /// Whole microseconds, rounded down.
+    var wholeMicroseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
 }

@@ -64,21 +64,28 @@ enum Scripts {
 
         """
 
-    /// `gcra(state, counter, interval, burst, wanted)` → granted, µs until the next token (needs `clock`).
-    /// Generic cell rate algorithm over integer µs: `state` holds the theoretical arrival time (TAT);
-    /// granting k tokens moves it k·interval ahead, and it may run at most burst·interval ahead of
-    /// now. So any window of length W grants at most burst + W/interval tokens, fleet-wide.
-    private static let gcra = """
-        local function gcra(state, counter, interval, burst, wanted)
+    /// `reserve(state, counter, interval, burst, wanted, horizon)` → slots, µs until the next slot is
+    /// within the horizon (needs `clock`). The generic cell rate algorithm over integer µs, as virtual
+    /// scheduling: `state` holds the theoretical arrival time (TAT) of the next token; a token's slot
+    /// is TAT − (burst − 1)·interval, or now if that has passed, and each token moves TAT one interval
+    /// on. So slots in any window of length W number at most burst + W/interval, fleet-wide, and
+    /// callers who send at their slots, not before, keep the limit at the wire. Slots up to `horizon`
+    /// µs ahead may be booked: a caller sleeps until its slot instead of asking again and again.
+    /// Slots are returned as µs from now (0: at once).
+    private static let reserve = """
+        local function reserve(state, counter, interval, burst, wanted, horizon)
             local tat = math.max(tonumber(redis.call('GET', state)) or nowus, nowus)
-            local horizon = nowus + burst * interval
-            local granted = math.max(0, math.min(wanted, math.floor((horizon - tat) / interval)))
-            if granted > 0 then
-                tat = tat + granted * interval
-                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1)
-                redis.call('INCRBY', counter, granted)
+            local early = (burst - 1) * interval
+            local slots = {}
+            while #slots < wanted and tat - early <= nowus + horizon do
+                slots[#slots + 1] = math.max(0, tat - early - nowus)
+                tat = tat + interval
             end
-            return granted, math.max(0, tat + interval - horizon)
+            if #slots > 0 then
+                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1)
+                redis.call('INCRBY', counter, #slots)
+            end
+            return slots, math.max(0, tat - early - nowus - horizon)
         end
 
         """
@@ -300,23 +307,18 @@ enum Scripts {
 
     // MARK: Rate limit, pause and halt
 
-    /// Takes up to `wanted` tokens from the fleet-wide limiter.
-    /// KEYS[1] limiter state, KEYS[2] granted counter. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted.
-    /// Returns {granted, µs until the next token}.
-    static let acquire = RedisScript(clock + gcra + """
-        local granted, wait = gcra(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-        return {granted, wait}
-        """)
-
     /// Decides, in one round trip, whether a worker may call Apple now.
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
-    /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure. ARGV[1]
-    /// interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms, ARGV[5] the caller's last
-    /// answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable and recurring-failure
-    /// streaks end), 2 when about the receipt (the configuration streak ends too).
-    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', n} | {'wait', µs}.
+    /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure, KEYS[9]
+    /// admission counter. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
+    /// ARGV[5] the caller's last answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable
+    /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
+    /// too), ARGV[6] how far ahead slots may be booked, µs.
+    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', {µs until each
+    /// slot}} | {'wait', µs until a slot is within reach}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
-    static let admit = RedisScript(clock + gcra + """
+    static let admit = RedisScript(clock + reserve + """
+        redis.call('INCR', KEYS[9])
         local reason = redis.call('GET', KEYS[1])
         if reason then return {'halted', reason} end
         local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
@@ -332,8 +334,9 @@ enum Scripts {
         end
         if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
         if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
-        local granted, wait = gcra(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
-        if granted > 0 then return {'granted', granted} end
+        local slots, wait = reserve(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                                    tonumber(ARGV[6]))
+        if #slots > 0 then return {'granted', slots} end
         return {'wait', wait}
         """)
 
@@ -341,9 +344,9 @@ enum Scripts {
     /// every `serve` replica charges the same bucket. KEYS[1] the client's limiter state, KEYS[2]
     /// admitted counter. ARGV[1] interval µs, ARGV[2] burst.
     /// Returns µs to wait, 0 when admitted.
-    static let admitClient = RedisScript(clock + gcra + """
-        local granted, wait = gcra(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), 1)
-        if granted > 0 then return 0 end
+    static let admitClient = RedisScript(clock + reserve + """
+        local slots, wait = reserve(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), 1, 0)
+        if #slots > 0 then return 0 end
         return math.max(1, wait)
         """)
 

@@ -38,7 +38,7 @@ struct FleetOptions: ParsableArguments {
     @Option(help: "Requests per second to Apple, summed over the whole fleet.")
     var rateLimit: Double?
 
-    @Option(help: "How many requests may go at once after a quiet spell.")
+    @Option(help: "How many requests may go at once after a quiet spell (default: 1% of the rate, at least 1).")
     var rateBurst: Int?
 
     @Option(help: "Worker threads in this process, each with its own connections.")
@@ -162,7 +162,7 @@ struct ResolvedConfiguration {
 
     func settings() throws -> FleetSettings {
         let rate = try number("rate-limit", default: 50.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second")
-        let burst = try number("rate-burst", default: 10, { $0 >= 1 }, "a whole number ≥ 1")
+        let burst = try number("rate-burst", default: RateLimit.defaultBurst(perSecond: rate), { $0 >= 1 }, "a whole number ≥ 1")
         let prefix = string("key-prefix", default: "{rf}")
         let (webhookThreads, webhookEndpointConcurrency) = try webhookConcurrency()
         do {

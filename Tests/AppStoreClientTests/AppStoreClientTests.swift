@@ -17,13 +17,14 @@ import Testing
 
     static func verify(
         _ receipt: SimulatedReceipt, on simulator: LiveSimulator, secret: SharedSecret? = secret,
-        timeout: Duration = .seconds(5), startingIn environment: AppStoreEnvironment = .production
+        timeout: Duration = .seconds(5), startingIn environment: AppStoreEnvironment = .production,
+        mayRedirect: @escaping @Sendable () -> Bool = { true }
     ) async throws -> Verification {
         let endpoints = AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL)
         let data = ReceiptData(base64: receipt.receiptData)
         return try await onOwnThread {
             let client = try AppStoreClient(endpoints: endpoints, http: HTTPClientConfiguration(totalTimeout: timeout))
-            return client.verify(data, sharedSecret: secret, startingIn: environment)
+            return client.verify(data, sharedSecret: secret, startingIn: environment, mayRedirect: mayRedirect)
         }
     }
 
@@ -49,6 +50,18 @@ import Testing
         #expect(verification.exchanges.map(\.outcome) == [.status(21007, isRetryable: nil), .status(0, isRetryable: nil)])
         #expect(verification.environment == .sandbox)
         #expect(verification.response?.status == 0)
+    }
+
+    /// A redirect is one more request to Apple: it waits for a rate-limit token of its own, and
+    /// without one the verification ends with the first answer (the job is retried later).
+    @Test func aRedirectThatGetsNoTokenIsNotSent() async throws {
+        let receipt = try Self.receipt(.sandbox)
+        let (verification, statistics) = try await LiveSimulator.with(startMs: Self.anchorMs) {
+            (try await Self.verify(receipt, on: $0, mayRedirect: { false }), $0.store.statistics)
+        }
+        #expect(verification.exchanges.map(\.environment) == [.production])
+        #expect(verification.outcome == .status(21007, isRetryable: nil))
+        #expect(statistics.requestsTotal == 1, "the sandbox was not asked")
     }
 
     @Test func aProductionReceiptSentToTheSandboxGoesOnToProductionAfter21008() async throws {

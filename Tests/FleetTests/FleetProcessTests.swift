@@ -144,6 +144,48 @@ import Testing
         }
     }
 
+    /// Threads waiting for the rate limit each book a time slot and sleep until it, instead of
+    /// asking Redis every few milliseconds: at 64 threads and 20 calls/s the gate is asked about once
+    /// per call. And every request Apple sees took a token, redirects to the sandbox included.
+    @Test func waitingForTheRateLimitCostsRedisAboutOneAdmissionPerCall() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: nowMs) { simulator in
+                // Enough jobs that nearly every thread holds a batch of 8 and waits for its turn.
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 450)
+                setup.settings.rateLimit = try RateLimit(perSecond: 20, burst: 1)
+                setup.settings.concurrency = 64
+                _ = try await setup.load()
+                // Imported without knowing their environment: the sandbox's receipts are redirected there.
+                _ = try await setup.count("WITH moved AS (UPDATE subscriptions SET environment = 'Production' RETURNING 1) "
+                                          + "SELECT count(*) AS n FROM moved")
+                let started = ContinuousClock.now
+                let worker = try FleetProcess(["worker"], environment: setup.environment)
+                func redirects() -> Int {
+                    let statistics = simulator.store.statistics
+                    return (statistics.byStatus["21007"] ?? 0) + (statistics.byStatus["21008"] ?? 0)
+                }
+                // Run until a receipt of the sandbox was redirected there (its threads' turns come in a few seconds).
+                try await Task.sleep(for: .seconds(3))
+                while redirects() == 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
+                let seconds = Int(started.duration(to: .now).seconds.rounded(.up))
+                worker.send(SIGTERM)
+                #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
+
+                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
+                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
+                let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
+                let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
+                #expect(granted >= 20 * (seconds - 2), "the fleet ran at its rate: \(granted) tokens in \(seconds) s")
+                // Asking every few ms, as waiting threads did before slots, cost over 1,000 admissions/s here.
+                #expect(admissions <= 2 * granted + 20 * seconds, "\(admissions) admissions for \(granted) tokens")
+                let requests = simulator.store.statistics.requestsTotal
+                #expect(redirects() > 0, "a receipt was redirected, so redirects were counted against the limit")
+                #expect(requests <= granted, "\(requests) requests, \(granted) tokens")
+            }
+        }
+    }
+
     /// Apple answers slowly: a worker thread holds its batch of 8 for 12 s, over twice the 5 s
     /// visibility timeout, while the threads left without a batch look for jobs to reclaim. The
     /// holders' leases are renewed, so no job is taken from a live worker: Apple is asked once per

@@ -63,7 +63,7 @@ struct GateTests {
 
         try await withGate { try $0.reportRecovered() }
         let reopened = try await admitTogether(4)
-        #expect(reopened.allSatisfy { $0 == .granted(1) })
+        #expect(reopened.allSatisfy { $0 == .granted(slots: [.zero]) })
     }
 
     @Test("stray unavailable answers do not pause the fleet; a streak of them does, and an answer ends a streak")
@@ -188,22 +188,28 @@ struct GateTests {
 
         try await withGate { try $0.resume() }
         let resumed = try await withGate { try $0.admit(upTo: 3) }
-        #expect(resumed == .granted(3))
+        #expect(resumed == .granted(slots: [.zero, .zero, .zero]))
     }
 
-    @Test("the gate applies the rate limit: past the burst, callers are told to wait")
+    @Test("the gate applies the rate limit: the burst at once, then slots one interval apart up to the horizon; past it, a wait")
     func gateLimitsRate() async throws {
         let policy = policy
         let slow = try RateLimit(perSecond: 1, burst: 50)  // a token a second
-        let (first, second) = try await withDeployment { deployment, connection in
+        let (burst, booked, beyond) = try await withDeployment { deployment, connection in
             let gate = FleetGate(connection: connection, keys: deployment.keys, limit: slow, pausePolicy: policy)
-            return (try gate.admit(upTo: 80), try gate.admit(upTo: 1))
+            return (try gate.admit(upTo: 80), try gate.admit(upTo: 3, within: .milliseconds(2500)), try gate.admit(upTo: 1))
         }
-        #expect(first == .granted(50))
-        guard case .wait(let wait) = second else {
-            Issue.record("expected .wait, got \(second)")
+        #expect(burst == .granted(slots: Array(repeating: .zero, count: 50)))
+        guard case .granted(let slots) = booked, case .wait(let wait) = beyond else {
+            Issue.record("expected slots, then a wait; got \(booked), \(beyond)")
             return
         }
-        #expect(wait > .milliseconds(500) && wait <= .seconds(1))
+        // Two slots fit in the horizon, a second apart (less the time since the burst was taken).
+        #expect(slots.count == 2)
+        #expect(slots.allSatisfy { $0 > .zero })
+        #expect(abs((slots[1] - slots[0]).seconds - 1) < 0.001)
+        #expect(slots[0] > .milliseconds(500) && slots[0] <= .seconds(1))
+        // The third slot is a second after the second one: waiting for it, not polling.
+        #expect(wait > slots[1] && wait <= slots[1] + .seconds(1))
     }
 }
