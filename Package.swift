@@ -52,10 +52,12 @@ let package = Package(
         .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes", "Redaction"]),
 
         // Domain.
+        // Apple's vocabulary, parsing, analysis and events: pure, no I/O (the ledger links no libcurl).
         .target(name: "AppStore", dependencies: [
-            "HTTPClient",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The clients that ask Apple.
+        .target(name: "AppStoreClients", dependencies: ["AppStore", "HTTPClient"]),
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
         .target(name: "EventRelay", dependencies: [
@@ -66,7 +68,8 @@ let package = Package(
 
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
-            "AppStore", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient", "RedisClient",
+            "AppStore", "AppStoreClients", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient",
+            "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
         ]),
@@ -83,7 +86,7 @@ let package = Package(
 
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
-            "AppStore", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
+            "AppStore", "AppStoreClients", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
@@ -134,7 +137,7 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "AppStoreClientTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "HTTPClient", "TestSupport",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "HTTPClient", "TestSupport",
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreClients
 import Fleet
 import Foundation
 import JobQueue

@@ -1,5 +1,6 @@
 import Lanes
 import AppStore
+import AppStoreClients
 import HTTPClient
 import JobQueue
 import Ledger

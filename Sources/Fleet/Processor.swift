@@ -1,5 +1,6 @@
 import Lanes
 import AppStore
+import AppStoreClients
 import Foundation
 import JobQueue
 import Ledger
@@ -27,6 +28,10 @@ final class Processor {
     /// What this worker's last call got from Apple: the next admission says so, which ends the
     /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
     private var lastAnswer = LastAnswer.none
+    /// Slots booked for the batch's next calls and not used yet, earliest first.
+    private var bookedSlots: [ContinuousClock.Instant] = []
+    /// What this worker's last call to Apple took: how many calls it can make back to back.
+    private var lastCallDuration = Duration.seconds(1)
     /// How long a worker rests when the fleet is halted before it looks again.
     private static let haltedRest = Duration.seconds(5)
 
@@ -35,6 +40,9 @@ final class Processor {
     /// threads sleep until their slot instead of asking Redis again; a worker stopped during its
     /// sleep wastes its slot, which costs the fleet one call.
     static let bookingHorizon = Duration.seconds(10)
+    /// How much later than its slot a worker may make a call booked ahead with others: any second
+    /// then sees at most limit + burst + 1% (10 ms of the rate).
+    static let slotTolerance = Duration.milliseconds(10)
 
     init(
         settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard, metrics: FleetMetrics,
@@ -99,13 +107,14 @@ final class Processor {
         let loaded = try connections.ledger.loadForVerification(ids: jobs.map(\.job.subscriptionID))
         let subscriptions = Dictionary(loaded.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var decisions: [(ReservedJob, Decision)] = []
-        for job in jobs {
+        for (index, job) in jobs.enumerated() {
             guard !stop.isSet else {
                 decisions.append((job, .settle(.postpone(.zero))))  // another worker takes it at once
                 continue
             }
-            decisions.append((job, try decide(job.job, subscriptions[job.job.subscriptionID])))
+            decisions.append((job, try decide(job.job, subscriptions[job.job.subscriptionID], upcoming: jobs.count - index)))
         }
+        bookedSlots.removeAll()  // booked for jobs that needed no call: one call less for the fleet
         let settled = Array(zip(decisions.map(\.0), try write(decisions.map(\.1))))
         for (reserved, settlement) in settled {
             if reserved.job.reason == .registration, case .ack(.verified) = settlement,
@@ -126,7 +135,8 @@ final class Processor {
     }
 
     /// What to do with one job: verify its subscription, unless there is nothing to verify.
-    private func decide(_ job: Job, _ subscription: LoadedSubscription?) throws -> Decision {
+    /// `upcoming` counts this job and the batch's jobs after it: calls this worker may book at once.
+    private func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         guard let receipt = subscription.receipt else {
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
@@ -136,7 +146,7 @@ final class Processor {
         {
             return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
-        let admission = try admit()
+        let admission = try admit(upTo: upcoming)
         guard !stop.isSet else { return .settle(.postpone(.zero)) }  // woke from its slot to stop
         switch admission {
         case .paused(let wait):
@@ -149,6 +159,7 @@ final class Processor {
         case .granted, .wait: break
         }
         var probing = admission == .probe
+        let calling = ContinuousClock.now
         let verification = connections.appStore.verify(
             receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment,
             mayRedirect: {
@@ -161,16 +172,31 @@ final class Processor {
                 default: return false  // the job is retried, the redirect with it
                 }
             })
+        lastCallDuration = calling.duration(to: .now) / verification.exchanges.count
         for exchange in verification.exchanges { metrics.answered(exchange) }
         return try judge(verification, of: subscription, job: job, probing: probing)
     }
 
     /// Asks the gate until it admits, pauses or halts. A granted call waits here for its time
     /// slot; a pause that another worker of this process learned of meanwhile turns it into `.paused`.
-    private func admit() throws -> Admission {
+    ///
+    /// When calls are quick (Apple near, the limit far), one admission books slots for several of
+    /// the batch's calls: as many as this worker can make back to back within `slotTolerance`, so
+    /// none is used much later than its slot (late calls could bunch above the limit). A booked
+    /// slot that the worker comes too late for anyway is given up, not used.
+    private func admit(upTo upcoming: Int = 1) throws -> Admission {
+        while let slot = bookedSlots.first {
+            bookedSlots.removeFirst()
+            let now = ContinuousClock.now
+            guard now <= slot + Self.slotTolerance else { continue }
+            stop.sleep(now.duration(to: slot))
+            if let pause = pauses.remaining() { return .paused(pause) }
+            return .granted(slots: [.zero])
+        }
+        let wanted = max(1, min(upcoming, Int(Self.slotTolerance / max(lastCallDuration, .microseconds(1)))))
         while true {
             let asked = ContinuousClock.now
-            let admission = try connections.gate.admit(upTo: 1, within: Self.bookingHorizon, after: lastAnswer)
+            let admission = try connections.gate.admit(upTo: wanted, within: Self.bookingHorizon, after: lastAnswer)
             lastAnswer = .none
             switch admission {
             case .wait(let wait):
@@ -180,6 +206,8 @@ final class Processor {
                 metrics.waitedForToken(asked.duration(to: .now))
                 continue
             case .granted(let slots):
+                let booked = ContinuousClock.now
+                bookedSlots = slots.dropFirst().map { booked + $0 }
                 stop.sleep(slots[0])
                 metrics.waitedForToken(asked.duration(to: .now))
                 if let pause = pauses.remaining() { return .paused(pause) }

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreClients
 import AppStoreSimulator
 import Foundation
 import HTTPClient

@@ -24,13 +24,13 @@ import Testing
     func aVerifyReceiptRequestCarriesItsThreeFields(excludeOld: Bool) throws {
         let secret = SharedSecret("a\"b\\c\n")
         let receipt = ReceiptData(base64: "MIIT+/w==")
-        let body = AppStoreClient.requestBody(receipt, secret, excludeOld)
+        let body = VerifyReceiptRequest.body(receipt, secret, excludeOld)
         let fields = try #require(JSONSerialization.jsonObject(with: Data(body)) as? [String: Any])
         #expect(fields.count == 3)
         #expect(fields["receipt-data"] as? String == "MIIT+/w==")
         #expect(fields["password"] as? String == "a\"b\\c\n")
         #expect(fields["exclude-old-transactions"] as? Bool == excludeOld)
-        let withoutSecret = try #require(JSONSerialization.jsonObject(with: Data(AppStoreClient.requestBody(receipt, nil, excludeOld))) as? [String: Any])
+        let withoutSecret = try #require(JSONSerialization.jsonObject(with: Data(VerifyReceiptRequest.body(receipt, nil, excludeOld))) as? [String: Any])
         #expect(Set(withoutSecret.keys) == ["receipt-data", "exclude-old-transactions"])
     }
 }

@@ -1,50 +1,5 @@
-import Foundation
+import AppStore
 import HTTPClient
-
-/// Where verifyReceipt lives. Tests and the demo point these at the App Store simulator.
-public struct AppStoreEndpoints: Sendable, Equatable {
-    public var production: String
-    public var sandbox: String
-
-    public init(production: String, sandbox: String) {
-        self.production = production
-        self.sandbox = sandbox
-    }
-
-    /// Apple's own endpoints.
-    public static let apple = AppStoreEndpoints(
-        production: "https://buy.itunes.apple.com/verifyReceipt",
-        sandbox: "https://sandbox.itunes.apple.com/verifyReceipt")
-
-    public func url(for environment: AppStoreEnvironment) -> String {
-        environment == .production ? production : sandbox
-    }
-}
-
-/// One request to one environment and what came of it.
-public struct VerificationExchange: Sendable {
-    public var environment: AppStoreEnvironment
-    public var outcome: VerificationOutcome
-    /// Nil when no HTTP answer arrived.
-    public var httpStatus: Int?
-    public var latency: Duration
-    /// Why the answer could not be used (an unreadable body or a transport failure), for the
-    /// verification log. It never holds the request, so never the receipt or the secret.
-    public var problem: String?
-}
-
-/// The result of `AppStoreClient.verify`: one exchange, or two when Apple redirected to the
-/// other environment (21007, 21008).
-public struct Verification: Sendable {
-    public var exchanges: [VerificationExchange]
-    /// The last readable response, if any.
-    public var response: VerifyReceiptResponse?
-
-    /// The outcome of the last exchange: the one the status policy judges.
-    public var outcome: VerificationOutcome { exchanges[exchanges.count - 1].outcome }
-    /// The environment that gave the last answer.
-    public var environment: AppStoreEnvironment { exchanges[exchanges.count - 1].environment }
-}
 
 /// verifyReceipt over one HTTP connection per environment, kept alive between calls.
 ///
@@ -68,7 +23,7 @@ public final class AppStoreClient {
         _ receipt: ReceiptData, sharedSecret: SharedSecret?, excludeOldTransactions: Bool = true,
         startingIn environment: AppStoreEnvironment = .production, mayRedirect: () -> Bool
     ) -> Verification {
-        let body = Self.requestBody(receipt, sharedSecret, excludeOldTransactions)
+        let body = VerifyReceiptRequest.body(receipt, sharedSecret, excludeOldTransactions)
         var verification = Verification(exchanges: [], response: nil)
         var next: AppStoreEnvironment? = environment
         while let current = next, verification.exchanges.isEmpty || mayRedirect() {
@@ -106,20 +61,6 @@ public final class AppStoreClient {
         }
         exchange.latency = ContinuousClock.now - started
         return (exchange, nil)
-    }
-
-    /// Apple's request: `{"receipt-data": …, "password": …, "exclude-old-transactions": …}`.
-    static func requestBody(
-        _ receipt: ReceiptData, _ sharedSecret: SharedSecret?, _ excludeOldTransactions: Bool
-    ) -> [UInt8] {
-        var body = Array(#"{"receipt-data":"#.utf8)
-        JSONText.appendString(receipt.base64, to: &body)
-        if let sharedSecret {
-            body += #","password":"#.utf8
-            JSONText.appendString(sharedSecret.value, to: &body)
-        }
-        body += #","exclude-old-transactions":\#(excludeOldTransactions)}"#.utf8
-        return body
     }
 }
 
