@@ -177,6 +177,12 @@ final class Processor {
         return try judge(verification, of: subscription, job: job, probing: probing)
     }
 
+    /// How many of `upcoming` calls to book in one admission: as many as fit back to back, at the
+    /// last call's pace, within `slotTolerance` of the first one's slot; at least one.
+    static func callsToBook(upcoming: Int, lastCall: Duration) -> Int {
+        max(1, min(upcoming, Int(slotTolerance / max(lastCall, .microseconds(1)))))
+    }
+
     /// Asks the gate until it admits, pauses or halts. A granted call waits here for its time
     /// slot; a pause that another worker of this process learned of meanwhile turns it into `.paused`.
     ///
@@ -193,7 +199,7 @@ final class Processor {
             if let pause = pauses.remaining() { return .paused(pause) }
             return .granted(slots: [.zero])
         }
-        let wanted = max(1, min(upcoming, Int(Self.slotTolerance / max(lastCallDuration, .microseconds(1)))))
+        let wanted = Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration)
         while true {
             let asked = ContinuousClock.now
             let admission = try connections.gate.admit(upTo: wanted, within: Self.bookingHorizon, after: lastAnswer)

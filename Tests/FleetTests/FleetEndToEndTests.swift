@@ -44,30 +44,6 @@ import Testing
         }
     }
 
-    /// Apple answers at once and the limit is far: a batch's calls share one admission, so Redis
-    /// runs one gate script per batch, not per call. In the serial pass of scripts/test: on a
-    /// machine loaded by other suites, calls take longer than the 10 ms a shared admission allows,
-    /// and are rightly admitted one by one.
-    @Test func quickCallsShareAnAdmission() async throws {
-        let nowMs = Self.nowMs
-        try await TestDatabase.with { database in
-            try await LiveSimulator.with(startMs: nowMs) { simulator in
-                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 140)
-                _ = try await setup.load()
-                let final = try await setup.work()
-                #expect(final.isSettled)
-                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
-                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
-                let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
-                let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
-                #expect(granted >= setup.subscriptions.count, "every subscription's call took a slot: \(granted)")
-                // One admission per call without sharing; a debug build's calls take a few ms, so
-                // two to four calls share one here (a release build's whole batch of 8 does).
-                #expect(admissions * 4 <= granted * 3, "\(admissions) admissions for \(granted) slots")
-            }
-        }
-    }
-
     /// A month ago every subscription is seen for the first time; tonight a month of renewals,
     /// refunds, expiries and plan changes has happened. The fleet's events must be exactly the ones
     /// the simulator's truth lists for each subscription between its two looks, none missing and

@@ -1,0 +1,18 @@
+@testable import Fleet
+import Testing
+
+/// How many of a batch's calls a worker books in one admission: those it can make within 10 ms
+/// of the first one's slot, so that none is made much later than its own slot (benchmarks/run
+/// overhead shows what it saves Redis: 5.9 commands a verification against 14.4).
+@Suite struct SlotBookingTests {
+    @Test(arguments: [
+        (upcoming: 8, lastCallMicroseconds: 500, booked: 8),  // Apple answers at once: the whole batch
+        (upcoming: 8, lastCallMicroseconds: 2_500, booked: 4),  // 4 calls of 2.5 ms fit in 10 ms
+        (upcoming: 3, lastCallMicroseconds: 100, booked: 3),  // never more than the batch has left
+        (upcoming: 8, lastCallMicroseconds: 150_000, booked: 1),  // Apple's real latency: one by one
+        (upcoming: 8, lastCallMicroseconds: 0, booked: 8),  // no measurement yet is not a division by zero
+    ])
+    func callsBookedAtOnce(upcoming: Int, lastCallMicroseconds: Int64, booked: Int) {
+        #expect(Processor.callsToBook(upcoming: upcoming, lastCall: .microseconds(lastCallMicroseconds)) == booked)
+    }
+}
