@@ -79,7 +79,7 @@ extension Ledger {
     private func run(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
         let rows = try connection.query(
             PersistenceStatement.sql,
-            [PersistenceStatement.parameter(writes, schedule: schedule, nextNightlyRun: nextNightlyRun)])
+            PersistenceStatement.parameters(writes, schedule: schedule, nextNightlyRun: nextNightlyRun))
         let outcomes = try PersistenceStatement.outcomes(rows)
         for (write, outcome) in zip(writes, outcomes) {
             guard case .written = outcome, write.change != nil, let purchases = write.purchases else { continue }
