@@ -13,6 +13,6 @@ import Testing
         (upcoming: 8, lastCallMicroseconds: 0, booked: 8),  // no measurement yet is not a division by zero
     ])
     func callsBookedAtOnce(upcoming: Int, lastCallMicroseconds: Int64, booked: Int) {
-        #expect(Processor.callsToBook(upcoming: upcoming, lastCall: .microseconds(lastCallMicroseconds)) == booked)
+        #expect(PacedGate.callsToBook(upcoming: upcoming, lastCall: .microseconds(lastCallMicroseconds)) == booked)
     }
 }

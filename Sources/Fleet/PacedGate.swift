@@ -1,0 +1,142 @@
+import AppStore
+import Foundation
+import JobQueue
+import Lanes
+
+/// A worker thread's leave to call Apple: the fleet's `FleetGate` in Redis, with each call paced
+/// to its time slot.
+///
+/// A granted call sleeps here until its slot, so calls reach Apple at the limit's pace however
+/// many threads wait, and a waiting thread asks Redis once per call. When calls are quick (Apple
+/// near, the limit far), one admission books several of the caller's upcoming calls: as many as
+/// it can make back to back within `slotTolerance`, so none is made much later than its slot (late
+/// calls could bunch above the limit); a booked slot it comes too late for anyway is given up. A
+/// pause or halt that another thread of the process learned of (`PauseBoard`) cancels a call, and
+/// so does the worker's stop signal (then the job goes back at once).
+final class PacedGate: AppleGate {
+    /// How far ahead a worker may book its time slot. Far enough that every thread of a large
+    /// fleet holds one (3 processes × 512 threads at 400/s book 3.8 s ahead), so waiting threads
+    /// sleep until their slot instead of asking Redis again; a worker stopped during its sleep
+    /// wastes its slot, which costs the fleet one call.
+    static let bookingHorizon = Duration.seconds(10)
+    /// How much later than its slot a worker may make a call booked ahead with others: any second
+    /// then sees at most limit + burst + 1% (10 ms of the rate).
+    static let slotTolerance = Duration.milliseconds(10)
+    /// How long a worker rests when the fleet is halted before it looks again.
+    static let haltedRest = Duration.seconds(5)
+
+    private let connections: Connections
+    private let settings: FleetSettings
+    private let stop: StopSignal
+    private let pauses: PauseBoard
+    private let metrics: FleetMetrics
+    /// What this worker's last call got from Apple: the next admission says so, which ends the
+    /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
+    private var lastAnswer = LastAnswer.none
+    /// What this worker's last call to Apple took: how many calls it can make back to back.
+    private var lastCallDuration = Duration.seconds(1)
+    /// Slots booked for the next calls and not used yet, earliest first.
+    private var bookedSlots: [ContinuousClock.Instant] = []
+    /// Set when an admission found the fleet paused or halted: how long to rest before reserving
+    /// more jobs, so a stopped fleet does not churn its backlog through the delayed set.
+    private(set) var restBeforeNextBatch: Duration?
+
+    init(connections: Connections, settings: FleetSettings, stop: StopSignal, pauses: PauseBoard, metrics: FleetMetrics) {
+        self.connections = connections
+        self.settings = settings
+        self.stop = stop
+        self.pauses = pauses
+        self.metrics = metrics
+    }
+
+    /// How many of `upcoming` calls to book in one admission: as many as fit back to back, at the
+    /// last call's pace, within `slotTolerance` of the first one's slot; at least one.
+    static func callsToBook(upcoming: Int, lastCall: Duration) -> Int {
+        max(1, min(upcoming, Int(slotTolerance / max(lastCall, .microseconds(1)))))
+    }
+
+    func admit(upcoming: Int) throws -> Admission {
+        let admission = try slot(upcoming: upcoming)
+        guard !stop.isSet else { return .paused(.zero) }  // woke to stop: the job goes back at once
+        switch admission {
+        case .paused(let wait): restBeforeNextBatch = wait.withJitter()
+        case .halted: restBeforeNextBatch = Self.haltedRest
+        default: break
+        }
+        return admission
+    }
+
+    /// Forgets what the last batch booked and learned: its leftover slots are one call less for
+    /// the fleet. Returns how long to rest before the next batch, if the fleet stopped meanwhile.
+    func endBatch() -> Duration? {
+        bookedSlots.removeAll()
+        defer { restBeforeNextBatch = nil }
+        return restBeforeNextBatch
+    }
+
+    /// A booked slot if one is still good, else the gate's answer; a granted call waits for its slot.
+    private func slot(upcoming: Int) throws -> Admission {
+        while let slot = bookedSlots.first {
+            bookedSlots.removeFirst()
+            let now = ContinuousClock.now
+            guard now <= slot + Self.slotTolerance else { continue }
+            stop.sleep(now.duration(to: slot))
+            if let pause = pauses.remaining() { return .paused(pause) }
+            return .granted(slots: [.zero])
+        }
+        let wanted = Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration)
+        while true {
+            let asked = ContinuousClock.now
+            let admission = try connections.gate.admit(upTo: wanted, within: Self.bookingHorizon, after: lastAnswer)
+            lastAnswer = .none
+            switch admission {
+            case .wait(let wait):
+                // Every slot within the horizon is booked: far more threads than the rate can serve.
+                // Spread over a second, so they do not all ask again at the same instant.
+                stop.sleep(wait + .milliseconds(Int.random(in: 0...1000)))
+                metrics.waitedForToken(asked.duration(to: .now))
+                continue
+            case .granted(let slots):
+                let booked = ContinuousClock.now
+                bookedSlots = slots.dropFirst().map { booked + $0 }
+                stop.sleep(slots[0])
+                metrics.waitedForToken(asked.duration(to: .now))
+                if let pause = pauses.remaining() { return .paused(pause) }
+            case .paused(let wait): pauses.note(pausedFor: wait)
+            case .halted: pauses.note(pausedFor: Self.haltedRest)
+            case .probe: metrics.probed()
+            }
+            return admission
+        }
+    }
+
+    func called(_ answer: LastAnswer, taking duration: Duration) {
+        lastAnswer = answer
+        lastCallDuration = duration
+    }
+
+    func reportRecovered() throws {
+        try connections.gate.reportRecovered()
+        pauses.clear()
+    }
+
+    func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
+        let verdict = try connections.reportUnanswered(action, exchange, settings: settings)
+        switch verdict {
+        case .counted(let pause): pauses.note(pausedFor: pause)
+        case .halted: pauses.note(pausedFor: Self.haltedRest)
+        }
+        return verdict
+    }
+
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
+        let halted = try connections.gate.reportConfigurationError(subscriptionID: subscriptionID, reason: reason, needed: needed)
+        if halted { pauses.note(pausedFor: Self.haltedRest) }
+        return halted
+    }
+
+    func halt(reason: String) throws {
+        try connections.gate.halt(reason: reason)
+        pauses.note(pausedFor: Self.haltedRest)
+    }
+}

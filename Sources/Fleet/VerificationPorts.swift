@@ -1,0 +1,67 @@
+import AppStore
+import AppStoreClients
+import Foundation
+import JobQueue
+import Ledger
+
+/// The fleet's leave to call Apple, and what the fleet must hear of Apple's answers. A worker's is
+/// `PacedGate` (FleetGate in Redis, paced by time slots); tests use a fake.
+protocol AppleGate {
+    /// Waits until this caller may call Apple once: `.granted` (call now), `.probe` (call, as the
+    /// paused fleet's one probe), `.paused` or `.halted` (do not call). `upcoming` counts this call
+    /// and the caller's further ones that may be booked with it.
+    func admit(upcoming: Int) throws -> Admission
+    /// What the last call got and how long it took: told with the next admission.
+    func called(_ answer: LastAnswer, taking duration: Duration)
+    /// The probe got an answer from Apple: the pause is over.
+    func reportRecovered() throws
+    /// Apple did not answer (`action` is `.retryable(upstreamUnavailable: true)` or
+    /// `.unavailableUnlessPersistent`): counts toward the pause, or halts the fleet.
+    func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict
+    /// One subscription's receipt answered a configuration error; true once enough agree (halted).
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool
+    /// Stops the whole fleet until an operator resumes it.
+    func halt(reason: String) throws
+}
+
+/// Asks Apple about a receipt: `AppStoreClient`, or a fake.
+protocol ReceiptVerifier {
+    /// `mayRedirect` is asked before a second call to the other environment (it needs leave too).
+    func verify(
+        _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
+        mayRedirect: () -> Bool
+    ) -> Verification
+}
+
+/// Where verification results go: the `Ledger`, or a fake.
+protocol VerificationStore {
+    /// Writes many results in one transaction; one outcome each, in order.
+    func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome]
+    /// Writes one result again after it lost the compare-and-set, analysing Apple's answer anew on
+    /// top of what the other writer stored.
+    func rewrite(
+        _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
+    ) throws -> WriteOutcome
+}
+
+extension AppStoreClient: ReceiptVerifier {
+    func verify(
+        _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
+        mayRedirect: () -> Bool
+    ) -> Verification {
+        verify(receipt, sharedSecret: sharedSecret, excludeOldTransactions: true, startingIn: environment,
+               mayRedirect: mayRedirect)
+    }
+}
+
+extension Ledger: VerificationStore {
+    func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
+        try persist(writes, nextNightlyRun: nextNightlyRun)
+    }
+
+    func rewrite(
+        _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
+    ) throws -> WriteOutcome {
+        try persist(write, nextNightlyRun: nextNightlyRun, attempts: 3, reanalysing: reanalysing)
+    }
+}

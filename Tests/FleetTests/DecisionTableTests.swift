@@ -1,0 +1,228 @@
+import AppStore
+import Foundation
+@testable import Fleet
+import JobQueue
+@testable import Ledger
+import Logging
+import Testing
+
+/// `SubscriptionVerification`'s decision table, with in-memory fakes for its three ports: what
+/// each of Apple's answers (and the fleet's admissions) makes of a job — verified, retried,
+/// postponed, paused, halted, buried — and what the fleet and the ledger hear of it. The end-to-end
+/// suites run the same use case against the real servers.
+@Suite struct DecisionTableTests {
+    /// The gate: admits as scripted (then grants), and records what it is told.
+    final class FakeGate: AppleGate {
+        var admissions: [Admission] = []
+        var unanswered = RecurringFailureVerdict.counted(pause: .zero)
+        var confirmsConfigurationError = false
+        private(set) var heard: [String] = []
+
+        func admit(upcoming: Int) throws -> Admission {
+            admissions.isEmpty ? .granted(slots: [.zero]) : admissions.removeFirst()
+        }
+        func called(_ answer: LastAnswer, taking duration: Duration) { heard.append("answer \(answer)") }
+        func reportRecovered() throws { heard.append("recovered") }
+        func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
+            heard.append("unanswered")
+            return unanswered
+        }
+        func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
+            heard.append("configuration error")
+            return confirmsConfigurationError
+        }
+        func halt(reason: String) throws { heard.append("halt") }
+    }
+
+    /// Apple: answers every call with `outcome` (and `response` when readable).
+    final class FakeVerifier: ReceiptVerifier {
+        let outcome: VerificationOutcome
+        let response: VerifyReceiptResponse?
+        private(set) var calls = 0
+
+        init(_ outcome: VerificationOutcome, response: VerifyReceiptResponse? = nil) {
+            self.outcome = outcome
+            self.response = response
+        }
+
+        func verify(
+            _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
+            mayRedirect: () -> Bool
+        ) -> Verification {
+            calls += 1
+            return Verification(
+                exchanges: [VerificationExchange(environment: environment, outcome: outcome, httpStatus: 200, latency: .milliseconds(5))],
+                response: response)
+        }
+    }
+
+    /// The ledger: keeps what it is given; the first write of each batch may lose the compare-and-set.
+    final class FakeStore: VerificationStore {
+        var firstWriteIsStale = false
+        private(set) var written: [VerificationWrite] = []
+        private(set) var rewritten: [VerificationWrite] = []
+
+        func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
+            written += writes
+            return writes.indices.map { $0 == 0 && firstWriteIsStale ? .stale : .written(version: 1) }
+        }
+        func rewrite(
+            _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
+        ) throws -> WriteOutcome {
+            rewritten.append(write)
+            _ = try reanalysing(nil)
+            return .written(version: 2)
+        }
+    }
+
+    static let subscription = LoadedSubscription(
+        id: 7, originalTransactionID: "1000000000000007", app: "default", accountID: nil, environment: .production,
+        receipt: ReceiptData(base64: "cmVjZWlwdA=="), state: nil, version: 0, lastVerifiedAt: nil, nextCheckAt: nil)
+
+    /// Apple's answer for that subscription: one monthly period, renewing, bought a week ago.
+    static func activeResponse() throws -> VerifyReceiptResponse {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let (bought, expires) = (now - 7 * 86_400_000, now + 23 * 86_400_000)
+        let entry = """
+            {"product_id":"monthly","transaction_id":"2000000000000007","original_transaction_id":"1000000000000007",
+             "purchase_date_ms":"\(bought)","original_purchase_date_ms":"\(bought)","expires_date_ms":"\(expires)",
+             "web_order_line_item_id":"3000000000000007","is_trial_period":"false","is_in_intro_offer_period":"false",
+             "in_app_ownership_type":"PURCHASED"}
+            """
+        let body = """
+            {"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.app","request_date_ms":"\(now)",
+             "in_app":[\(entry)]},"latest_receipt_info":[\(entry)],
+             "pending_renewal_info":[{"auto_renew_product_id":"monthly","product_id":"monthly",
+             "original_transaction_id":"1000000000000007","auto_renew_status":"1"}]}
+            """
+        return try VerifyReceiptResponse(body: Array(body.utf8), httpStatus: 200)
+    }
+
+    /// One job through the use case, as a worker runs it: decide, write, and the settlement.
+    static func run(
+        _ verifier: FakeVerifier, gate: FakeGate = FakeGate(), store: FakeStore = FakeStore(),
+        subscription: LoadedSubscription? = subscription, attempt: Int = 0
+    ) throws -> (settlement: String, gate: FakeGate, store: FakeStore) {
+        let settings = FleetSettings(
+            redisURL: "redis://unused", postgresURL: "postgresql://unused", keyPrefix: "{t}",
+            endpoints: AppStoreEndpoints(production: "http://unused/p", sandbox: "http://unused/s"), sharedSecret: nil,
+            rateLimit: try RateLimit(perSecond: 10, burst: 1))
+        let verification = SubscriptionVerification(
+            gate: gate, verifier: verifier, store: store, settings: settings, metrics: FleetMetrics(),
+            logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
+        var job = Job(subscriptionID: 7, runID: "t", reason: .nightly, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
+        job.attempt = attempt
+        let settlement = try verification.write([verification.decide(job, subscription)])[0]
+        return (Self.kind(settlement), gate, store)
+    }
+
+    /// A settlement's kind: "ack verified", "ack permanent_failure", "postpone", "retry", "bury".
+    static func kind(_ settlement: Settlement) -> String {
+        switch settlement {
+        case .ack(let outcome): "ack \(outcome.rawValue)"
+        case .postpone: "postpone"
+        case .retry: "retry"
+        case .bury: "bury"
+        }
+    }
+
+    @Test func anAnswerAboutTheReceiptIsAnalysedWrittenAndAcked() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.status(0, isRetryable: nil), response: Self.activeResponse()))
+        #expect(settlement == "ack verified")
+        #expect(store.written.count == 1 && store.written[0].change?.analysis.state.status == .active)
+        #expect(gate.heard == ["answer verdict"])
+    }
+
+    @Test func aWriteThatLostTheRaceIsAnalysedAgainOnTopOfTheNewerState() throws {
+        let store = FakeStore()
+        store.firstWriteIsStale = true
+        let (settlement, _, _) = try Self.run(
+            FakeVerifier(.status(0, isRetryable: nil), response: Self.activeResponse()), store: store)
+        #expect(settlement == "ack verified")
+        #expect(store.rewritten.count == 1)
+    }
+
+    @Test func aStrayUnavailableAnswerRetriesTheJobAlone() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.status(21005, isRetryable: nil)))
+        #expect(settlement == "retry")
+        #expect(gate.heard == ["answer none", "unanswered"])
+        #expect(store.written.map(\.attempt.outcome) == [.retryable], "the attempt is logged, the state untouched")
+        #expect(store.written.allSatisfy { $0.change == nil })
+    }
+
+    @Test func aStreakOfUnavailableAnswersPausesAndPostponesWithoutChargingAnAttempt() throws {
+        let gate = FakeGate()
+        gate.unanswered = .counted(pause: .seconds(2))
+        let (settlement, _, store) = try Self.run(FakeVerifier(.unreadableBody(httpStatus: 503)), gate: gate)
+        #expect(settlement == "postpone")
+        #expect(store.written.map(\.attempt.outcome) == [.retryable])
+    }
+
+    @Test func failingForTooLongHaltsTheFleet() throws {
+        let gate = FakeGate()
+        gate.unanswered = .halted(reason: "for 600 s, TLS handshake")
+        let (settlement, _, store) = try Self.run(FakeVerifier(.transportFailure(.tlsHandshake)), gate: gate)
+        #expect(settlement == "postpone")
+        #expect(store.written.isEmpty)
+    }
+
+    @Test func aLoneConfigurationErrorIsBuriedAndSeveralHalt() throws {
+        let lone = try Self.run(FakeVerifier(.status(21004, isRetryable: nil)))
+        #expect(lone.settlement == "bury")
+        #expect(lone.gate.heard == ["answer configurationError", "configuration error"])
+        #expect(lone.store.written.isEmpty, "a wrong secret never touches a subscription")
+
+        let gate = FakeGate()
+        gate.confirmsConfigurationError = true
+        let confirmed = try Self.run(FakeVerifier(.status(21004, isRetryable: nil)), gate: gate)
+        #expect(confirmed.settlement == "postpone")
+        #expect(confirmed.store.written.isEmpty)
+    }
+
+    @Test func aCertificateThatDoesNotVerifyHaltsAtOnce() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.transportFailure(.tls)))
+        #expect(settlement == "postpone")
+        #expect(gate.heard.contains("halt"))
+        #expect(store.written.isEmpty)
+    }
+
+    @Test func aReceiptAppleRefusesForGoodIsAPermanentFailure() throws {
+        let (settlement, _, store) = try Self.run(FakeVerifier(.status(21010, isRetryable: nil)))
+        #expect(settlement == "ack permanent_failure")
+        #expect(store.written.map(\.attempt.outcome) == [.permanentFailure])
+    }
+
+    @Test func aPausedOrHaltedFleetCallsNobodyAndPostpones() throws {
+        for admission in [Admission.paused(.seconds(2)), .halted(reason: "maintenance")] {
+            let gate = FakeGate()
+            gate.admissions = [admission]
+            let verifier = FakeVerifier(.status(0, isRetryable: nil))
+            let (settlement, _, store) = try Self.run(verifier, gate: gate)
+            #expect(settlement == "postpone")
+            #expect(verifier.calls == 0)
+            #expect(store.written.isEmpty)
+        }
+    }
+
+    @Test func aProbeThatGetsAnAnswerEndsThePause() throws {
+        let gate = FakeGate()
+        gate.admissions = [.probe]
+        let (settlement, _, _) = try Self.run(FakeVerifier(.status(21010, isRetryable: nil)), gate: gate)
+        #expect(settlement == "ack permanent_failure")
+        #expect(gate.heard.contains("recovered"))
+
+        let failing = FakeGate()
+        failing.admissions = [.probe]
+        _ = try Self.run(FakeVerifier(.status(21005, isRetryable: nil)), gate: failing)
+        #expect(!failing.heard.contains("recovered"), "Apple still unavailable: the pause goes on")
+    }
+
+    @Test func nothingToVerifyIsSkippedOrBuried() throws {
+        let verifier = FakeVerifier(.status(0, isRetryable: nil))
+        #expect(try Self.run(verifier, subscription: nil).settlement == "ack skipped")
+        var withoutReceipt = Self.subscription
+        withoutReceipt.receipt = nil
+        #expect(try Self.run(verifier, subscription: withoutReceipt).settlement == "bury")
+        #expect(verifier.calls == 0)
+    }
+}
