@@ -78,7 +78,7 @@ extension Ledger {
     /// them: the next look would otherwise count them as known and never announce them.
     private func run(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
         let rows = try connection.query(
-            PersistenceStatement.sql,
+            PersistenceStatement.prepared,
             PersistenceStatement.parameters(writes, schedule: schedule, nextNightlyRun: nextNightlyRun))
         let outcomes = try PersistenceStatement.outcomes(rows)
         for (write, outcome) in zip(writes, outcomes) {

@@ -84,14 +84,7 @@ extension Ledger {
     /// The receipts, stored states and versions of `ids`, in one query, in the order of `ids`;
     /// ids that no longer exist are left out.
     public func loadForVerification(ids: [Int64]) throws -> [LoadedSubscription] {
-        let rows = try connection.query("""
-            SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, r.receipt, s.state, s.version,
-                s.last_verified_at, s.next_check_at
-            FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
-            JOIN subscriptions s ON s.id = wanted.id
-            LEFT JOIN receipts r ON r.subscription_id = s.id
-            ORDER BY wanted.position
-            """, [Self.idArray(ids)])
+        let rows = try connection.query(Self.loadForVerification, [Self.idArray(ids)])
         return try rows.map { row in
             let id = try row["id"].int64() ?? 0
             return try LoadedSubscription(
@@ -107,6 +100,17 @@ extension Ledger {
                 nextCheckAt: row["next_check_at"].timestamptz())
         }
     }
+
+    /// The subscriptions of a batch with their receipts, in the order asked; prepared, since every
+    /// batch runs it.
+    static let loadForVerification = PreparedStatement(name: "load_for_verification", sql: """
+        SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, r.receipt, s.state, s.version,
+            s.last_verified_at, s.next_check_at
+        FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
+        JOIN subscriptions s ON s.id = wanted.id
+        LEFT JOIN receipts r ON r.subscription_id = s.id
+        ORDER BY wanted.position
+        """)
 
     /// The database's clock: the moment to compare its `now()`-stamped columns with.
     public func databaseTime() throws -> Date {

@@ -114,6 +114,9 @@ enum PersistenceStatement {
         ORDER BY w.position
         """
 
+    /// `sql`, prepared once per session: planning it cost a fifth of its time on every batch.
+    static let prepared = PreparedStatement(name: "persist_verifications", sql: sql)
+
     /// The parameters: the rows as `jsonb`, then their subscription ids as an array. Rows go in
     /// subscription id order, so that concurrent batches lock their rows in the same order and do
     /// not deadlock; `position` keeps the callers'.

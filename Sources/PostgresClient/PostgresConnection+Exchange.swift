@@ -101,6 +101,7 @@ extension PostgresConnection {
     func dropSession() {
         if let session { PQfinish(session) }
         session = nil
+        preparedStatements = .unchecked
     }
 
     /// Waits until the session's socket is ready for `events`, or the deadline passes (false).

@@ -20,6 +20,8 @@ public final class PostgresConnection {
     var session: OpaquePointer?
     /// Channels to LISTEN on again after a reconnect.
     var listenedChannels: [String] = []
+    /// The statements prepared on the current session (see `PreparedStatement`); reset with the session.
+    var preparedStatements = PreparedStatements.unchecked
 
     /// Opens a session, or throws `connectionFailed` with the server's reason.
     public init(configuration: PostgresConfiguration) throws {

@@ -21,6 +21,12 @@ public enum TestServers {
             ?? "postgresql://receiptfleet:receiptfleet-dev@127.0.0.1:15432/receiptfleet"
     }
 
+    /// PgBouncer in transaction pooling mode in front of the same server.
+    public static var pgbouncerURL: String {
+        env("RECEIPTFLEET_PGBOUNCER_URL")
+            ?? "postgresql://receiptfleet:receiptfleet-dev@127.0.0.1:15433/receiptfleet?sslmode=disable"
+    }
+
     private static func env(_ name: String) -> String? {
         guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
         return value
