@@ -25,6 +25,8 @@ public final class APIServer: Sendable {
     let fleet: FleetSettings
     let logger: Logger
     let metrics: APIMetrics
+    /// Apple's answers to registrations, under the workers' names.
+    let fleetMetrics: FleetMetrics
     let lanes: APILanes
     /// Per client (an API token's name, or the address of a caller without one), across replicas.
     let clientLimiter: FleetClientLimiter
@@ -39,6 +41,7 @@ public final class APIServer: Sendable {
         self.fleet = fleet
         self.logger = logger
         self.metrics = APIMetrics(factory: metrics)
+        fleetMetrics = FleetMetrics(factory: metrics)
         clientLimiter = FleetClientLimiter(
             fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
         notificationLimiter = ClientRateLimiter(perSecond: settings.notificationRateLimit, burst: settings.notificationRateBurst)
@@ -71,7 +74,7 @@ public final class APIServer: Sendable {
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: ProtectionMiddleware(
             tokens: settings.tokens, limiter: clientLimiter, trustedProxies: settings.trustedProxies, maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath]))
-        let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, logger: logger)
+        let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger)
         router.post("/v1/receipts") { request, context in
             let body = try await self.decode(RegistrationRequest.self, from: request)
             do {

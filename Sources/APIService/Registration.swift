@@ -77,22 +77,25 @@ struct RegistrationResponse: Encodable, Sendable {
 }
 
 /// Registers receipts: verifies them with Apple at once, under the fleet's halt, pause and rate
-/// limit, and stores the result through the same analysis and persistence as the workers (so
-/// the same receipt twice updates, never duplicates, and events are only those verifyReceipt shows).
+/// limit, through the workers' verification use case (`SubscriptionVerification`: the same status
+/// policy, analysis and write, so the same receipt twice updates, never duplicates, and events are
+/// only those verifyReceipt shows).
 struct Registrar: Sendable {
     let fleet: FleetSettings
     let settings: APISettings
     let lanes: APILanes
+    /// Apple's answers, counted as the workers count theirs.
+    let metrics: FleetMetrics
     let logger: Logger
 
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
         let (receipt, accountID, originalTransactionID) = try request.validated()
         do {
             let probing = try await admission()
-            let (fleet, app, logger) = (fleet, settings.app, logger)
+            let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
             let response = try await lanes.run { connections in
                 try Self.verifyAndStore(receipt, accountID: accountID, probing: probing, fleet: fleet, app: app,
-                                        connections: connections, logger: logger)
+                                        metrics: metrics, connections: connections, logger: logger)
             }
             return (response, false)
         } catch let error as APIError where error.status == .serviceUnavailable {
@@ -130,58 +133,51 @@ struct Registrar: Sendable {
         }
     }
 
-    /// On a lane: asks Apple, judges the answer like a worker does, and stores every subscription on the receipt.
+    /// On a lane: asks Apple through the fleet's verification use case, and stores every
+    /// subscription on the receipt.
     private static func verifyAndStore(
-        _ receipt: ReceiptData, accountID: String?, probing: Bool, fleet: FleetSettings, app: String,
+        _ receipt: ReceiptData, accountID: String?, probing: Bool, fleet: FleetSettings, app: String, metrics: FleetMetrics,
         connections: Connections, logger: Logger
     ) throws -> RegistrationResponse {
-        let verification = connections.appStore.verify(receipt, sharedSecret: fleet.sharedSecret, mayRedirect: {
-            // The other environment is one more call to Apple: it books a slot too, soon, or the client tries again.
-            guard case .granted(let slots)? = try? connections.gate.admit(upTo: 1, within: .seconds(1)) else { return false }
-            Thread.sleep(forTimeInterval: slots[0].seconds)
-            return true
-        })
-        let policy = StatusPolicy()
+        let verification = SubscriptionVerification(
+            gate: LaneGate(connections: connections, settings: fleet), verifier: connections.appStore,
+            store: connections.ledger, settings: fleet, metrics: metrics, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
-        let action = policy.action(for: verification.outcome, attempt: policy.malformedReceiptAttempts)
-        if probing, action.meansAppleAnswered { try connections.gate.reportRecovered() }
-        switch action {
-        case .success, .expiredButValid:
-            guard let response = verification.response else { break }
-            return try store(response, verification: verification, receipt: receipt, accountID: accountID, fleet: fleet,
-                             app: app, ledger: connections.ledger)
-        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent:
-            let exchange = verification.exchanges[verification.exchanges.count - 1]
-            switch try connections.reportUnanswered(action, exchange, settings: fleet) {
-            case .counted(let pause):
-                // Zero when the fleet does not pause for one failure: the client may try again soon.
-                throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(verification.outcome.summary)); try again later",
-                                           retryAfter: max(pause, .seconds(1)))
-            case .halted(let reason):
-                // Not one client's doing: every call has failed so for long enough (https to a plain port).
-                logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
-                                metadata: ["reason": "\(reason)"])
-                throw APIError.unavailable("fleet_halted", "verification is halted by a configuration error; try again later",
-                                           retryAfter: .seconds(60))
-            }
-        case .retryable, .retryOnSandbox, .retryOnProduction:
-            break
-        case .permanent(let reason):
+        let answer = try verification.ask(
+            about: receipt, startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
+            subscriptionID: nil)
+        let outcome = answer.verification.outcome
+        switch answer.verdict {
+        case .verified(let response):
+            return try store(response, answer: answer, through: verification, receipt: receipt, accountID: accountID,
+                             fleet: fleet, app: app, ledger: connections.ledger)
+        case .unavailable(let pause):
+            // Zero when the fleet does not pause for one failure: the client may try again soon.
+            throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(outcome.summary)); try again later",
+                                       retryAfter: max(pause, .seconds(1)))
+        case .halted:
+            // Not one client's doing: every call has failed so for long enough (https to a plain port),
+            // or several subscriptions' receipts answer a configuration error.
+            throw APIError.unavailable("fleet_halted", "verification is halted by a configuration error; try again later",
+                                       retryAfter: .seconds(60))
+        case .retry:
+            throw APIError.unavailable("apple_retry", "Apple asked to try again later (\(outcome.summary))",
+                                       retryAfter: .seconds(5))
+        case .rejected(let reason):
             throw APIError(.unprocessableContent, "receipt_rejected", "Apple rejected the receipt: \(reason)")
-        case .configurationError(let reason):
+        case .misconfigured(let reason):
             // Not a halt: a client's receipt of another app also answers 21004. The workers halt
             // the fleet if the configuration is really wrong.
-            logger.error("registration: Apple reports a configuration error", metadata: ["reason": "\(reason)"])
             throw APIError.unavailable("verification_misconfigured", "Apple reports a configuration error (\(reason))",
                                        retryAfter: .seconds(60))
         }
-        throw APIError.unavailable("apple_retry", "Apple asked to try again later (\(verification.outcome.summary))",
-                                   retryAfter: .seconds(5))
     }
 
+    /// Adds the receipt's subscriptions and one-time purchases to the ledger, records Apple's
+    /// answer for them through the use case, and links them to the account.
     private static func store(
-        _ response: VerifyReceiptResponse, verification: Verification, receipt: ReceiptData, accountID: String?,
-        fleet: FleetSettings, app: String, ledger: Ledger
+        _ response: VerifyReceiptResponse, answer: Answer, through verification: SubscriptionVerification,
+        receipt: ReceiptData, accountID: String?, fleet: FleetSettings, app: String, ledger: Ledger
     ) throws -> RegistrationResponse {
         let now = Date()
         let ids = OneTimePurchases.subscriptionIDs(in: response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
@@ -196,28 +192,15 @@ struct Registrar: Sendable {
                 response, stored: nil, registrationWindow: fleet.initialPurchaseWindow, now: now),
             accountID: accountID))
         let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
+        let environment = response.effectiveEnvironment ?? answer.verification.exchanges[answer.verification.exchanges.count - 1].environment
         try ledger.addSubscriptions(ids.map {
-            NewSubscription(app: app, originalTransactionID: $0, environment: response.effectiveEnvironment ?? verification.environment,
-                            receipt: response.latestReceipt ?? receipt)
+            NewSubscription(app: app, originalTransactionID: $0, environment: environment, receipt: response.latestReceipt ?? receipt)
         })
         let records = try ids.compactMap { try ledger.subscription(originalTransactionID: $0, app: app) }
-        let exchange = verification.exchanges[verification.exchanges.count - 1]
-        let attempt = VerificationAttempt(
-            attemptedAt: now, outcome: .verified, environment: exchange.environment, appleStatus: response.status,
-            httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency / .milliseconds(1)),
-            error: nil, runID: "registration")
-        for loaded in try ledger.loadForVerification(ids: records.map(\.id)) {
-            let analyse = { (stored: SubscriptionState?) throws -> Analysis in
-                try SubscriptionAnalyzer.analyze(
-                    stored: stored, response: response, originalTransactionID: loaded.originalTransactionID, now: now,
-                    announcingPurchasesWithin: fleet.initialPurchaseWindow)
-            }
-            let outcome = try ledger.persist(
-                .analysed(try analyse(loaded.state), of: loaded, attempt: attempt),
-                nextNightlyRun: fleet.nextNightlyRun(after: now), reanalysing: analyse)
-            if case .failed(let error) = outcome { throw error }
-        }
-        var registration = try answer(
+        try verification.record(
+            response, answer: answer, for: try ledger.loadForVerification(ids: records.map(\.id)), runID: "registration",
+            announcingPurchasesWithin: fleet.initialPurchaseWindow)
+        var registration = try registered(
             ids: records.map(\.id), accountID: accountID, existing: existing, verification: "verified", app: app,
             ledger: ledger, now: now)
         registration.purchases = purchases.records.map { record in
@@ -251,7 +234,8 @@ struct Registrar: Sendable {
         return RegistrationResponse(verification: "pending", subscriptions: [item], purchases: [])
     }
 
-    private static func answer(
+    /// Links the subscriptions to the account (when the request named one) and describes them.
+    private static func registered(
         ids: [Int64], accountID: String?, existing: Set<String>, verification: String, app: String, ledger: Ledger, now: Date
     ) throws -> RegistrationResponse {
         let accounts = try accountID.map { try ledger.linkAccount($0, to: ids, app: app) } ?? [:]

@@ -4,15 +4,19 @@ import JobQueue
 import Ledger
 import Logging
 
-/// The verification use case, once for every way in (a worker's batch, `receiptfleet verify`):
-/// for a known subscription's job, the fleet's leave to call Apple (`AppleGate`), Apple's answer
-/// (`ReceiptVerifier`), the status policy's verdict and the analysis, the report to the fleet of
-/// what it must know (a pause, a halt, a recovery), and the write of every result in one
-/// transaction (`VerificationStore`); then how to settle each job, now that its result is durable.
-/// Settling in Redis is the caller's: a job leaves the queue only after `write` returned.
+/// The verification use case, once for every way in (a worker's batch, `receiptfleet verify`, a
+/// registration through the API): the fleet's leave to call Apple (`AppleGate`), Apple's answer
+/// (`ReceiptVerifier`), the status policy's verdict (`ask`), the report to the fleet of what it
+/// must know (a pause, a halt, a recovery), the analysis, and the write of every result in one
+/// transaction (`VerificationStore`).
+///
+/// For a known subscription's job (`decide`, then `write`), it also says how to settle the job
+/// now that its result is durable; settling in Redis is the caller's, so a job leaves the queue
+/// only after `write` returned. A registration asks about a receipt the ledger does not know yet
+/// (`ask`), adds its subscriptions, then `record`s the answer for them.
 ///
 /// Like the connections behind its three ports, it is confined to one thread.
-final class SubscriptionVerification {
+public final class SubscriptionVerification {
     private let gate: any AppleGate
     private let verifier: any ReceiptVerifier
     private let store: any VerificationStore
@@ -21,7 +25,7 @@ final class SubscriptionVerification {
     private let logger: Logger
     private let policy = StatusPolicy()
 
-    init(
+    public init(
         gate: any AppleGate, verifier: any ReceiptVerifier, store: any VerificationStore, settings: FleetSettings,
         metrics: FleetMetrics, logger: Logger
     ) {
@@ -51,10 +55,26 @@ final class SubscriptionVerification {
         case .halted: return .settle(.postpone(.seconds(30)))
         case .granted, .probe, .wait: break
         }
-        var probing = admission == .probe
+        let answer = try ask(
+            about: receipt, startingIn: subscription.environment, attempt: job.attempt + 1, probing: admission == .probe,
+            subscriptionID: subscription.id)
+        return judge(answer, of: subscription, job: job)
+    }
+
+    /// Asks Apple about `receipt` (a caller that was admitted; the redirect to the other environment
+    /// asks the gate itself), judges the answer by the status policy, and tells the fleet what it
+    /// must know: a recovery after `probing`, an unavailable Apple (a pause, a halt), a
+    /// configuration error. `attempt` counts this one (for 21002's last chance).
+    /// `subscriptionID` is nil for a receipt the ledger does not know yet (a registration): its
+    /// configuration error is one client's, perhaps another app's receipt, and never halts the fleet.
+    public func ask(
+        about receipt: ReceiptData, startingIn environment: AppStoreEnvironment, attempt: Int, probing: Bool,
+        subscriptionID: Int64?
+    ) throws -> Answer {
+        var probing = probing
         let calling = ContinuousClock.now
         let verification = verifier.verify(
-            receipt, sharedSecret: settings.sharedSecret, startingIn: subscription.environment,
+            receipt, sharedSecret: settings.sharedSecret, startingIn: environment,
             mayRedirect: {
                 // The other environment is one more call: it needs leave of its own.
                 switch try? gate.admit(upcoming: 1) {
@@ -67,83 +87,48 @@ final class SubscriptionVerification {
             })
         let callDuration = calling.duration(to: .now) / verification.exchanges.count
         for exchange in verification.exchanges { metrics.answered(exchange) }
-        return try judge(verification, of: subscription, job: job, probing: probing, callDuration: callDuration)
-    }
-
-    /// Turns Apple's answer into a write and a settlement, by the status policy.
-    private func judge(
-        _ verification: Verification, of subscription: LoadedSubscription, job: Job, probing: Bool, callDuration: Duration
-    ) throws -> Decision {
-        let now = Date()
-        let exchange = verification.exchanges[verification.exchanges.count - 1]
-        let appleStatus: Int? = if case .status(let status, _) = verification.outcome { status } else { nil }
-        func attempt(_ outcome: AttemptOutcome, _ error: String? = nil) -> VerificationAttempt {
-            VerificationAttempt(
-                attemptedAt: now, outcome: outcome, environment: exchange.environment, appleStatus: appleStatus,
-                httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency.seconds * 1000),
-                error: error ?? exchange.problem, runID: job.runID)
-        }
-        func retryAlone() -> Decision {
-            let failure = JobFailure(errorClass: verification.outcome.errorClass, message: exchange.problem ?? "\(verification.outcome)")
-            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil, then: .retry(failure))
-        }
-        let action = policy.action(for: verification.outcome, attempt: job.attempt + 1)
+        let action = policy.action(for: verification.outcome, attempt: attempt)
         gate.called(action.lastAnswer, taking: callDuration)
         if probing, action.meansAppleAnswered { try gate.reportRecovered() }
+        return Answer(verification: verification, verdict: try verdict(action, verification, subscriptionID: subscriptionID))
+    }
 
+    /// What the status policy's action means for this caller, once the fleet heard of it.
+    private func verdict(_ action: VerificationAction, _ verification: Verification, subscriptionID: Int64?) throws -> Verdict {
+        let exchange = verification.exchanges[verification.exchanges.count - 1]
         switch action {
         case .success, .expiredButValid:
-            guard let response = verification.response else { return .settle(.postpone(.seconds(5))) }
-            let purchaseWindow = job.reason == .registration ? settings.initialPurchaseWindow : nil
-            let analyse = { (stored: SubscriptionState?) throws -> Analysis in
-                try SubscriptionAnalyzer.analyze(
-                    stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
-                    announcingPurchasesWithin: purchaseWindow)
-            }
-            // The receipt's one-time purchases are recorded with the subscription, in its transaction.
-            let purchases = PurchaseWrite(
-                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: settings.nonRenewingProductIDs),
-                announcingPurchasesAfter: OneTimePurchases.announcingAfter(
-                    response, stored: subscription.state, registrationWindow: purchaseWindow, now: now),
-                accountID: subscription.accountID)
-            do {
-                return .write(.analysed(try analyse(subscription.state), of: subscription, attempt: attempt(.verified),
-                                        purchases: purchases),
-                              reanalyse: analyse, then: .ack(.verified))
-            } catch let error as AnalysisError {
-                let write = VerificationWrite.permanentFailure(
-                    of: subscription, reason: error.description, attempt: attempt(.permanentFailure, error.description))
-                return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
-            }
+            guard let response = verification.response else { return .retry }
+            return .verified(response)
         case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent:
-            let pause: Duration
             switch try gate.reportUnanswered(action, exchange) {
-            case .counted(let wait): pause = wait
+            case .counted(let pause):
+                if pause > .zero {
+                    logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
+                }
+                return .unavailable(pause: pause)
             case .halted(let reason): return halted(reason)
             }
-            // A stray failure among good answers: this job alone tries again later.
-            guard pause > .zero else { return retryAlone() }
-            logger.warning("Apple is unavailable; the fleet pauses", metadata: ["pause": "\(pause)", "outcome": "\(verification.outcome)"])
-            // Not the job's fault: it waits for the fleet's recovery without being charged an attempt.
-            return .write(.unchanged(subscription, attempt: attempt(.retryable)), reanalyse: nil,
-                          then: .postpone(pause.withJitter()))
         case .retryable, .retryOnSandbox, .retryOnProduction:
-            return retryAlone()
+            return .retry
         case .permanent(let reason):
-            let write = VerificationWrite.permanentFailure(of: subscription, reason: reason, attempt: attempt(.permanentFailure, reason))
-            return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
+            return .rejected(reason: reason)
         case .configurationError(let reason):
+            guard let subscriptionID else {
+                logger.error("a registration's receipt answers a configuration error", metadata: ["reason": "\(reason)"])
+                return .misconfigured(reason: reason)
+            }
             // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
             if case .status = verification.outcome {
                 // 21004 and 21000 can be one app's receipt among another's: a lone one is buried with
                 // its reason, and the fleet halts only when several subscriptions agree (then `resume`
                 // replays the buried ones).
                 let confirmed = try gate.reportConfigurationError(
-                    subscriptionID: subscription.id, reason: reason, needed: settings.haltAfterConfigurationErrors)
+                    subscriptionID: subscriptionID, reason: reason, needed: settings.haltAfterConfigurationErrors)
                 guard confirmed else {
                     logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
-                                   metadata: ["subscription": "\(subscription.id)", "reason": "\(reason)"])
-                    return .settle(.bury(JobFailure(errorClass: verification.outcome.errorClass, message: reason)))
+                                   metadata: ["subscription": "\(subscriptionID)", "reason": "\(reason)"])
+                    return .misconfigured(reason: reason)
                 }
                 return halted(reason)
             }
@@ -156,11 +141,91 @@ final class SubscriptionVerification {
         }
     }
 
-    /// This job's call halted the fleet for `reason`: raise the alarm; the job waits for `resume`.
-    private func halted(_ reason: String) -> Decision {
+    /// Turns a judged answer into a write and a settlement.
+    private func judge(_ answer: Answer, of subscription: LoadedSubscription, job: Job) -> Decision {
+        let now = Date()
+        let outcome = answer.verification.outcome
+        func retryAlone() -> Decision {
+            let failure = JobFailure(errorClass: outcome.errorClass, message: answer.problem ?? "\(outcome)")
+            return .write(.unchanged(subscription, attempt: answer.attempt(.retryable, at: now, runID: job.runID)),
+                          reanalyse: nil, then: .retry(failure))
+        }
+        switch answer.verdict {
+        case .verified(let response):
+            let purchaseWindow = job.reason == .registration ? settings.initialPurchaseWindow : nil
+            // The receipt's one-time purchases are recorded with the subscription, in its transaction.
+            let purchases = PurchaseWrite(
+                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: settings.nonRenewingProductIDs),
+                announcingPurchasesAfter: OneTimePurchases.announcingAfter(
+                    response, stored: subscription.state, registrationWindow: purchaseWindow, now: now),
+                accountID: subscription.accountID)
+            return analysed(response, answer: answer, of: subscription, at: now, runID: job.runID,
+                            announcingPurchasesWithin: purchaseWindow, purchases: purchases)
+        case .unavailable(let pause):
+            // A stray failure among good answers: this job alone tries again later.
+            guard pause > .zero else { return retryAlone() }
+            // Not the job's fault: it waits for the fleet's recovery without being charged an attempt.
+            return .write(.unchanged(subscription, attempt: answer.attempt(.retryable, at: now, runID: job.runID)),
+                          reanalyse: nil, then: .postpone(pause.withJitter()))
+        case .retry:
+            return retryAlone()
+        case .rejected(let reason):
+            let write = VerificationWrite.permanentFailure(
+                of: subscription, reason: reason, attempt: answer.attempt(.permanentFailure, at: now, runID: job.runID, error: reason))
+            return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
+        case .misconfigured(let reason):
+            return .settle(.bury(JobFailure(errorClass: outcome.errorClass, message: reason)))
+        case .halted:
+            return .settle(.postpone(.seconds(30)))  // waits for `resume`
+        }
+    }
+
+    /// The write of Apple's answer about `subscription`: analysed on its stored state (and again
+    /// on a newer one, should another writer get there first); a receipt the analysis cannot
+    /// read is a permanent failure.
+    private func analysed(
+        _ response: VerifyReceiptResponse, answer: Answer, of subscription: LoadedSubscription, at now: Date, runID: String,
+        announcingPurchasesWithin purchaseWindow: TimeInterval?, purchases: PurchaseWrite?
+    ) -> Decision {
+        let analyse = { (stored: SubscriptionState?) throws -> Analysis in
+            try SubscriptionAnalyzer.analyze(
+                stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
+                announcingPurchasesWithin: purchaseWindow)
+        }
+        do {
+            return .write(.analysed(try analyse(subscription.state), of: subscription,
+                                    attempt: answer.attempt(.verified, at: now, runID: runID), purchases: purchases),
+                          reanalyse: analyse, then: .ack(.verified))
+        } catch {
+            let reason = "\(error)"
+            let write = VerificationWrite.permanentFailure(
+                of: subscription, reason: reason, attempt: answer.attempt(.permanentFailure, at: now, runID: runID, error: reason))
+            return .write(write, reanalyse: nil, then: .ack(.permanentFailure))
+        }
+    }
+
+    /// Writes a verified answer for every subscription on a registered receipt (already in the
+    /// ledger, loaded after the answer), in one transaction; its one-time purchases are the
+    /// caller's to record. Throws if any could not be written.
+    public func record(
+        _ response: VerifyReceiptResponse, answer: Answer, for subscriptions: [LoadedSubscription], runID: String,
+        announcingPurchasesWithin purchaseWindow: TimeInterval?
+    ) throws {
+        let now = Date()
+        let decisions = subscriptions.map {
+            analysed(response, answer: answer, of: $0, at: now, runID: runID, announcingPurchasesWithin: purchaseWindow,
+                     purchases: nil)
+        }
+        for settlement in try write(decisions) {
+            if case .retry(let failure) = settlement { throw RecordingFailure(failure: failure) }
+        }
+    }
+
+    /// This call halted the fleet (or found it halted) for `reason`: raise the alarm.
+    private func halted(_ reason: String) -> Verdict {
         logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
                         metadata: ["reason": "\(reason)"])
-        return .settle(.postpone(.seconds(30)))
+        return .halted(reason: reason)
     }
 
     /// Writes every decision's result in one transaction, and returns how to settle each job now

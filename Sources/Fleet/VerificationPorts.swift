@@ -5,8 +5,8 @@ import JobQueue
 import Ledger
 
 /// The fleet's leave to call Apple, and what the fleet must hear of Apple's answers. A worker's is
-/// `PacedGate` (FleetGate in Redis, paced by time slots); tests use a fake.
-protocol AppleGate {
+/// `PacedGate` (FleetGate in Redis, paced by time slots), an API lane's `LaneGate`; tests use a fake.
+public protocol AppleGate {
     /// Waits until this caller may call Apple once: `.granted` (call now), `.probe` (call, as the
     /// paused fleet's one probe), `.paused` or `.halted` (do not call). `upcoming` counts this call
     /// and the caller's further ones that may be booked with it.
@@ -25,7 +25,7 @@ protocol AppleGate {
 }
 
 /// Asks Apple about a receipt: `AppStoreClient`, or a fake.
-protocol ReceiptVerifier {
+public protocol ReceiptVerifier {
     /// `mayRedirect` is asked before a second call to the other environment (it needs leave too).
     func verify(
         _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
@@ -34,7 +34,7 @@ protocol ReceiptVerifier {
 }
 
 /// Where verification results go: the `Ledger`, or a fake.
-protocol VerificationStore {
+public protocol VerificationStore {
     /// Writes many results in one transaction; one outcome each, in order.
     func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome]
     /// Writes one result again after it lost the compare-and-set, analysing Apple's answer anew on
@@ -45,7 +45,7 @@ protocol VerificationStore {
 }
 
 extension AppStoreClient: ReceiptVerifier {
-    func verify(
+    public func verify(
         _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
         mayRedirect: () -> Bool
     ) -> Verification {
@@ -55,11 +55,11 @@ extension AppStoreClient: ReceiptVerifier {
 }
 
 extension Ledger: VerificationStore {
-    func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
+    public func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
         try persist(writes, nextNightlyRun: nextNightlyRun)
     }
 
-    func rewrite(
+    public func rewrite(
         _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
     ) throws -> WriteOutcome {
         try persist(write, nextNightlyRun: nextNightlyRun, attempts: 3, reanalysing: reanalysing)

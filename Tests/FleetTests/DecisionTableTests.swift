@@ -103,17 +103,32 @@ import Testing
         _ verifier: FakeVerifier, gate: FakeGate = FakeGate(), store: FakeStore = FakeStore(),
         subscription: LoadedSubscription? = subscription, attempt: Int = 0
     ) throws -> (settlement: String, gate: FakeGate, store: FakeStore) {
-        let settings = FleetSettings(
-            redisURL: "redis://unused", postgresURL: "postgresql://unused", keyPrefix: "{t}",
-            endpoints: AppStoreEndpoints(production: "http://unused/p", sandbox: "http://unused/s"), sharedSecret: nil,
-            rateLimit: try RateLimit(perSecond: 10, burst: 1))
-        let verification = SubscriptionVerification(
-            gate: gate, verifier: verifier, store: store, settings: settings, metrics: FleetMetrics(),
-            logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
+        let verification = try useCase(verifier, gate: gate, store: store)
         var job = Job(subscriptionID: 7, runID: "t", reason: .nightly, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
         job.attempt = attempt
         let settlement = try verification.write([verification.decide(job, subscription)])[0]
         return (Self.kind(settlement), gate, store)
+    }
+
+    static func useCase(_ verifier: FakeVerifier, gate: FakeGate, store: FakeStore) throws -> SubscriptionVerification {
+        let settings = FleetSettings(
+            redisURL: "redis://unused", postgresURL: "postgresql://unused", keyPrefix: "{t}",
+            endpoints: AppStoreEndpoints(production: "http://unused/p", sandbox: "http://unused/s"), sharedSecret: nil,
+            rateLimit: try RateLimit(perSecond: 10, burst: 1))
+        return SubscriptionVerification(
+            gate: gate, verifier: verifier, store: store, settings: settings, metrics: FleetMetrics(),
+            logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
+    }
+
+    /// A receipt the ledger does not know yet, asked about as a registration asks: its last chance.
+    static func register(_ verifier: FakeVerifier, gate: FakeGate = FakeGate(), store: FakeStore = FakeStore()) throws
+        -> (verdict: Verdict, verification: SubscriptionVerification, answer: Answer)
+    {
+        let verification = try useCase(verifier, gate: gate, store: store)
+        let answer = try verification.ask(
+            about: ReceiptData(base64: "cmVjZWlwdA=="), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts,
+            probing: false, subscriptionID: nil)
+        return (answer.verdict, verification, answer)
     }
 
     /// A settlement's kind: "ack verified", "ack permanent_failure", "postpone", "retry", "bury".
@@ -224,5 +239,47 @@ import Testing
         withoutReceipt.receipt = nil
         #expect(try Self.run(verifier, subscription: withoutReceipt).settlement == "bury")
         #expect(verifier.calls == 0)
+    }
+
+    /// A registration's receipt may be another app's: its configuration error is one client's
+    /// answer, counted toward no halt, whether Apple said 21004 or the TLS check failed.
+    @Test func aRegistrationsConfigurationErrorHaltsNothing() throws {
+        for outcome in [VerificationOutcome.status(21004, isRetryable: nil), .transportFailure(.tls)] {
+            let gate = FakeGate()
+            guard case .misconfigured = try Self.register(FakeVerifier(outcome), gate: gate).verdict else {
+                Issue.record("\(outcome): not misconfigured")
+                continue
+            }
+            #expect(gate.heard == ["answer configurationError"], "\(outcome)")
+        }
+    }
+
+    /// A person is waiting: 21002 (the receipt could not be read) is final, not worth a retry.
+    @Test func aRegistrationsUnreadableReceiptIsRejectedAtOnce() throws {
+        guard case .rejected = try Self.register(FakeVerifier(.status(21002, isRetryable: nil))).verdict else {
+            Issue.record("21002 was not final for a registration")
+            return
+        }
+    }
+
+    /// Every subscription on a registered receipt gets the verified answer in one write; one that
+    /// another writer changed meanwhile is analysed again on top of it.
+    @Test func aRegisteredReceiptIsRecordedForEachOfItsSubscriptions() throws {
+        let store = FakeStore()
+        store.firstWriteIsStale = true
+        let (verdict, verification, answer) = try Self.register(
+            FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse()), store: store)
+        guard case .verified(let response) = verdict else {
+            Issue.record("not verified: \(verdict)")
+            return
+        }
+        var other = Self.subscription
+        other.id = 8
+        try verification.record(response, answer: answer, for: [Self.subscription, other], runID: "registration",
+                                announcingPurchasesWithin: 3_600)
+        #expect(store.written.map(\.subscriptionID) == [7, 8])
+        #expect(store.written.map(\.attempt.outcome) == [.verified, .verified])
+        #expect(store.written.map(\.attempt.runID) == ["registration", "registration"])
+        #expect(store.rewritten.map(\.subscriptionID) == [7])
     }
 }

@@ -1,0 +1,42 @@
+import AppStore
+import Fleet
+import Foundation
+import JobQueue
+import Lanes
+
+/// An API lane's leave to call Apple, for the use case's one call of its own: the redirect to the
+/// other environment. (The registration's first call is admitted before it takes a lane, waiting
+/// asynchronously; see `Registrar.admission`.) A person is waiting and a lane is held, so the
+/// redirect books a slot at most a second ahead, or is not made and the client tries again.
+final class LaneGate: AppleGate {
+    static let redirectHorizon = Duration.seconds(1)
+
+    private let connections: Connections
+    private let settings: FleetSettings
+
+    init(connections: Connections, settings: FleetSettings) {
+        self.connections = connections
+        self.settings = settings
+    }
+
+    func admit(upcoming: Int) throws -> Admission {
+        let admission = try connections.gate.admit(upTo: 1, within: Self.redirectHorizon)
+        if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
+        return admission
+    }
+
+    /// A lane makes no batches, so there is no next call to tell.
+    func called(_ answer: LastAnswer, taking duration: Duration) {}
+
+    func reportRecovered() throws { try connections.gate.reportRecovered() }
+
+    func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
+        try connections.reportUnanswered(action, exchange, settings: settings)
+    }
+
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
+        try connections.gate.reportConfigurationError(subscriptionID: subscriptionID, reason: reason, needed: needed)
+    }
+
+    func halt(reason: String) throws { try connections.gate.halt(reason: reason) }
+}
