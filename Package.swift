@@ -55,6 +55,7 @@ let package = Package(
         // Apple's vocabulary, parsing, analysis and events: pure, no I/O (the ledger links no libcurl).
         .target(name: "AppStore", dependencies: [
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
         ]),
         // The clients that ask Apple.
         .target(name: "AppStoreClients", dependencies: ["AppStore", "HTTPClient"]),

@@ -35,15 +35,7 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     /// Reads a verifyReceipt body. Never traps, whatever the bytes.
     /// - Throws: `ResponseDecodingError` when the body is not a JSON object with a readable status.
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
-        let document: JSONValue
-        do {
-            document = try JSONValue.parse(body)
-        } catch {
-            throw ResponseDecodingError(.notJSON, httpStatus: httpStatus, body: body)
-        }
-        guard case .object(let fields) = document else {
-            throw ResponseDecodingError(.notAnObject, httpStatus: httpStatus, body: body)
-        }
+        let fields = try JSONValue.object(body, httpStatus: httpStatus)
         guard let status = fields.int("status") else {
             throw ResponseDecodingError(.noStatus, httpStatus: httpStatus, body: body)
         }
@@ -57,7 +49,7 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
         latestReceipt = fields.text("latest_receipt").map(ReceiptData.init(base64:))
         exception = fields.text("exception")
 
-        var renewals = (fields["pending_renewal_info"]?.objects ?? []).map(PendingRenewal.init)
+        var renewals = (fields["pending_renewal_info"]?.objects ?? []).map(PendingRenewal.init(_:))
         if PendingRenewal.fieldNames.contains(where: { fields[$0] != nil }) {
             // iOS 6: the renewal fields sit next to the transaction they concern.
             var topLevel = PendingRenewal(fields)
@@ -81,7 +73,7 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     }
 
     static func transactions(_ value: JSONValue?) -> [ReceiptTransaction] {
-        ReceiptTransaction.deduplicated((value?.objects ?? []).compactMap(ReceiptTransaction.init))
+        ReceiptTransaction.deduplicated((value?.objects ?? []).compactMap(ReceiptTransaction.init(_:)))
     }
 }
 
@@ -97,5 +89,21 @@ extension VerifyReceiptResponse.Receipt {
             // iOS 6: the receipt is the transaction.
             self.inApp = ReceiptTransaction(fields).map { [$0] } ?? []
         }
+    }
+}
+
+extension JSONValue {
+    /// An answer's body as a JSON object, or the error that says what it was instead.
+    static func object(_ body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) -> [String: JSONValue] {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(body)
+        } catch {
+            throw ResponseDecodingError(.notJSON, httpStatus: httpStatus, body: body)
+        }
+        guard case .object(let fields) = document else {
+            throw ResponseDecodingError(.notAnObject, httpStatus: httpStatus, body: body)
+        }
+        return fields
     }
 }

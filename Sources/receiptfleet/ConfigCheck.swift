@@ -1,4 +1,5 @@
 import APIService
+import AppStore
 import ArgumentParser
 import Fleet
 import Foundation

@@ -1,3 +1,4 @@
+import AppStore
 import APIService
 import Foundation
 import Testing

@@ -1,10 +1,9 @@
-import AppStore
 import Crypto
 import Foundation
 import X509
 
 /// Apple Root CA - G3, the root of every App Store signature. It ships with the product, so that
-/// V2 notifications are checked against Apple's own root unless an operator explicitly names
+/// V2 notifications and the Server API's signed transactions are checked against Apple's own root unless an operator explicitly names
 /// another; its bytes are trusted only after they match the fingerprint Apple publishes.
 public enum AppleRootCertificate {
     /// SHA-256 of the certificate's DER, as Apple publishes it (apple.com/certificateauthority).
@@ -26,7 +25,7 @@ public enum AppleRootCertificate {
     /// The certificate, once its bytes are checked against `fingerprint`.
     public static func load() throws -> Certificate {
         guard let der = Data(base64Encoded: base64DER), sha256Hex(der) == fingerprint else {
-            throw CertificateFileError(path: "(built in)", reason: "the built-in Apple Root CA - G3 does not match its fingerprint")
+            throw SignatureError.rejected("the built-in Apple Root CA - G3 does not match its fingerprint")
         }
         return try Certificate(derEncoded: Array(der))
     }
