@@ -134,6 +134,7 @@ let package = Package(
             dependencies: [
                 "AppStore", "AppStoreSimulator", "TestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Fixtures")]
         ),
