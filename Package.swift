@@ -116,6 +116,8 @@ let package = Package(
         .target(name: "TestSupport", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedactionTests", dependencies: [
@@ -140,6 +142,7 @@ let package = Package(
         ),
         .testTarget(name: "AppStoreClientTests", dependencies: [
             "AppStore", "AppStoreClients", "AppStoreSimulator", "HTTPClient", "TestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),

@@ -1,6 +1,7 @@
 import AppStore
 import APIService
 import Foundation
+import TestSupport
 import Testing
 import X509
 

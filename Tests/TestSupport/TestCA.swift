@@ -5,13 +5,13 @@ import X509
 /// A certificate authority of the test's own, shaped like Apple's for App Store signing: a root,
 /// an intermediate and a signing certificate carrying Apple's marker extensions. The test
 /// configures `root` as the trusted root, then signs notifications as Apple would.
-struct TestCA {
-    let root: Certificate
-    let intermediate: Certificate
-    let signing: Certificate
-    let signingKey: P256.Signing.PrivateKey
+public struct TestCA: Sendable {
+    public let root: Certificate
+    public let intermediate: Certificate
+    public let signing: Certificate
+    public let signingKey: P256.Signing.PrivateKey
 
-    init(name: String = "Test Root CA") throws {
+    public init(name: String = "Test Root CA") throws {
         let now = Date()
         let (rootKey, intermediateKey) = (P256.Signing.PrivateKey(), P256.Signing.PrivateKey())
         signingKey = P256.Signing.PrivateKey()
@@ -48,7 +48,7 @@ struct TestCA {
     }
 
     /// A compact JWS of `payload`, ES256, with the chain in `x5c` as Apple sends it.
-    func sign(_ payload: [String: Any]) throws -> String {
+    public func sign(_ payload: [String: Any]) throws -> String {
         let x5c = try [signing, intermediate, root].map { Data(try $0.serializeAsPEM().derBytes).base64EncodedString() }
         let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c])
         let body = try JSONSerialization.data(withJSONObject: payload)
@@ -59,7 +59,7 @@ struct TestCA {
 }
 
 extension Data {
-    var base64URL: String {
+    public var base64URL: String {
         base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
