@@ -256,6 +256,7 @@ extension VerificationOutcome {
         switch self {
         case .status(let status, _): "status \(status)"
         case .unreadableBody(let httpStatus): "HTTP \(httpStatus) with an unreadable body"
+        case .serverAPI(let status): "the App Store Server API's \(status.name)"
         case .transportFailure(let failure): "\(failure)"
         }
     }

@@ -16,13 +16,15 @@ public enum TransportFailure: Sendable, Hashable, CaseIterable {
     case invalidRequest
 }
 
-/// What came back from one verifyReceipt attempt, reduced to what the policy looks at.
+/// What came back from one attempt, reduced to what the policy looks at.
 public enum VerificationOutcome: Sendable, Hashable {
-    /// Apple answered with a readable body.
+    /// verifyReceipt answered with a readable body (the Server API's verified answer reads as status 0).
     case status(Int, isRetryable: Bool?)
     /// An HTTP answer whose body could not be read (typically an error page).
     case unreadableBody(httpStatus: Int)
     case transportFailure(TransportFailure)
+    /// The App Store Server API answered with an error, or with signed data that is not believed.
+    case serverAPI(ServerAPIStatus)
 
     public init(_ response: VerifyReceiptResponse) {
         self = .status(response.status, isRetryable: response.isRetryable)
@@ -30,6 +32,33 @@ public enum VerificationOutcome: Sendable, Hashable {
 
     public init(_ error: ResponseDecodingError) {
         self = .unreadableBody(httpStatus: error.httpStatus)
+    }
+}
+
+/// How the App Store Server API said no (`{"errorCode": …}`, or its HTTP status).
+public enum ServerAPIStatus: Sendable, Hashable {
+    /// This environment knows no such transaction (4040010), and the other was not asked.
+    case notFound
+    /// Neither environment knows the transaction: as 21010, the purchase is not Apple's to vouch for.
+    case notFoundAnywhere
+    /// HTTP 429: the endpoint's rate limit is spent, until `retryAfter` when Apple said.
+    case rateLimited(retryAfter: Duration?)
+    /// HTTP 401: Apple refuses the key.
+    case unauthorized
+    /// Another error answer; `retryable` for 5xx and the codes Apple documents as retryable.
+    case failed(httpStatus: Int, code: Int?, retryable: Bool)
+    /// A signed payload that does not verify to the trusted root, or names another app.
+    case untrusted
+
+    /// A short, stable name, for metrics' labels and error classes: "not_found", "rate_limited"…
+    public var name: String {
+        switch self {
+        case .notFound, .notFoundAnywhere: "not_found"
+        case .rateLimited: "rate_limited"
+        case .unauthorized: "unauthorized"
+        case .failed(let status, let code, _): code.map { "error_\($0)" } ?? "http_\(status)"
+        case .untrusted: "untrusted"
+        }
     }
 }
 
@@ -114,6 +143,23 @@ public struct StatusPolicy: Sendable, Equatable {
         case .transportFailure(.timeout), .transportFailure(.connectionRefused),
              .transportFailure(.connectionReset), .transportFailure(.nameResolution):
             .retryable(upstreamUnavailable: true)
+
+        // The redirect to the other environment was not made now (it needs leave of its own).
+        case .serverAPI(.notFound): .retryable(upstreamUnavailable: false)
+        case .serverAPI(.notFoundAnywhere):
+            .permanent(reason: "the App Store knows this transaction in neither environment")
+        // Until the limiter holds a budget per endpoint (issue 17), a spent one pauses the fleet.
+        case .serverAPI(.rateLimited): .retryable(upstreamUnavailable: true)
+        case .serverAPI(.unauthorized):
+            .configurationError(
+                reason: "the App Store Server API refuses the key (HTTP 401); check the issuer id, the key id and the .p8 file")
+        case .serverAPI(.failed(let status, _, retryable: true)): .retryable(upstreamUnavailable: status >= 500)
+        case .serverAPI(.failed(let status, let code, retryable: false)):
+            .permanent(reason: "HTTP \(status)\(code.map { " error \($0)" } ?? ""): the App Store rejected this request")
+        case .serverAPI(.untrusted):
+            .configurationError(
+                reason: "a signed answer from the App Store did not verify to the trusted root or named another app; "
+                    + "check the trusted root and the bundle id")
         }
     }
 }

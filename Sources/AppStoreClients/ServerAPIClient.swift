@@ -21,35 +21,6 @@ public struct ServerAPIEndpoints: Sendable, Equatable {
     }
 }
 
-/// What one call to the Server API got.
-public enum ServerAPIOutcome: Sendable {
-    /// Apple's answer, its signed payloads verified and bound to the app, as the analysis reads it.
-    case answered(VerifyReceiptResponse)
-    /// This environment knows no such transaction (4040010): the other one may.
-    case notFound
-    /// HTTP 429: this endpoint's budget is spent until `retryAfter` (when Apple said).
-    case rateLimited(retryAfter: Duration?)
-    /// HTTP 401: Apple refuses the key (wrong issuer, key id or .p8, or a revoked key).
-    case unauthorized
-    /// Another error answer; `retryable` for 5xx and the codes Apple documents as retryable.
-    case failed(httpStatus: Int, code: Int?, retryable: Bool)
-    /// An answer whose signed payload does not verify, or is another app's: never believed.
-    case untrusted(String)
-    /// A body that is not the answer it should be (a proxy's page, truncated JSON).
-    case unreadableBody(httpStatus: Int)
-    case transportFailure(TransportFailure)
-}
-
-/// One call: where it went, what it got, how long it took; `problem` names what went wrong (curl's
-/// error, Apple's error code), never a token, a header or a body.
-public struct ServerAPIExchange: Sendable {
-    public var environment: AppStoreEnvironment
-    public var outcome: ServerAPIOutcome
-    public var httpStatus: Int?
-    public var latency: Duration
-    public var problem: String?
-}
-
 /// The App Store Server API over one HTTP connection per host, kept alive between calls; signs
 /// its requests with the key's cached tokens and checks every signed payload Apple returns.
 ///
@@ -75,73 +46,84 @@ public final class ServerAPIClient {
 
     /// Get All Subscription Statuses for the subscription of `originalTransactionID`, starting in
     /// `environment`; when Apple does not know the transaction there, the other environment, once
-    /// `mayRedirect` agrees (it is one more call, and needs leave of its own).
+    /// `mayRedirect` agrees (it is one more call, and needs leave of its own). Apple's answer, once
+    /// every signed payload in it verified and named the app, reads as verifyReceipt's status 0.
     public func statuses(
         of originalTransactionID: String, startingIn environment: AppStoreEnvironment = .production,
         mayRedirect: () -> Bool
-    ) -> [ServerAPIExchange] {
-        var exchanges = [call(originalTransactionID, in: environment)]
-        if case .notFound = exchanges[0].outcome, mayRedirect() {
-            exchanges.append(call(originalTransactionID, in: environment == .production ? .sandbox : .production))
+    ) -> Verification {
+        var verification = Verification(exchanges: [], response: nil)
+        var next: AppStoreEnvironment? = environment
+        while let current = next, verification.exchanges.isEmpty || mayRedirect() {
+            var (exchange, response) = call(originalTransactionID, in: current)
+            next = nil
+            if exchange.outcome == .serverAPI(.notFound) {
+                if verification.exchanges.isEmpty {
+                    next = current == .production ? .sandbox : .production
+                } else {
+                    exchange.outcome = .serverAPI(.notFoundAnywhere)
+                }
+            }
+            verification.exchanges.append(exchange)
+            if let response { verification.response = response }
         }
-        return exchanges
+        return verification
     }
 
-    private func call(_ originalTransactionID: String, in environment: AppStoreEnvironment) -> ServerAPIExchange {
+    private func call(_ originalTransactionID: String, in environment: AppStoreEnvironment) -> (VerificationExchange, VerifyReceiptResponse?) {
         let started = ContinuousClock.now
-        var exchange = ServerAPIExchange(environment: environment, outcome: .transportFailure(.invalidRequest), latency: .zero)
+        var exchange = VerificationExchange(environment: environment, outcome: .transportFailure(.invalidRequest), latency: .zero)
+        var response: VerifyReceiptResponse?
         defer { exchange.latency = ContinuousClock.now - started }
         // Apple's transaction ids are digits; anything else would change the URL's meaning.
         guard !originalTransactionID.isEmpty, originalTransactionID.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             exchange.problem = "the original transaction id is not a number"
-            return exchange
+            return (exchange, nil)
         }
         let url = endpoints.base(for: environment) + "/inApps/v1/subscriptions/" + originalTransactionID
-        let answer: HTTPResponse
         do {
-            answer = try http.get(url: url, headers: ["Authorization": "Bearer " + tokens.token()])
+            let answer = try http.get(url: url, headers: ["Authorization": "Bearer " + tokens.token()])
+            exchange.httpStatus = answer.status
+            (exchange.outcome, response, exchange.problem) = judge(answer)
         } catch {
             exchange.outcome = .transportFailure(TransportFailure(error.kind))
             exchange.problem = error.description
-            return exchange
         }
-        exchange.httpStatus = answer.status
-        (exchange.outcome, exchange.problem) = judge(answer)
-        return exchange
+        return (exchange, response)
     }
 
     /// What an answer means; a success is believed only once every signed payload verifies.
-    private func judge(_ answer: HTTPResponse) -> (ServerAPIOutcome, String?) {
+    private func judge(_ answer: HTTPResponse) -> (VerificationOutcome, VerifyReceiptResponse?, String?) {
         guard answer.status == 200 else {
             let error = ServerAPIErrorBody(body: answer.body)
             let named = "HTTP \(answer.status)" + (error.map { " error \($0.code)" } ?? "")
-            switch (answer.status, error?.code) {
-            case (404, ServerAPIErrorBody.transactionIDNotFound): return (.notFound, named)
-            case (429, _): return (.rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first)), named)
-            case (401, _): return (.unauthorized, named)
-            case (_, .some(let code)):
-                return (.failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code)), named)
-            default:
-                // No error body: a proxy's or a load balancer's answer.
-                return answer.status >= 500 ? (.failed(httpStatus: answer.status, code: nil, retryable: true), named)
-                    : (.unreadableBody(httpStatus: answer.status), named)
+            let status: ServerAPIStatus? = switch (answer.status, error?.code) {
+            case (404, ServerAPIErrorBody.transactionIDNotFound): .notFound
+            case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first))
+            case (401, _): .unauthorized
+            case (_, let code?): .failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code))
+            // No error body: a proxy's or a load balancer's answer.
+            default: answer.status >= 500 ? .failed(httpStatus: answer.status, code: nil, retryable: true) : nil
             }
+            let problem = status == .unauthorized ? "\(named) for key \(tokens.key.keyID)" : named
+            return (status.map(VerificationOutcome.serverAPI) ?? .unreadableBody(httpStatus: answer.status), nil, problem)
         }
         let statuses: SubscriptionStatusesResponse
         do {
             statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
         } catch {
-            return (.unreadableBody(httpStatus: answer.status), error.description)
+            return (VerificationOutcome(error), nil, error.description)
         }
         do {
             let now = Date()
             let transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
             let renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
-            return (.answered(try VerifyReceiptResponse(
+            let response = try VerifyReceiptResponse(
                 signedTransactions: transactions, renewals: renewals, environment: statuses.environment,
-                bundleID: tokens.key.bundleID)), nil)
+                bundleID: tokens.key.bundleID)
+            return (VerificationOutcome(response), response, nil)
         } catch {
-            return (.untrusted("\(error)"), "\(error)")
+            return (.serverAPI(.untrusted), nil, "\(error)")
         }
     }
 

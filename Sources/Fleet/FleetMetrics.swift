@@ -149,6 +149,7 @@ extension VerificationOutcome {
         case .unreadableBody(let httpStatus): (200...299).contains(httpStatus) ? "unreadable" : "http_error"
         case .transportFailure(.timeout): "timeout"
         case .transportFailure: "transport"
+        case .serverAPI(let status): "server_api_\(status.name)"
         }
     }
 }

@@ -119,7 +119,7 @@ public final class SubscriptionVerification {
                 return .misconfigured(reason: reason)
             }
             // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
-            if case .status = verification.outcome {
+            if verification.outcome.concernsOneSubscription {
                 // 21004 and 21000 can be one app's receipt among another's: a lone one is buried with
                 // its reason, and the fleet halts only when several subscriptions agree (then `resume`
                 // replays the buried ones).
@@ -132,10 +132,11 @@ public final class SubscriptionVerification {
                 }
                 return halted(reason)
             }
-            // A transport failure's problem names curl's error and the host, never a secret.
-            let named = if case .transportFailure = verification.outcome, let problem = exchange.problem {
-                "\(reason): \(problem)"
-            } else { reason }
+            // The problem names curl's error and the host, or the Server API's key id: never a secret.
+            let named = switch (verification.outcome, exchange.problem) {
+            case (.transportFailure, let problem?), (.serverAPI, let problem?): "\(reason): \(problem)"
+            default: reason
+            }
             try gate.halt(reason: named)
             return halted(named)
         }
@@ -310,6 +311,16 @@ extension VerificationOutcome {
         case .status(let status, _): "apple.\(status)"
         case .unreadableBody(let httpStatus): "http.\(httpStatus)"
         case .transportFailure(let failure): "\(failure)"
+        case .serverAPI(let status): "server_api.\(status.name)"
+        }
+    }
+
+    /// An answer about this one receipt or transaction: a configuration error it shows may be its
+    /// own (another app's), so it counts toward a halt instead of halting at once.
+    var concernsOneSubscription: Bool {
+        switch self {
+        case .status, .serverAPI(.untrusted): true
+        default: false
         }
     }
 }

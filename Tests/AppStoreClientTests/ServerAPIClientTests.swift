@@ -47,7 +47,7 @@ import Testing
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
         _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, mayRedirect: @escaping @Sendable () -> Bool = { true }
-    ) async throws -> [ServerAPIExchange] {
+    ) async throws -> Verification {
         let key = try key ?? Self.key()
         let endpoints = ServerAPIEndpoints(
             production: "http://127.0.0.1:\(server.port)/production", sandbox: "http://127.0.0.1:\(server.port)/sandbox")
@@ -63,11 +63,9 @@ import Testing
         let ca = try Self.ca.get()
         let server = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
         defer { server.stop() }
-        let exchanges = try await Self.ask(server, trusting: ca)
-        guard case .answered(let response) = try #require(exchanges.first).outcome else {
-            Issue.record("not answered: \(exchanges)")
-            return
-        }
+        let verification = try await Self.ask(server, trusting: ca)
+        #expect(verification.outcome == .status(0, isRetryable: nil))
+        let response = try #require(verification.response)
         #expect(response.latestReceiptInfo.map(\.transactionID) == ["1001"])
         #expect(response.pendingRenewalInfo.first?.autoRenewStatus == true)
         #expect(response.environment == .sandbox)
@@ -89,18 +87,18 @@ import Testing
         let ca = try Self.ca.get()
         let server = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010), .init(status: 200, body: try Self.statuses(signedBy: ca))]))
         defer { server.stop() }
-        let exchanges = try await Self.ask(server, trusting: ca)
-        #expect(exchanges.map(\.environment) == [.production, .sandbox])
+        let verification = try await Self.ask(server, trusting: ca)
+        #expect(verification.exchanges.map(\.environment) == [.production, .sandbox])
         #expect(server.requests.map(\.target) == ["/production/inApps/v1/subscriptions/1000", "/sandbox/inApps/v1/subscriptions/1000"])
-        guard case .notFound = exchanges[0].outcome, case .answered = exchanges[1].outcome else {
-            Issue.record("\(exchanges.map(\.outcome))")
-            return
-        }
+        #expect(verification.exchanges.map(\.outcome) == [.serverAPI(.notFound), .status(0, isRetryable: nil)])
+        #expect(verification.response != nil)
 
         let refused = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010)]))
         defer { refused.stop() }
         let alone = try await Self.ask(refused, trusting: ca, mayRedirect: { false })
-        #expect(alone.count == 1, "the redirect needs leave of its own")
+        #expect(alone.exchanges.map(\.outcome) == [.serverAPI(.notFound)], "the redirect needs leave of its own")
+        let nowhere = try await Self.ask(refused, trusting: ca)
+        #expect(nowhere.exchanges.map(\.outcome) == [.serverAPI(.notFound), .serverAPI(.notFoundAnywhere)])
     }
 
     /// A signature from another root, or Apple's signature on another app's transaction, proves nothing here.
@@ -110,37 +108,32 @@ import Testing
         for body in [try Self.statuses(signedBy: stranger), try Self.statuses(signedBy: ca, bundleID: "com.other")] {
             let server = try TestHTTPServer(.respond([.init(status: 200, body: body)]))
             defer { server.stop() }
-            let exchanges = try await Self.ask(server, trusting: ca)
-            guard case .untrusted = try #require(exchanges.first).outcome else {
-                Issue.record("believed: \(exchanges.map(\.outcome))")
-                continue
-            }
+            let verification = try await Self.ask(server, trusting: ca)
+            #expect(verification.outcome == .serverAPI(.untrusted))
+            #expect(verification.response == nil, "nothing unverified is passed on")
         }
     }
 
     @Test func rateLimitsBadKeysAndFailuresAreToldApart() async throws {
         let ca = try Self.ca.get()
-        let cases: [(TestHTTPServer.Response, String)] = [
-            (Self.error(429, code: 4_290_000, headers: [("Retry-After", "30")]), "rateLimited 30.0 seconds"),
-            (Self.error(401, code: 4_010_000), "unauthorized"),
-            (Self.error(500, code: 5_000_001), "failed retryable"),
-            (Self.error(404, code: 4_040_006), "failed retryable"),
-            (Self.error(400, code: 4_000_006), "failed final"),
-            (.init(status: 502, body: Array("<html>Bad Gateway</html>".utf8)), "failed retryable"),
-            (.init(status: 200, body: Array(#"{"data":"#.utf8)), "unreadable"),
+        let cases: [(TestHTTPServer.Response, VerificationOutcome)] = [
+            (Self.error(429, code: 4_290_000, headers: [("Retry-After", "30")]), .serverAPI(.rateLimited(retryAfter: .seconds(30)))),
+            (Self.error(401, code: 4_010_000), .serverAPI(.unauthorized)),
+            (Self.error(500, code: 5_000_001), .serverAPI(.failed(httpStatus: 500, code: 5_000_001, retryable: true))),
+            (Self.error(404, code: 4_040_006), .serverAPI(.failed(httpStatus: 404, code: 4_040_006, retryable: true))),
+            (Self.error(400, code: 4_000_006), .serverAPI(.failed(httpStatus: 400, code: 4_000_006, retryable: false))),
+            (.init(status: 502, body: Array("<html>Bad Gateway</html>".utf8)), .serverAPI(.failed(httpStatus: 502, code: nil, retryable: true))),
+            (.init(status: 404, body: Array("<html>Not Found</html>".utf8)), .unreadableBody(httpStatus: 404)),
+            (.init(status: 200, body: Array(#"{"data":"#.utf8)), .unreadableBody(httpStatus: 200)),
         ]
         for (answer, expected) in cases {
             let server = try TestHTTPServer(.respond([answer]))
             defer { server.stop() }
-            let outcome = try #require(try await Self.ask(server, trusting: ca).first).outcome
-            let read = switch outcome {
-            case .rateLimited(let wait?): "rateLimited \(wait)"
-            case .unauthorized: "unauthorized"
-            case .failed(_, _, let retryable): retryable ? "failed retryable" : "failed final"
-            case .unreadableBody: "unreadable"
-            default: "\(outcome)"
+            let verification = try await Self.ask(server, trusting: ca)
+            #expect(verification.outcome == expected, "HTTP \(answer.status)")
+            if expected == .serverAPI(.unauthorized) {
+                #expect(verification.exchanges[0].problem?.contains("KEY123") == true, "the alarm names the key id")
             }
-            #expect(read == expected, "HTTP \(answer.status)")
         }
     }
 

@@ -64,6 +64,18 @@ import Testing
         Row(outcome: .transportFailure(.protocolError), expected: .unavailableUnlessPersistent(mentioning: "HTTP")),
         Row(outcome: .transportFailure(.tls), expected: .configurationError(mentioning: "certificate")),
         Row(outcome: .transportFailure(.invalidRequest), expected: .configurationError(mentioning: "URL")),
+        // The App Store Server API's answers.
+        Row(outcome: .serverAPI(.notFound), expected: .retryable(upstreamUnavailable: false)),
+        Row(outcome: .serverAPI(.notFoundAnywhere), expected: .permanent(mentioning: "neither environment")),
+        Row(outcome: .serverAPI(.rateLimited(retryAfter: .seconds(30))), expected: .retryable(upstreamUnavailable: true)),
+        Row(outcome: .serverAPI(.unauthorized), expected: .configurationError(mentioning: "key")),
+        Row(outcome: .serverAPI(.failed(httpStatus: 500, code: 5_000_001, retryable: true)),
+            expected: .retryable(upstreamUnavailable: true)),
+        Row(outcome: .serverAPI(.failed(httpStatus: 404, code: 4_040_006, retryable: true)),
+            expected: .retryable(upstreamUnavailable: false)),
+        Row(outcome: .serverAPI(.failed(httpStatus: 400, code: 4_000_006, retryable: false)),
+            expected: .permanent(mentioning: "4000006")),
+        Row(outcome: .serverAPI(.untrusted), expected: .configurationError(mentioning: "trusted root")),
     ]
 
     @Test(arguments: rows)

@@ -282,4 +282,30 @@ import Testing
         #expect(store.written.map(\.attempt.runID) == ["registration", "registration"])
         #expect(store.rewritten.map(\.subscriptionID) == [7])
     }
+
+    /// The Server API refusing the key concerns every call, not one subscription: the fleet halts at once.
+    @Test func aServerAPIKeyAppleRefusesHaltsAtOnce() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.unauthorized)))
+        #expect(settlement == "postpone")
+        #expect(gate.heard.contains("halt"))
+        #expect(!gate.heard.contains("configuration error"))
+        #expect(store.written.isEmpty)
+    }
+
+    /// A signed answer that does not verify may be one subscription's (registered under another
+    /// app): counted like a wrong secret's 21004, buried alone, halting only when several agree.
+    @Test func anUntrustedSignedAnswerCountsTowardAHalt() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.untrusted)))
+        #expect(settlement == "bury")
+        #expect(gate.heard.contains("configuration error"))
+        #expect(!gate.heard.contains("halt"))
+        #expect(store.written.isEmpty)
+    }
+
+    /// A transaction Apple knows in neither environment is no purchase: invalid, as 21010 makes it.
+    @Test func aTransactionUnknownEverywhereIsAPermanentFailure() throws {
+        let (settlement, _, store) = try Self.run(FakeVerifier(.serverAPI(.notFoundAnywhere)))
+        #expect(settlement == "ack permanent_failure")
+        #expect(store.written.map(\.attempt.outcome) == [.permanentFailure])
+    }
 }
