@@ -100,6 +100,8 @@ let package = Package(
         .target(name: "AppStoreSimulator", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
         ]),
 
         // Executables.
@@ -107,6 +109,7 @@ let package = Package(
             "APIService", "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
@@ -117,7 +120,6 @@ let package = Package(
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient", "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "X509", package: "swift-certificates"),
-            .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
         .testTarget(name: "RedactionTests", dependencies: [
@@ -167,7 +169,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Fixtures")]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
-            "AppStoreSimulator",
+            "AppStore", "AppStoreSimulator",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),

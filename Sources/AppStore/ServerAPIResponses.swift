@@ -37,6 +37,25 @@ public struct SubscriptionStatusesResponse: Sendable {
     }
 }
 
+/// One page of Get Transaction History (`GET /inApps/v2/history/{transactionId}`, a
+/// `HistoryResponse`): signed transactions, oldest first, and where the next page starts.
+public struct TransactionHistoryPage: Sendable {
+    public let environment: AppStoreEnvironment?
+    public let signedTransactions: [String]
+    /// The token to ask the next page with (`?revision=`), when `hasMore`.
+    public let revision: String?
+    public let hasMore: Bool
+
+    public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
+        let fields = try JSONValue.object(body, httpStatus: httpStatus)
+        environment = fields.text("environment").flatMap(AppStoreEnvironment.init(wireName:))
+        let listed: [JSONValue] = if case .array(let elements)? = fields["signedTransactions"] { elements } else { [] }
+        signedTransactions = listed.compactMap { if case .string(let jws) = $0 { jws } else { nil } }
+        revision = fields.text("revision")
+        hasMore = fields.flag("hasMore") ?? false
+    }
+}
+
 /// The body of the Server API's error answers: `{"errorCode": 4040010, "errorMessage": "…"}`.
 public struct ServerAPIErrorBody: Sendable, Equatable {
     /// `TransactionIdNotFoundError`: the transaction is not in this environment (try the other).

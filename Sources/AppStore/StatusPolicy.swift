@@ -39,6 +39,8 @@ public enum VerificationOutcome: Sendable, Hashable {
 public enum ServerAPIStatus: Sendable, Hashable {
     /// This environment knows no such transaction (4040010), and the other was not asked.
     case notFound
+    /// The answer needed another call (a page of the transaction history) that was not allowed now.
+    case unfinished
     /// Neither environment knows the transaction: as 21010, the purchase is not Apple's to vouch for.
     case notFoundAnywhere
     /// HTTP 429: the endpoint's rate limit is spent, until `retryAfter` when Apple said.
@@ -54,6 +56,7 @@ public enum ServerAPIStatus: Sendable, Hashable {
     public var name: String {
         switch self {
         case .notFound, .notFoundAnywhere: "not_found"
+        case .unfinished: "unfinished"
         case .rateLimited: "rate_limited"
         case .unauthorized: "unauthorized"
         case .failed(let status, let code, _): code.map { "error_\($0)" } ?? "http_\(status)"
@@ -145,7 +148,7 @@ public struct StatusPolicy: Sendable, Equatable {
             .retryable(upstreamUnavailable: true)
 
         // The redirect to the other environment was not made now (it needs leave of its own).
-        case .serverAPI(.notFound): .retryable(upstreamUnavailable: false)
+        case .serverAPI(.notFound), .serverAPI(.unfinished): .retryable(upstreamUnavailable: false)
         case .serverAPI(.notFoundAnywhere):
             .permanent(reason: "the App Store knows this transaction in neither environment")
         // Until the limiter holds a budget per endpoint (issue 17), a spent one pauses the fleet.

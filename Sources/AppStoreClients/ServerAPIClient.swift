@@ -44,19 +44,38 @@ public final class ServerAPIClient {
         http = try HTTPClient(configuration: configuration)
     }
 
-    /// Get All Subscription Statuses for the subscription of `originalTransactionID`, starting in
-    /// `environment`; when Apple does not know the transaction there, the other environment, once
-    /// `mayRedirect` agrees (it is one more call, and needs leave of its own). Apple's answer, once
-    /// every signed payload in it verified and named the app, reads as verifyReceipt's status 0.
-    public func statuses(
-        of originalTransactionID: String, startingIn environment: AppStoreEnvironment = .production,
-        mayRedirect: () -> Bool
+    /// How many pages of a customer's transaction history one verification reads at most (20 transactions each).
+    static let historyPageLimit = 50
+
+    /// What Apple says of the subscription of `originalTransactionID`: Get All Subscription
+    /// Statuses, starting in `environment` and going on to the other one when Apple does not know
+    /// the transaction there; then, when the latest transaction is not `knownLatestTransactionID`
+    /// (something happened since the fleet last looked), the customer's transaction history too, so
+    /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
+    /// receipt shows it. Every call after the first needs `mayCallAgain`'s leave; without it the
+    /// verification ends there, unfinished, to be tried again.
+    ///
+    /// Apple's answer, once every signed payload in it verified and named the app, reads as
+    /// verifyReceipt's status 0 (`Verification.response`).
+    public func verify(
+        originalTransactionID: String, knownLatestTransactionID: String?, startingIn environment: AppStoreEnvironment = .production,
+        mayCallAgain: () -> Bool
     ) -> Verification {
         var verification = Verification(exchanges: [], response: nil)
+        // Apple's transaction ids are digits; anything else would change the URL's meaning, and
+        // Apple would refuse it (InvalidOriginalTransactionIdError).
+        guard !originalTransactionID.isEmpty, originalTransactionID.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            verification.exchanges = [VerificationExchange(
+                environment: environment, outcome: .serverAPI(.failed(httpStatus: 400, code: 4_000_008, retryable: false)),
+                latency: .zero, problem: "the original transaction id is not a number")]
+            return verification
+        }
+        var signed = SignedAnswer()
         var next: AppStoreEnvironment? = environment
-        while let current = next, verification.exchanges.isEmpty || mayRedirect() {
-            var (exchange, response) = call(originalTransactionID, in: current)
+        while let current = next, verification.exchanges.isEmpty || mayCallAgain() {
             next = nil
+            var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, in: current)
+            if let answer { signed = statuses(answer, into: &exchange) ?? signed }
             if exchange.outcome == .serverAPI(.notFound) {
                 if verification.exchanges.isEmpty {
                     next = current == .production ? .sandbox : .production
@@ -65,66 +84,122 @@ public final class ServerAPIClient {
                 }
             }
             verification.exchanges.append(exchange)
-            if let response { verification.response = response }
+        }
+        guard verification.outcome == .status(0, isRetryable: nil) else { return verification }
+        let place = verification.exchanges[verification.exchanges.count - 1].environment
+        if latestTransactionID(in: signed, of: originalTransactionID) != knownLatestTransactionID {
+            var revision: String?
+            for _ in 0..<Self.historyPageLimit {
+                guard mayCallAgain() else {
+                    verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
+                    return verification
+                }
+                let query = revision.map { "?revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
+                var (exchange, answer) = call("/inApps/v2/history/" + originalTransactionID + query, in: place)
+                let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
+                verification.exchanges.append(exchange)
+                guard let page else { return verification }
+                guard page.hasMore, let nextRevision = page.revision else { break }
+                revision = nextRevision
+            }
+        }
+        do {
+            verification.response = try VerifyReceiptResponse(
+                signedTransactions: signed.transactions, renewals: signed.renewals, environment: signed.environment,
+                bundleID: tokens.key.bundleID)
+        } catch {
+            verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.untrusted)
+            verification.exchanges[verification.exchanges.count - 1].problem = "\(error)"
         }
         return verification
     }
 
-    private func call(_ originalTransactionID: String, in environment: AppStoreEnvironment) -> (VerificationExchange, VerifyReceiptResponse?) {
+    /// The verified payloads of a verification's answers so far.
+    struct SignedAnswer {
+        var transactions: [Data] = []
+        var renewals: [Data] = []
+        var environment: AppStoreEnvironment?
+    }
+
+    /// The subscription's newest transaction in `signed`, by purchase date.
+    private func latestTransactionID(in signed: SignedAnswer, of originalTransactionID: String) -> String? {
+        let read = try? VerifyReceiptResponse(
+            signedTransactions: signed.transactions, renewals: [], environment: nil, bundleID: tokens.key.bundleID)
+        return read?.latestReceiptInfo.filter { $0.originalTransactionID == originalTransactionID }
+            .max { ($0.purchaseDate ?? .init(Date.distantPast)) < ($1.purchaseDate ?? .init(Date.distantPast)) }?.transactionID
+    }
+
+    /// One GET: the exchange, with the answer when it is a 200 to read further, or the outcome of
+    /// an error answer or a failed call.
+    private func call(_ path: String, in environment: AppStoreEnvironment) -> (VerificationExchange, HTTPResponse?) {
         let started = ContinuousClock.now
         var exchange = VerificationExchange(environment: environment, outcome: .transportFailure(.invalidRequest), latency: .zero)
-        var response: VerifyReceiptResponse?
         defer { exchange.latency = ContinuousClock.now - started }
-        // Apple's transaction ids are digits; anything else would change the URL's meaning.
-        guard !originalTransactionID.isEmpty, originalTransactionID.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            exchange.problem = "the original transaction id is not a number"
-            return (exchange, nil)
-        }
-        let url = endpoints.base(for: environment) + "/inApps/v1/subscriptions/" + originalTransactionID
         do {
-            let answer = try http.get(url: url, headers: ["Authorization": "Bearer " + tokens.token()])
+            let answer = try http.get(url: endpoints.base(for: environment) + path, headers: ["Authorization": "Bearer " + tokens.token()])
             exchange.httpStatus = answer.status
-            (exchange.outcome, response, exchange.problem) = judge(answer)
+            guard answer.status == 200 else {
+                (exchange.outcome, exchange.problem) = refusal(answer)
+                return (exchange, nil)
+            }
+            return (exchange, answer)
         } catch {
             exchange.outcome = .transportFailure(TransportFailure(error.kind))
             exchange.problem = error.description
+            return (exchange, nil)
         }
-        return (exchange, response)
     }
 
-    /// What an answer means; a success is believed only once every signed payload verifies.
-    private func judge(_ answer: HTTPResponse) -> (VerificationOutcome, VerifyReceiptResponse?, String?) {
-        guard answer.status == 200 else {
-            let error = ServerAPIErrorBody(body: answer.body)
-            let named = "HTTP \(answer.status)" + (error.map { " error \($0.code)" } ?? "")
-            let status: ServerAPIStatus? = switch (answer.status, error?.code) {
-            case (404, ServerAPIErrorBody.transactionIDNotFound): .notFound
-            case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first))
-            case (401, _): .unauthorized
-            case (_, let code?): .failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code))
-            // No error body: a proxy's or a load balancer's answer.
-            default: answer.status >= 500 ? .failed(httpStatus: answer.status, code: nil, retryable: true) : nil
-            }
-            let problem = status == .unauthorized ? "\(named) for key \(tokens.key.keyID)" : named
-            return (status.map(VerificationOutcome.serverAPI) ?? .unreadableBody(httpStatus: answer.status), nil, problem)
+    /// What an error answer means.
+    private func refusal(_ answer: HTTPResponse) -> (VerificationOutcome, String) {
+        let error = ServerAPIErrorBody(body: answer.body)
+        let named = "HTTP \(answer.status)" + (error.map { " error \($0.code)" } ?? "")
+        let status: ServerAPIStatus? = switch (answer.status, error?.code) {
+        case (404, ServerAPIErrorBody.transactionIDNotFound): .notFound
+        case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first))
+        case (401, _): .unauthorized
+        case (_, let code?): .failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code))
+        // No error body: a proxy's or a load balancer's answer.
+        default: answer.status >= 500 ? .failed(httpStatus: answer.status, code: nil, retryable: true) : nil
         }
-        let statuses: SubscriptionStatusesResponse
+        let problem = status == .unauthorized ? "\(named) for key \(tokens.key.keyID)" : named
+        return (status.map(VerificationOutcome.serverAPI) ?? .unreadableBody(httpStatus: answer.status), problem)
+    }
+
+    /// Reads a statuses answer's verified payloads, or sets why they cannot be believed.
+    private func statuses(_ answer: HTTPResponse, into exchange: inout VerificationExchange) -> SignedAnswer? {
         do {
-            statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
-        } catch {
-            return (VerificationOutcome(error), nil, error.description)
-        }
-        do {
+            let statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
             let now = Date()
-            let transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
-            let renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
-            let response = try VerifyReceiptResponse(
-                signedTransactions: transactions, renewals: renewals, environment: statuses.environment,
-                bundleID: tokens.key.bundleID)
-            return (VerificationOutcome(response), response, nil)
+            var signed = SignedAnswer(environment: statuses.environment)
+            signed.transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
+            signed.renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
+            exchange.outcome = .status(0, isRetryable: nil)
+            return signed
+        } catch let error as ResponseDecodingError {
+            (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
         } catch {
-            return (.serverAPI(.untrusted), nil, "\(error)")
+            (exchange.outcome, exchange.problem) = (.serverAPI(.untrusted), "\(error)")
         }
+        return nil
+    }
+
+    /// Reads a history page's verified transactions into `signed`, or sets why they cannot be believed.
+    private func history(
+        _ answer: HTTPResponse, into exchange: inout VerificationExchange, adding signed: inout SignedAnswer
+    ) -> TransactionHistoryPage? {
+        do {
+            let page = try TransactionHistoryPage(body: answer.body, httpStatus: answer.status)
+            let now = Date()
+            signed.transactions += try page.signedTransactions.map { try verified($0, at: now) }
+            exchange.outcome = .status(0, isRetryable: nil)
+            return page
+        } catch let error as ResponseDecodingError {
+            (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
+        } catch {
+            (exchange.outcome, exchange.problem) = (.serverAPI(.untrusted), "\(error)")
+        }
+        return nil
     }
 
     /// The payload of `jws`, once its chain and signature hold. The check is CPU work only, done on

@@ -55,6 +55,19 @@ struct JSONWriter {
         comma()
     }
 
+    /// A string element of an array.
+    mutating func element(_ value: String) {
+        quoted(value)
+        comma()
+    }
+
+    /// `"name":true` or `false`, a JSON boolean (as the Server API's signed payloads write them).
+    mutating func bool(_ name: StaticString, _ value: Bool) {
+        key(name)
+        append(value ? "true" : "false")
+        comma()
+    }
+
     /// Apple's three spellings of one moment: `name` (GMT), `name_ms`, `name_pst` (Pacific time).
     mutating func date(_ name: StaticString, _ milliseconds: Int64) {
         key(name)

@@ -48,6 +48,38 @@ struct IdentifierScheme: Sendable {
         100_000_000_000_000 + scramble(chain: chain, sequence: sequence, salt: 0x2545_F491_4F6C_DD1D)
     }
 
+    /// Where a transaction id of this seed came from: the receipt's index, the subscription's chain
+    /// and the transaction's sequence (the Server API is asked by transaction id, not by receipt).
+    /// Nil when the id is not one this scheme makes.
+    static func position(ofTransactionID id: UInt64, seed: UInt64) -> (index: Int, chain: Int, sequence: Int)? {
+        guard id >= 100_000_000_000_000, id - 100_000_000_000_000 <= mask else { return nil }
+        var x = id - 100_000_000_000_000
+        x = Self.unshift(x, by: 21)
+        x = (x &* Self.inverse(0x2_7BB2_EE68_7B0B)) & mask
+        x = Self.unshift(x, by: 23)
+        x = (x &* Self.inverse(0x5DEE_CE66_D)) & mask
+        let position = x ^ (SeededRandom.mix(seed) & mask)
+        return (Int(position >> 18), Int(position >> 16 & 0x3), Int(position & 0xFFFF))
+    }
+
+    /// Undoes `x ^= x >> shift` on 46-bit numbers.
+    private static func unshift(_ value: UInt64, by shift: UInt64) -> UInt64 {
+        var x = value
+        var step = shift
+        while step < bits {
+            x ^= x >> step
+            step *= 2
+        }
+        return x & mask
+    }
+
+    /// The inverse of an odd number modulo 2^46 (Newton's iteration doubles the good bits each step).
+    private static func inverse(_ odd: UInt64) -> UInt64 {
+        var x = odd
+        for _ in 0..<6 { x = x &* (2 &- odd &* x) }
+        return x & mask
+    }
+
     private func scramble(chain: Int, sequence: Int, salt: UInt64) -> UInt64 {
         let position = index << 18 | UInt64(chain & 0x3) << 16 | UInt64(sequence & 0xFFFF)
         // Each step is a bijection on 46-bit numbers: xor with a constant, multiply by an odd number,

@@ -6,13 +6,18 @@ import Synchronization
 /// fault knobs and request statistics. It stores no receipts: each answer is computed from the
 /// receipt token and the clock (see `SimulatedReceipt`).
 ///
-/// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), `GET /stats`,
-/// and the control routes under `/control` (see `addControlRoutes`).
+/// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
+/// Server API's `GET /inApps/v1/subscriptions/{transactionId}` (and under `/sandbox`) when set up
+/// with `ServerAPISimulation`, `GET /stats`, and the control routes under `/control` (see
+/// `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
     /// The time every answer is computed for.
     public let clock: SimulatorClock
     private let stats = SimulatorStats()
     private let state: Mutex<State>
+    /// Set when the simulator serves the App Store Server API too.
+    private let serverAPI: ServerAPISimulation?
+    private let signing: SimulatorSigningChain?
 
     private struct State {
         var knobs: FaultKnobs
@@ -20,11 +25,16 @@ public final class SimulatedAppStore: Sendable {
         var outageUntilMs: Int64?
     }
 
-    /// Knobs with a `problem` are refused here as on the control route.
-    public init(knobs: FaultKnobs = FaultKnobs(), clock: SimulatorClock = SimulatorClock()) throws(KnobsError) {
+    /// Knobs with a `problem` are refused here as on the control route. With `serverAPI`, the
+    /// simulator also answers the App Store Server API for that seeded fleet.
+    public init(
+        knobs: FaultKnobs = FaultKnobs(), clock: SimulatorClock = SimulatorClock(), serverAPI: ServerAPISimulation? = nil
+    ) throws(KnobsError) {
         if let problem = knobs.problem { throw KnobsError(message: problem) }
         self.clock = clock
         self.state = Mutex(State(knobs: knobs))
+        self.serverAPI = serverAPI
+        signing = serverAPI == nil ? nil : try? SimulatorSigningChain()
     }
 
     /// The fault knobs in force.
@@ -63,6 +73,23 @@ public final class SimulatedAppStore: Sendable {
         // Apple answers 21000 when the request is not a POST.
         router.get("verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
         router.get("sandbox/verifyReceipt") { _, _ in Self.json(ResponseRenderer.status(21000)) }
+        for (prefix, endpoint) in [("", SimulatedEnvironment.production), ("sandbox/", .sandbox)] {
+            router.get("\(prefix)inApps/v1/subscriptions/:id") { request, context in
+                let id = context.parameters.get("id") ?? ""
+                return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
+                    ServerAPIEndpoint.statuses(authorization: request.headers[.authorization], transactionID: id,
+                                               endpoint: endpoint, now: now, setup: setup, signing: signing)
+                }
+            }
+            router.get("\(prefix)inApps/v2/history/:id") { request, context in
+                let id = context.parameters.get("id") ?? ""
+                return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
+                    ServerAPIEndpoint.history(authorization: request.headers[.authorization], transactionID: id,
+                                              revision: request.uri.queryParameters.get("revision"), endpoint: endpoint,
+                                              now: now, setup: setup, signing: signing)
+                }
+            }
+        }
         addControlRoutes(to: router)
         return router
     }
@@ -114,6 +141,37 @@ public final class SimulatedAppStore: Sendable {
             return reply(VerifyReceiptEndpoint.failure(21005))
         }
         return reply(answer())
+    }
+
+    /// A Server API call (`answer` computes Apple's answer at the simulator's time), with the same
+    /// latency, outages and 503 pages as verifyReceipt.
+    private func serverAPI(
+        _ request: Request, endpoint: SimulatedEnvironment,
+        answer: (Int64, ServerAPISimulation, SimulatorSigningChain) -> ServerAPIEndpoint.Answer
+    ) async throws -> Response {
+        let (knobs, outageUntil) = state.withLock { ($0.knobs, $0.outageUntilMs) }
+        stats.recordArrival(environment: endpoint, rateLimit: knobs.rateLimit)
+        let delay = knobs.latency.sample()
+        if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
+        let now = clock.nowMs
+        let reply: ServerAPIEndpoint.Answer
+        if let serverAPI, let signing {
+            if let outageUntil, now < outageUntil {
+                reply = ServerAPIEndpoint.error(500, 5_000_001, "An unknown error occurred. Please try again.")
+            } else if Double.random(in: 0..<1) < knobs.serviceUnavailableRate {
+                stats.recordAnswer(httpStatus: 503, appleStatus: nil, garbage: false)
+                return Response(status: .serviceUnavailable, headers: [.contentType: "text/html; charset=UTF-8"],
+                                body: .init(byteBuffer: ByteBuffer(bytes: FaultBodies.serviceUnavailablePage)))
+            } else {
+                reply = answer(now, serverAPI, signing)
+            }
+        } else {
+            reply = ServerAPIEndpoint.error(
+                404, 4_040_000, "This simulator does not serve the App Store Server API: start it with --server-api-key.")
+        }
+        stats.recordAnswer(httpStatus: reply.httpStatus, appleStatus: nil, garbage: false)
+        return Response(status: .init(code: reply.httpStatus), headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
     }
 
     /// Apple answers every status, errors included, as HTTP 200 JSON.

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
+import Crypto
 import Foundation
 
 extension SimulateAppStore {
@@ -17,6 +18,13 @@ extension SimulateAppStore {
                 Examples:
                   receiptfleet simulate-appstore seed --count 1000 --seed 7 --out fleet.jsonl
                   receiptfleet simulate-appstore seed --count 14 --seed 1 --at 2026-11-20T09:00:00Z --out kinds.jsonl
+                  receiptfleet simulate-appstore seed --count 100 --seed 7 --out fleet.jsonl \\
+                    --server-api-key AuthKey_SIM.p8 --server-api-root simulator-root.pem
+
+                --server-api-key writes an In-App Purchase key (P-256, PEM, mode 0600) for the fleet to sign \
+                its Server API tokens with and `serve --server-api-key` to check them (an existing file is \
+                kept); --server-api-root writes the root certificate the simulator signs its answers with, \
+                for the fleet's trusted roots (never trust it outside tests and demos).
                 """)
 
         @Option(help: "How many receipts to create (indices 0..<count; kinds cycle through the indices).")
@@ -30,6 +38,12 @@ extension SimulateAppStore {
 
         @Option(help: "The JSON lines file to write.")
         var out: String
+
+        @Option(help: "Write an In-App Purchase key here (.p8) for the simulated Server API, unless one exists.")
+        var serverAPIKey: String?
+
+        @Option(help: "Write the simulator's signing root here (PEM), for the fleet's trusted roots in tests and demos.")
+        var serverAPIRoot: String?
 
         func validate() throws {
             guard count > 0 else { throw ValidationError("--count must be at least 1.") }
@@ -63,6 +77,24 @@ extension SimulateAppStore {
             try file.write(contentsOf: chunk)
             let summary = SubscriptionStatus.allCases.map { "\($0.rawValue)=\(statuses[$0, default: 0])" }
             log("wrote \(lines) subscriptions of \(count) receipts to \(out) (\(summary.joined(separator: " ")))")
+            try writeServerAPIFiles()
+        }
+
+        /// The simulated Server API's key and root, when asked for.
+        private func writeServerAPIFiles() throws {
+            if let serverAPIKey, !FileManager.default.fileExists(atPath: serverAPIKey) {
+                let pem = P256.Signing.PrivateKey().pemRepresentation + "\n"
+                guard FileManager.default.createFile(atPath: serverAPIKey, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600])
+                else { throw ValidationError("Cannot create \(serverAPIKey): check the directory exists and is writable.") }
+                log("wrote an In-App Purchase key for the simulated Server API to \(serverAPIKey)")
+            }
+            if let serverAPIRoot {
+                let pem = try SimulatorSigningChain().rootPEM + "\n"
+                guard FileManager.default.createFile(atPath: serverAPIRoot, contents: Data(pem.utf8)) else {
+                    throw ValidationError("Cannot create \(serverAPIRoot): check the directory exists and is writable.")
+                }
+                log("wrote the simulator's signing root to \(serverAPIRoot) (trust it in tests and demos only)")
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
+import Crypto
 import Foundation
 
 extension SimulateAppStore {
@@ -17,6 +18,12 @@ extension SimulateAppStore {
                   receiptfleet simulate-appstore serve
                   receiptfleet simulate-appstore serve --port 9180 --latency 150ms±50ms --unavailable-rate 0.02
                   receiptfleet simulate-appstore serve --start 2026-11-20T09:00:00Z --rate-limit 50 --shared-secret s3cr3t
+                  receiptfleet simulate-appstore serve --server-api-key AuthKey_SIM.p8 --fleet-seed 7 --start 2026-11-20T09:00:00Z
+
+                With --server-api-key it also serves the App Store Server API (GET /inApps/v1/subscriptions/{id} \
+                and /inApps/v2/history/{id}, under /sandbox for the sandbox) for the fleet that \
+                `simulate-appstore seed --seed N --at T` drew: tokens signed with that key are accepted, and \
+                its answers are signed with the simulator's own root (`seed --server-api-root` writes it).
                 """)
 
         @Option(help: "Address to listen on.") var host = "127.0.0.1"
@@ -35,6 +42,25 @@ extension SimulateAppStore {
         var rateLimit: Int?
         @Option(help: "Begin with an outage (21005) lasting this many seconds.") var outageSeconds = 0.0
         @Option(help: "Print statistics every this many seconds (0: never).") var statsInterval = 10.0
+        @Option(help: "Serve the App Store Server API, accepting tokens of this In-App Purchase key (.p8).")
+        var serverAPIKey: String?
+        @Option(help: "With --server-api-key: the seed the fleet was drawn from (seed's --seed).") var fleetSeed: UInt64?
+        @Option(help: "With --server-api-key: the time the fleet is centred on (seed's --at); --start by default.")
+        var fleetAt: String?
+
+        /// The Server API's set-up, when asked for.
+        func serverAPI() throws -> ServerAPISimulation? {
+            guard let serverAPIKey else { return nil }
+            guard let fleetSeed else {
+                throw ValidationError("--server-api-key needs --fleet-seed: the seed the subscriptions were drawn with.")
+            }
+            guard let pem = try? String(contentsOfFile: serverAPIKey, encoding: .utf8),
+                  let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
+            else {
+                throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
+            }
+            return ServerAPISimulation(publicKey: key.publicKey, seed: fleetSeed, anchorMs: try parseTime(fleetAt ?? start))
+        }
 
         func run() async throws {
             guard let latency = Latency(parsing: latency) else {
@@ -46,21 +72,22 @@ extension SimulateAppStore {
                 rateLimit: rateLimit)
             let clock = SimulatorClock(startMs: try parseTime(start))
             let simulator: SimulatedAppStore
-            do throws(KnobsError) {
-                simulator = try SimulatedAppStore(knobs: knobs, clock: clock)
-            } catch {
+            do {
+                simulator = try SimulatedAppStore(knobs: knobs, clock: clock, serverAPI: try serverAPI())
+            } catch let error as KnobsError {
                 throw ValidationError(error.description)
             }
             if outageSeconds > 0 { simulator.startOutage(seconds: outageSeconds) }
 
-            let (host, port, interval) = (host, port, statsInterval)
+            let (host, port, interval, fleetSeed, serverAPIKey) = (host, port, statsInterval, fleetSeed, serverAPIKey)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await simulator.run(host: host, port: port) { bound in
                         log("App Store simulator listening on http://\(host):\(bound) "
                             + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
                             + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
-                            + (knobs.sharedSecret == nil ? "not required" : "required"))
+                            + (knobs.sharedSecret == nil ? "not required" : "required")
+                            + (fleetSeed.map { seed in serverAPIKey == nil ? "" : "; App Store Server API for fleet seed \(seed)" } ?? ""))
                     }
                 }
                 if interval > 0 {

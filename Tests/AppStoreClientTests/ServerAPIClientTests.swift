@@ -46,7 +46,8 @@ import Testing
 
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
-        _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, mayRedirect: @escaping @Sendable () -> Bool = { true }
+        _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, knownLatest: String? = "1001",
+        mayRedirect: @escaping @Sendable () -> Bool = { true }
     ) async throws -> Verification {
         let key = try key ?? Self.key()
         let endpoints = ServerAPIEndpoints(
@@ -55,7 +56,7 @@ import Testing
             let client = try ServerAPIClient(
                 endpoints: endpoints, tokens: try ServerAPITokens(key: key),
                 signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
-            return client.statuses(of: "1000", mayRedirect: mayRedirect)
+            return client.verify(originalTransactionID: "1000", knownLatestTransactionID: knownLatest, mayCallAgain: mayRedirect)
         }
     }
 
@@ -135,6 +136,51 @@ import Testing
                 #expect(verification.exchanges[0].problem?.contains("KEY123") == true, "the alarm names the key id")
             }
         }
+    }
+
+    /// When the latest transaction is not the one the fleet knows, the history says what came
+    /// between: every page of it, each signed, read with the statuses into one answer.
+    @Test func aNewLatestTransactionBringsTheHistoryPageByPage() async throws {
+        let ca = try Self.ca.get()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func transaction(_ id: String, daysAgo: Int64) throws -> String {
+            try ca.sign([
+                "transactionId": id, "originalTransactionId": "1000", "bundleId": "com.example", "productId": "pro.monthly",
+                "purchaseDate": now - daysAgo * 86_400_000, "expiresDate": now - (daysAgo - 30) * 86_400_000, "signedDate": now,
+            ])
+        }
+        func page(_ transactions: [String], revision: String, hasMore: Bool) throws -> TestHTTPServer.Response {
+            .init(status: 200, body: Array(try JSONSerialization.data(withJSONObject: [
+                "revision": revision, "hasMore": hasMore, "bundleId": "com.example", "environment": "Sandbox",
+                "signedTransactions": transactions,
+            ])))
+        }
+        let server = try TestHTTPServer(.respond([
+            .init(status: 200, body: try Self.statuses(signedBy: ca)),
+            try page([transaction("998", daysAgo: 61), transaction("999", daysAgo: 31)], revision: "r2", hasMore: true),
+            try page([transaction("1001", daysAgo: 1)], revision: "r3", hasMore: false),
+        ]))
+        defer { server.stop() }
+        let verification = try await Self.ask(server, trusting: ca, knownLatest: "999")
+        #expect(server.requests.map(\.target) == [
+            "/production/inApps/v1/subscriptions/1000", "/production/inApps/v2/history/1000",
+            "/production/inApps/v2/history/1000?revision=r2",
+        ])
+        #expect(verification.outcome == .status(0, isRetryable: nil))
+        #expect(Set(try #require(verification.response).latestReceiptInfo.map(\.transactionID)) == ["998", "999", "1001"])
+
+        // Nothing new since the last look: the statuses say all there is.
+        let quiet = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        defer { quiet.stop() }
+        _ = try await Self.ask(quiet, trusting: ca, knownLatest: "1001")
+        #expect(quiet.requests.count == 1)
+
+        // A page the fleet gives no leave for leaves the answer unfinished, to be tried again.
+        let refused = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        defer { refused.stop() }
+        let unfinished = try await Self.ask(refused, trusting: ca, knownLatest: nil, mayRedirect: { false })
+        #expect(unfinished.outcome == .serverAPI(.unfinished))
+        #expect(refused.requests.count == 1)
     }
 
     @Test func retryAfterIsReadInSecondsOrAsAUnixTimeInMilliseconds() {

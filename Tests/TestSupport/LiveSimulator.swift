@@ -8,13 +8,16 @@ public struct LiveSimulator: Sendable {
 
     public var productionURL: String { "http://127.0.0.1:\(port)/verifyReceipt" }
     public var sandboxURL: String { "http://127.0.0.1:\(port)/sandbox/verifyReceipt" }
+    /// The App Store Server API's two hosts, when the simulator was started with `serverAPI`.
+    public var serverAPIProductionURL: String { "http://127.0.0.1:\(port)" }
+    public var serverAPISandboxURL: String { "http://127.0.0.1:\(port)/sandbox" }
 
     /// Runs `body` while a simulator with `knobs` (its clock at `startMs`) serves on a free port.
     public static func with<T: Sendable>(
-        knobs: FaultKnobs = FaultKnobs(), startMs: Int64? = nil,
+        knobs: FaultKnobs = FaultKnobs(), startMs: Int64? = nil, serverAPI: ServerAPISimulation? = nil,
         _ body: (LiveSimulator) async throws -> T
     ) async throws -> T {
-        let store = try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs))
+        let store = try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs), serverAPI: serverAPI)
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let server = Task { try await store.run(host: "127.0.0.1", port: 0) { listening.yield($0) } }
         defer { server.cancel() }

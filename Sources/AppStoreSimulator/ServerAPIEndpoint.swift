@@ -1,0 +1,233 @@
+import Crypto
+import Foundation
+
+/// What the simulator needs to serve the App Store Server API: whose bearer tokens to accept (the
+/// In-App Purchase key `simulate-appstore seed --server-api-key` wrote), and which seeded fleet
+/// its transaction ids belong to (the Server API is asked by transaction id, not by receipt).
+public struct ServerAPISimulation: Sendable {
+    public let publicKey: P256.Signing.PublicKey
+    public let seed: UInt64
+    /// The time the fleet's lifecycles are centred on (the seed command's `--at`).
+    public let anchorMs: Int64
+
+    public init(publicKey: P256.Signing.PublicKey, seed: UInt64, anchorMs: Int64) {
+        self.publicKey = publicKey
+        self.seed = seed
+        self.anchorMs = anchorMs / 1000 * 1000
+    }
+}
+
+/// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`) as Apple answers
+/// it: the bearer token checked, then the latest transaction of each of the customer's
+/// subscriptions with its renewal info, both signed, or Apple's error bodies.
+enum ServerAPIEndpoint {
+    struct Answer {
+        var httpStatus: Int
+        var body: [UInt8]
+    }
+
+    static func statuses(
+        authorization: String?, transactionID: String, endpoint: SimulatedEnvironment, now: Int64,
+        setup: ServerAPISimulation, signing: SimulatorSigningChain
+    ) -> Answer {
+        switch lookUp(authorization: authorization, transactionID: transactionID, endpoint: endpoint, now: now, setup: setup) {
+        case .failure(let failure): failure.answer
+        case .success(let snapshots): Answer(httpStatus: 200, body: render(snapshots, environment: endpoint, now: now, signing: signing))
+        }
+    }
+
+    /// How many transactions one page of the history holds, as Apple's.
+    static let historyPageSize = 20
+
+    /// Get Transaction History (`GET /inApps/v2/history/{transactionId}?revision=…`): every
+    /// transaction of the customer's subscriptions, oldest first, a page at a time; `revision`
+    /// (here, where the page starts) comes from the page before.
+    static func history(
+        authorization: String?, transactionID: String, revision: String?, endpoint: SimulatedEnvironment, now: Int64,
+        setup: ServerAPISimulation, signing: SimulatorSigningChain
+    ) -> Answer {
+        let snapshots: [ChainSnapshot]
+        switch lookUp(authorization: authorization, transactionID: transactionID, endpoint: endpoint, now: now, setup: setup) {
+        case .failure(let failure): return failure.answer
+        case .success(let found): snapshots = found
+        }
+        guard let start = revision.map({ Int($0) }) ?? 0, start >= 0 else { return error(400, 4_000_005, "Invalid revision.") }
+        let all = snapshots.flatMap { snapshot in snapshot.transactions.enumerated().map { ($1, $0) } }
+            .sorted { ($0.0.purchaseMs, $0.0.transactionID) < ($1.0.purchaseMs, $1.0.transactionID) }
+        let page = all.dropFirst(start).prefix(historyPageSize)
+        let next = start + page.count
+        var json = JSONWriter(capacity: 2048 * page.count + 256)
+        json.beginObject()
+        json.string("revision", String(next))
+        json.string("bundleId", Catalog.bundleID)
+        json.number("appAppleId", Catalog.appItemID)
+        json.string("environment", endpoint.rawValue)
+        json.bool("hasMore", next < all.count)
+        json.beginArray("signedTransactions")
+        for (transaction, renewals) in page {
+            json.element(signing.sign(transactionPayload(transaction, renewalCount: renewals, environment: endpoint, now: now)))
+        }
+        json.endArray()
+        json.endObject()
+        return Answer(httpStatus: 200, body: json.finish())
+    }
+
+    /// The snapshots of the subscriptions of the customer who owns `transactionID`, or Apple's
+    /// error answer: 401 for a token Apple would refuse, 404 (4040010) for a transaction this
+    /// environment does not know.
+    private static func lookUp(
+        authorization: String?, transactionID: String, endpoint: SimulatedEnvironment, now: Int64, setup: ServerAPISimulation
+    ) -> Result<[ChainSnapshot], AnswerError> {
+        guard acceptsToken(authorization, key: setup.publicKey, at: Date()) else {
+            return .failure(AnswerError(Answer(httpStatus: 401, body: [])))
+        }
+        guard let id = UInt64(transactionID) else { return .failure(AnswerError(error(400, 4_000_006, "Invalid transaction id."))) }
+        guard let position = IdentifierScheme.position(ofTransactionID: id, seed: setup.seed) else {
+            return .failure(AnswerError(notFound))
+        }
+        let kind = LifecycleKind.at(index: position.index)
+        let receipt = SimulatedReceipt(token: ReceiptToken(
+            seed: setup.seed, index: position.index, environment: kind.environment, anchorMs: setup.anchorMs))
+        // Only the environment the purchase was made in knows it; a receipt Apple cannot vouch for
+        // (malformed, a deleted account) has no transaction anywhere.
+        guard receipt.token.environment == endpoint, receipt.fixedFailureStatus == nil,
+              receipt.scripts.contains(where: { $0.chain == position.chain })
+        else { return .failure(AnswerError(notFound)) }
+        let snapshots = receipt.snapshots(at: now)
+        return snapshots.isEmpty ? .failure(AnswerError(notFound)) : .success(snapshots)
+    }
+
+    /// An error answer, as a `Result`'s failure.
+    struct AnswerError: Error {
+        let answer: Answer
+        init(_ answer: Answer) { self.answer = answer }
+    }
+
+    static let notFound = error(404, 4_040_010, "Transaction id not found.")
+
+    static func error(_ httpStatus: Int, _ code: Int64, _ message: String) -> Answer {
+        var json = JSONWriter(capacity: 80)
+        json.beginObject()
+        json.number("errorCode", code)
+        json.string("errorMessage", message)
+        json.endObject()
+        return Answer(httpStatus: httpStatus, body: json.finish())
+    }
+
+    /// A `StatusResponse`: the subscriptions grouped by subscription group, each with its latest
+    /// transaction (as verifyReceipt's `latest_receipt_info` with exclude-old-transactions).
+    private static func render(_ snapshots: [ChainSnapshot], environment: SimulatedEnvironment, now: Int64,
+                               signing: SimulatorSigningChain) -> [UInt8] {
+        var json = JSONWriter(capacity: 4096 * snapshots.count)
+        json.beginObject()
+        json.string("environment", environment.rawValue)
+        json.string("bundleId", Catalog.bundleID)
+        json.number("appAppleId", Catalog.appItemID)
+        json.beginArray("data")
+        for group in Array(Set(snapshots.map { $0.transactions.last!.plan.group })).sorted() {
+            json.beginObject()
+            json.string("subscriptionGroupIdentifier", group)
+            json.beginArray("lastTransactions")
+            for snapshot in snapshots where snapshot.transactions.last!.plan.group == group {
+                let latest = snapshot.transactions.last!
+                json.beginObject()
+                json.number("status", status(snapshot.status))
+                json.string("originalTransactionId", String(latest.originalTransactionID))
+                json.string("signedTransactionInfo", signing.sign(
+                    transactionPayload(latest, renewalCount: snapshot.transactions.count - 1, environment: environment, now: now)))
+                json.string("signedRenewalInfo", signing.sign(renewalPayload(snapshot.renewal, environment: environment, now: now)))
+                json.endObject()
+            }
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return json.finish()
+    }
+
+    /// Apple's status codes: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    private static func status(_ status: SubscriptionStatus) -> Int64 {
+        switch status {
+        case .active: 1
+        case .expired, .invalid: 2
+        case .inBillingRetry: 3
+        case .inGrace: 4
+        case .refunded: 5
+        }
+    }
+
+    /// `JWSTransactionDecodedPayload`: camelCase, ids as strings, dates as milliseconds.
+    private static func transactionPayload(
+        _ transaction: SimulatedTransaction, renewalCount: Int, environment: SimulatedEnvironment, now: Int64
+    ) -> [UInt8] {
+        var json = JSONWriter(capacity: 768)
+        json.beginObject()
+        json.string("transactionId", String(transaction.transactionID))
+        json.string("originalTransactionId", String(transaction.originalTransactionID))
+        json.string("webOrderLineItemId", String(transaction.webOrderLineItemID))
+        json.string("bundleId", Catalog.bundleID)
+        json.string("productId", transaction.plan.productID)
+        json.string("subscriptionGroupIdentifier", transaction.plan.group)
+        json.number("purchaseDate", transaction.purchaseMs)
+        json.number("originalPurchaseDate", transaction.originalPurchaseMs)
+        json.number("expiresDate", transaction.expiresMs)
+        json.number("quantity", 1)
+        json.string("type", "Auto-Renewable Subscription")
+        json.string("inAppOwnershipType", transaction.ownership.rawValue)
+        json.number("signedDate", now)
+        json.string("environment", environment.rawValue)
+        json.string("transactionReason", renewalCount == 0 ? "PURCHASE" : "RENEWAL")
+        if transaction.isTrial {
+            json.number("offerType", 1)
+            json.string("offerDiscountType", "FREE_TRIAL")
+        }
+        if let revoked = transaction.cancellationMs { json.number("revocationDate", revoked) }
+        if let reason = transaction.cancellationReason { json.number("revocationReason", Int64(reason)) }
+        if transaction.isUpgraded { json.bool("isUpgraded", true) }
+        json.endObject()
+        return json.finish()
+    }
+
+    /// `JWSRenewalInfoDecodedPayload`.
+    private static func renewalPayload(_ renewal: PendingRenewal, environment: SimulatedEnvironment, now: Int64) -> [UInt8] {
+        var json = JSONWriter(capacity: 384)
+        json.beginObject()
+        json.string("originalTransactionId", String(renewal.originalTransactionID))
+        json.string("productId", renewal.productID)
+        json.string("autoRenewProductId", renewal.autoRenewProductID)
+        json.number("autoRenewStatus", renewal.autoRenewOn ? 1 : 0)
+        if let intent = renewal.expirationIntent { json.number("expirationIntent", Int64(intent)) }
+        if let retrying = renewal.isInBillingRetry { json.bool("isInBillingRetryPeriod", retrying) }
+        if let grace = renewal.graceExpiresMs { json.number("gracePeriodExpiresDate", grace) }
+        if let consent = renewal.priceConsentStatus { json.number("priceIncreaseStatus", Int64(consent)) }
+        json.number("signedDate", now)
+        json.string("environment", environment.rawValue)
+        json.endObject()
+        return json.finish()
+    }
+
+    /// Whether `authorization` carries a token Apple would take: ES256 by the key, for this app,
+    /// for the Server API's audience, issued at most an hour before it expires, not expired.
+    static func acceptsToken(_ authorization: String?, key: P256.Signing.PublicKey, at now: Date) -> Bool {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+        let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = decoded(parts[0]), let claimBytes = decoded(parts[1]),
+              let signatureBytes = decoded(parts[2]),
+              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+              key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)),
+              (try? JSONSerialization.jsonObject(with: header) as? [String: Any])?["alg"] as? String == "ES256",
+              let claims = try? JSONSerialization.jsonObject(with: claimBytes) as? [String: Any],
+              claims["aud"] as? String == "appstoreconnect-v1", claims["bid"] as? String == Catalog.bundleID,
+              let issued = claims["iat"] as? Int, let expires = claims["exp"] as? Int
+        else { return false }
+        let seconds = Int(now.timeIntervalSince1970)
+        return expires > seconds && expires - issued <= 3_600 && issued <= seconds + 60
+    }
+
+    private static func decoded(_ part: Substring) -> Data? {
+        var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

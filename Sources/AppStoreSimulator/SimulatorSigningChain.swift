@@ -1,0 +1,83 @@
+import Crypto
+import Foundation
+import X509
+
+/// The simulator's stand-in for Apple's signing chain: a root, an intermediate and a signing
+/// certificate shaped like Apple's (the intermediate and the signing certificate carry Apple's
+/// marker extensions), with which it signs the Server API's JWS payloads.
+///
+/// Its keys are derived from its name, so every simulator run signs with the same chain and a
+/// fleet configured to trust `rootPEM` (only ever in tests and the demo) keeps trusting it across
+/// restarts; tests make others by name, to play a stranger. It is not Apple's: a fleet trusting
+/// Apple's root refuses everything it signs.
+public struct SimulatorSigningChain: Sendable {
+    public static let rootName = "ReceiptFleet Simulator Root CA"
+
+    public let root: Certificate
+    let intermediate: Certificate
+    let signing: Certificate
+    private let signingKey: P256.Signing.PrivateKey
+    /// The `x5c` header's certificates, base64 DER, signing certificate first.
+    private let chain: [String]
+
+    public init(name: String = rootName) throws {
+        let (rootKey, intermediateKey) = (try Self.key(name, "root"), try Self.key(name, "intermediate"))
+        signingKey = try Self.key(name, "signing")
+        // Fixed dates, so the chain is the same whenever it is made.
+        let (from, until) = (Date(timeIntervalSince1970: 1_577_836_800), Date(timeIntervalSince1970: 2_208_988_800))  // 2020 to 2040
+        let rootName = try DistinguishedName { CommonName(name) }
+        let intermediateName = try DistinguishedName { CommonName("\(name) Intermediate") }
+        root = try Certificate(
+            version: .v3, serialNumber: .init(bytes: [1]), publicKey: .init(rootKey.publicKey), notValidBefore: from,
+            notValidAfter: until, issuer: rootName, subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                KeyUsage(keyCertSign: true)
+            },
+            issuerPrivateKey: .init(rootKey))
+        intermediate = try Certificate(
+            version: .v3, serialNumber: .init(bytes: [2]), publicKey: .init(intermediateKey.publicKey), notValidBefore: from,
+            notValidAfter: until, issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
+                KeyUsage(keyCertSign: true)
+                Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 2, 1], critical: false, value: [0x05, 0x00])
+            },
+            issuerPrivateKey: .init(rootKey))
+        signing = try Certificate(
+            version: .v3, serialNumber: .init(bytes: [3]), publicKey: .init(signingKey.publicKey), notValidBefore: from,
+            notValidAfter: until, issuer: intermediateName,
+            subject: try DistinguishedName { CommonName("\(name) App Store Signing") },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 11, 1], critical: false, value: [0x05, 0x00])
+            },
+            issuerPrivateKey: .init(intermediateKey))
+        chain = try [signing, intermediate, root].map { Data(try $0.serializeAsPEM().derBytes).base64EncodedString() }
+    }
+
+    /// The root, as a PEM file for the fleet's trusted roots.
+    public var rootPEM: String { (try? root.serializeAsPEM().pemString) ?? "" }
+
+    /// `payload` as a compact JWS, ES256, with the chain in `x5c` as Apple sends it.
+    public func sign(_ payload: [UInt8]) -> String {
+        var header = Array(#"{"alg":"ES256","x5c":["#.utf8)
+        header += Array(chain.map { "\"\($0)\"" }.joined(separator: ",").utf8)
+        header += Array("]}".utf8)
+        let input = Self.base64URL(header) + "." + Self.base64URL(payload)
+        let signature = (try? signingKey.signature(for: Data(input.utf8)))?.rawRepresentation ?? Data()
+        return input + "." + Self.base64URL(signature)
+    }
+
+    static func base64URL(_ bytes: some DataProtocol) -> String {
+        var text = Data(bytes).base64EncodedString()
+        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
+    }
+
+    /// A P-256 key from the hash of the chain's name and the key's part: the same on every run.
+    private static func key(_ name: String, _ part: String) throws -> P256.Signing.PrivateKey {
+        try P256.Signing.PrivateKey(rawRepresentation: SHA256.hash(data: Data("\(name)|\(part)".utf8)))
+    }
+}
