@@ -143,19 +143,40 @@ enum Scripts {
     /// per job three: the index in KEYS of its stream, its entry id, the subscription id whose queued
     /// bit it holds ("" if none).
     /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
-    static let ack = RedisScript(ownership + releaseQueued + """
-        local acked = {}
+    /// A batch costs a few commands, not four per job: one XPENDING per stream lists what this
+    /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream and one
+    /// BITFIELD for every queued bit (the same bits SETBIT numbers).
+    static let ack = RedisScript("""
+        local acked, owned, streams = {}, {}, {}
         for i = 3, #ARGV, 3 do
-            local stream, id = KEYS[tonumber(ARGV[i])], ARGV[i + 1]
-            if reservedBy(stream, ARGV[1], id, ARGV[2]) then
-                redis.call('XACK', stream, ARGV[1], id)
-                redis.call('XDEL', stream, id)
-                releaseQueued(KEYS[1], ARGV[i + 2])
-                acked[#acked + 1] = 1
-            else
-                acked[#acked + 1] = 0
+            local index = tonumber(ARGV[i])
+            streams[index] = streams[index] or {}
+            table.insert(streams[index], i)
+        end
+        for index, jobs in pairs(streams) do
+            local stream, held, ids = KEYS[index], {}, {}
+            for _, entry in ipairs(redis.call('XPENDING', stream, ARGV[1], '-', '+', 100000, ARGV[2])) do
+                held[entry[1]] = true
+            end
+            for _, i in ipairs(jobs) do
+                if held[ARGV[i + 1]] then
+                    owned[i] = true
+                    ids[#ids + 1] = ARGV[i + 1]
+                end
+            end
+            if #ids > 0 then
+                redis.call('XACK', stream, ARGV[1], unpack(ids))
+                redis.call('XDEL', stream, unpack(ids))
             end
         end
+        local bits = {}
+        for i = 3, #ARGV, 3 do
+            if owned[i] and ARGV[i + 2] ~= '' then
+                bits[#bits + 1] = 'SET'; bits[#bits + 1] = 'u1'; bits[#bits + 1] = ARGV[i + 2]; bits[#bits + 1] = 0
+            end
+            acked[#acked + 1] = owned[i] and 1 or 0
+        end
+        if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
         return acked
         """)
 
