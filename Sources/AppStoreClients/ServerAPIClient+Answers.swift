@@ -1,0 +1,84 @@
+import AppStore
+import Foundation
+import HTTPClient
+import Synchronization
+
+/// How the client reads Apple's answers: error bodies, statuses and history pages, every signed
+/// payload checked before it is kept.
+extension ServerAPIClient {
+    /// What an error answer means.
+    func refusal(_ answer: HTTPResponse) -> (VerificationOutcome, String) {
+        let error = ServerAPIErrorBody(body: answer.body)
+        let named = "HTTP \(answer.status)" + (error.map { " error \($0.code)" } ?? "")
+        let status: ServerAPIStatus? = switch (answer.status, error?.code) {
+        case (404, ServerAPIErrorBody.transactionIDNotFound): .notFound
+        case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first))
+        case (401, _): .unauthorized
+        case (_, let code?): .failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code))
+        // No error body: a proxy's or a load balancer's answer.
+        default: answer.status >= 500 ? .failed(httpStatus: answer.status, code: nil, retryable: true) : nil
+        }
+        let problem = status == .unauthorized ? "\(named) for key \(tokens.key.keyID)" : named
+        return (status.map(VerificationOutcome.serverAPI) ?? .unreadableBody(httpStatus: answer.status), problem)
+    }
+
+    /// Reads a statuses answer's verified payloads, or sets why they cannot be believed.
+    func statuses(_ answer: HTTPResponse, into exchange: inout VerificationExchange) -> SignedAnswer? {
+        do {
+            let statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
+            let now = Date()
+            var signed = SignedAnswer(environment: statuses.environment)
+            signed.transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
+            signed.renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
+            exchange.outcome = .status(0, isRetryable: nil)
+            return signed
+        } catch let error as ResponseDecodingError {
+            (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
+        } catch {
+            (exchange.outcome, exchange.problem) = (.serverAPI(.untrusted), "\(error)")
+        }
+        return nil
+    }
+
+    /// Reads a history page's verified transactions into `signed`, or sets why they cannot be believed.
+    func history(
+        _ answer: HTTPResponse, into exchange: inout VerificationExchange, adding signed: inout SignedAnswer
+    ) -> TransactionHistoryPage? {
+        do {
+            let page = try TransactionHistoryPage(body: answer.body, httpStatus: answer.status)
+            let now = Date()
+            signed.transactions += try page.signedTransactions.map { try verified($0, at: now) }
+            exchange.outcome = .status(0, isRetryable: nil)
+            return page
+        } catch let error as ResponseDecodingError {
+            (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
+        } catch {
+            (exchange.outcome, exchange.problem) = (.serverAPI(.untrusted), "\(error)")
+        }
+        return nil
+    }
+
+    /// The payload of `jws`, once its chain and signature hold. The check is CPU work only, done on
+    /// Swift's pool while this thread (a worker's own) waits for it.
+    func verified(_ jws: String, at now: Date) throws -> Data {
+        let signatures = signatures
+        let result = Mutex<Result<Data, SignatureError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let checked: Result<Data, SignatureError>
+            do throws(SignatureError) { checked = .success(try await signatures.payload(of: jws, at: now)) } catch { checked = .failure(error) }
+            result.withLock { $0 = checked }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// Retry-After as Apple or a proxy writes it: seconds to wait, or a UNIX time in milliseconds.
+    public static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
+        guard let value, let number = Int64(value.trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
+        guard number > 100_000_000_000 else { return .seconds(number) }
+        let wait = Double(number) / 1000 - now.timeIntervalSince1970
+        return .milliseconds(max(0, Int64(wait * 1000)))
+    }
+}
