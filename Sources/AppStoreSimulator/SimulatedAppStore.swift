@@ -150,12 +150,19 @@ public final class SimulatedAppStore: Sendable {
         answer: (Int64, ServerAPISimulation, SimulatorSigningChain) -> ServerAPIEndpoint.Answer
     ) async throws -> Response {
         let (knobs, outageUntil) = state.withLock { ($0.knobs, $0.outageUntilMs) }
-        stats.recordArrival(environment: endpoint, rateLimit: knobs.rateLimit)
+        let overLimit = stats.recordArrival(environment: endpoint, rateLimit: knobs.rateLimit)
         let delay = knobs.latency.sample()
         if delay > 0 { try await Task.sleep(for: .milliseconds(delay)) }
         let now = clock.nowMs
         let reply: ServerAPIEndpoint.Answer
         if let serverAPI, let signing {
+            // Unlike verifyReceipt, the Server API enforces its limit: past it, Apple answers 429.
+            if overLimit {
+                stats.recordAnswer(httpStatus: 429, appleStatus: nil, garbage: false)
+                let body = ServerAPIEndpoint.error(429, 4_290_000, "Rate limit exceeded.").body
+                return Response(status: .tooManyRequests, headers: [.contentType: "application/json", .retryAfter: "1"],
+                                body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            }
             if let outageUntil, now < outageUntil {
                 reply = ServerAPIEndpoint.error(500, 5_000_001, "An unknown error occurred. Please try again.")
             } else if Double.random(in: 0..<1) < knobs.serviceUnavailableRate {

@@ -7,17 +7,20 @@ import Synchronization
 final class SimulatorStats: Sendable {
     private let state = Mutex(State())
 
-    /// Counts an arriving verifyReceipt request; it violates `rateLimit` when more than that many
-    /// requests (itself included) arrived within the last second.
-    func recordArrival(environment: SimulatedEnvironment, rateLimit: Int?) {
+    /// Counts an arriving request; it violates `rateLimit` when more than that many requests
+    /// (itself included) arrived within the last second. Returns whether it did.
+    @discardableResult
+    func recordArrival(environment: SimulatedEnvironment, rateLimit: Int?) -> Bool {
         let now = UInt64(ProcessInfo.processInfo.systemUptime * 1e9)
-        state.withLock { state in
+        return state.withLock { state in
             state.total += 1
             state.byEnvironment[environment.rawValue, default: 0] += 1
             let inLastSecond = state.window.record(now)
             state.maxInOneSecond = max(state.maxInOneSecond, inLastSecond)
-            if let rateLimit, inLastSecond > rateLimit { state.violations += 1 }
             state.perSecond.add(second: now / 1_000_000_000)
+            guard let rateLimit, inLastSecond > rateLimit else { return false }
+            state.violations += 1
+            return true
         }
     }
 

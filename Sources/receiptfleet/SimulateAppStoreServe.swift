@@ -38,7 +38,7 @@ extension SimulateAppStore {
         @Option(help: "Probability that the answer stops halfway with a TCP reset.") var resetRate = 0.0
         @Option(help: "Shared secret to require as `password` (21004 otherwise); omit to accept any.")
         var sharedSecret: String?
-        @Option(help: "Requests allowed in any one-second window; more are counted as violations.")
+        @Option(help: "Requests allowed in any one-second window; more are counted as violations (the Server API answers them 429).")
         var rateLimit: Int?
         @Option(help: "Begin with an outage (21005) lasting this many seconds.") var outageSeconds = 0.0
         @Option(help: "Print statistics every this many seconds (0: never).") var statsInterval = 10.0

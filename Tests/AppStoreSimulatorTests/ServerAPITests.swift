@@ -114,4 +114,22 @@ import Testing
         #expect(purchases == purchases.sorted() && purchases.count == payloads.count)
         #expect(Set(payloads.compactMap { $0["originalTransactionId"] as? String }).count == 2, "both groups' subscriptions")
     }
+
+    /// The rate-limit knob, which verifyReceipt only counts, is enforced here as Apple enforces the
+    /// Server API's: past it, 429 with Retry-After and Apple's error body.
+    @Test func pastTheRateLimitAppleAnswers429() async throws {
+        let id = try #require(receipt(.renewing, seed: Self.seed).subscriptions.first).originalTransactionID
+        let simulator = try SimulatedAppStore(
+            knobs: FaultKnobs(rateLimit: 2), clock: SimulatorClock(startMs: anchorMs),
+            serverAPI: ServerAPISimulation(publicKey: Self.key.publicKey, seed: Self.seed, anchorMs: anchorMs))
+        let answers = try await withRouter(simulator) { client in
+            var answers: [(Int, String?, Int?)] = []
+            for _ in 0..<3 {
+                let response = try await Self.get(client, "/inApps/v1/subscriptions/\(id)", token: try Self.token())
+                answers.append((response.status.code, response.headers[.retryAfter], jsonObject(response.body)?["errorCode"] as? Int))
+            }
+            return answers.map { "\($0.0) \($0.1 ?? "-") \($0.2.map(String.init) ?? "-")" }
+        }
+        #expect(answers == ["200 - -", "200 - -", "429 1 4290000"])
+    }
 }
