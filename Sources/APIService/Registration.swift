@@ -192,7 +192,7 @@ struct Registrar: Sendable {
                 response, stored: nil, registrationWindow: fleet.initialPurchaseWindow, now: now),
             accountID: accountID))
         let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
-        let environment = response.effectiveEnvironment ?? answer.verification.exchanges[answer.verification.exchanges.count - 1].environment
+        let environment = response.effectiveEnvironment ?? answer.verification.environment
         try ledger.addSubscriptions(ids.map {
             NewSubscription(app: app, originalTransactionID: $0, environment: environment, receipt: response.latestReceipt ?? receipt)
         })

@@ -3,8 +3,9 @@ import Foundation
 import X509
 
 /// Apple Root CA - G3, the root of every App Store signature. It ships with the product, so that
-/// V2 notifications and the Server API's signed transactions are checked against Apple's own root unless an operator explicitly names
-/// another; its bytes are trusted only after they match the fingerprint Apple publishes.
+/// V2 notifications and the Server API's signed transactions are checked against Apple's own root
+/// unless an operator explicitly names another; its bytes are trusted only after they match the
+/// fingerprint Apple publishes.
 public enum AppleRootCertificate {
     /// SHA-256 of the certificate's DER, as Apple publishes it (apple.com/certificateauthority).
     public static let fingerprint = "63343ABFB89A6A03EBB57E9B3F5FA7BE7C4F5C756F3017B3A8C488C3653E9179"

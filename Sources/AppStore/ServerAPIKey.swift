@@ -81,7 +81,7 @@ public final class ServerAPITokens {
     public let key: ServerAPIKey
     private let lifetime: Duration
     private let renewBefore: Duration
-    private var current: (token: String, expires: Date)?
+    private var current: (token: String, renewAt: Date)?
 
     /// - Parameters:
     ///   - lifetime: each token's; at most an hour, Apple's limit.
@@ -98,21 +98,9 @@ public final class ServerAPITokens {
 
     /// The token to send now: the cached one, or a new one when it is due for renewal.
     public func token(at now: Date = Date()) -> String {
-        if let current, now < current.expires.addingTimeInterval(-Self.interval(renewBefore)) { return current.token }
+        if let current, now < current.renewAt { return current.token }
         let token = key.token(issuedAt: now, lifetime: lifetime)
-        current = (token, now.addingTimeInterval(Self.interval(lifetime)))
+        current = (token, now.addingTimeInterval(TimeInterval((lifetime - renewBefore).components.seconds)))
         return token
-    }
-
-    private static func interval(_ duration: Duration) -> TimeInterval { TimeInterval(duration.components.seconds) }
-}
-
-extension Data {
-    /// Base64url without padding (RFC 7515), as JWS uses it.
-    func base64URLEncoded() -> String {
-        var text = base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
     }
 }

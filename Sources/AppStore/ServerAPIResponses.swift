@@ -40,7 +40,6 @@ public struct SubscriptionStatusesResponse: Sendable {
 /// One page of Get Transaction History (`GET /inApps/v2/history/{transactionId}`, a
 /// `HistoryResponse`): signed transactions, oldest first, and where the next page starts.
 public struct TransactionHistoryPage: Sendable {
-    public let environment: AppStoreEnvironment?
     public let signedTransactions: [String]
     /// The token to ask the next page with (`?revision=`), when `hasMore`.
     public let revision: String?
@@ -48,7 +47,6 @@ public struct TransactionHistoryPage: Sendable {
 
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
         let fields = try JSONValue.object(body, httpStatus: httpStatus)
-        environment = fields.text("environment").flatMap(AppStoreEnvironment.init(wireName:))
         let listed: [JSONValue] = if case .array(let elements)? = fields["signedTransactions"] { elements } else { [] }
         signedTransactions = listed.compactMap { if case .string(let jws) = $0 { jws } else { nil } }
         revision = fields.text("revision")
@@ -60,8 +58,6 @@ public struct TransactionHistoryPage: Sendable {
 public struct ServerAPIErrorBody: Sendable, Equatable {
     /// `TransactionIdNotFoundError`: the transaction is not in this environment (try the other).
     public static let transactionIDNotFound = 4_040_010
-    /// `RateLimitExceededError`, sent with HTTP 429.
-    public static let rateLimitExceeded = 4_290_000
 
     public let code: Int
     public let message: String?

@@ -90,11 +90,17 @@ public enum SignatureError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+/// Base64url without padding (RFC 7515), as JWS and JWT use it.
 extension Data {
-    /// Base64url without padding (RFC 7515), as JWS uses it.
     init?(base64URL text: some StringProtocol) {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         self.init(base64Encoded: base64)
+    }
+
+    func base64URLEncoded() -> String {
+        var text = base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
     }
 }

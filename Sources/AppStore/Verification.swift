@@ -55,10 +55,12 @@ public struct Verification: Sendable {
         self.response = response
     }
 
-    /// The outcome of the last exchange: the one the status policy judges.
-    public var outcome: VerificationOutcome { exchanges[exchanges.count - 1].outcome }
+    /// The last exchange: the one the status policy judges.
+    public var lastExchange: VerificationExchange { exchanges[exchanges.count - 1] }
+    /// The outcome of the last exchange.
+    public var outcome: VerificationOutcome { lastExchange.outcome }
     /// The environment that gave the last answer.
-    public var environment: AppStoreEnvironment { exchanges[exchanges.count - 1].environment }
+    public var environment: AppStoreEnvironment { lastExchange.environment }
 }
 
 /// Apple's verifyReceipt request, as bytes.

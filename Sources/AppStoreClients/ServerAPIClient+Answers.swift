@@ -24,32 +24,33 @@ extension ServerAPIClient {
 
     /// Reads a statuses answer's verified payloads, or sets why they cannot be believed.
     func statuses(_ answer: HTTPResponse, into exchange: inout VerificationExchange) -> SignedAnswer? {
-        do {
+        reading(into: &exchange) {
             let statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
             let now = Date()
             var signed = SignedAnswer(environment: statuses.environment)
             signed.transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
             signed.renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
-            exchange.outcome = .status(0, isRetryable: nil)
             return signed
-        } catch let error as ResponseDecodingError {
-            (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
-        } catch {
-            (exchange.outcome, exchange.problem) = (.serverAPI(.untrusted), "\(error)")
         }
-        return nil
     }
 
     /// Reads a history page's verified transactions into `signed`, or sets why they cannot be believed.
     func history(
         _ answer: HTTPResponse, into exchange: inout VerificationExchange, adding signed: inout SignedAnswer
     ) -> TransactionHistoryPage? {
-        do {
+        reading(into: &exchange) {
             let page = try TransactionHistoryPage(body: answer.body, httpStatus: answer.status)
             let now = Date()
             signed.transactions += try page.signedTransactions.map { try verified($0, at: now) }
-            exchange.outcome = .status(0, isRetryable: nil)
             return page
+        }
+    }
+
+    /// What `read` reads from a 200 answer; a body that is not the answer it should be, or a
+    /// payload that cannot be believed, sets the exchange's outcome and problem instead.
+    private func reading<T>(into exchange: inout VerificationExchange, _ read: () throws -> T) -> T? {
+        do {
+            return try read()
         } catch let error as ResponseDecodingError {
             (exchange.outcome, exchange.problem) = (VerificationOutcome(error), error.description)
         } catch {

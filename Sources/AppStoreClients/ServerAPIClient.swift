@@ -85,27 +85,26 @@ public final class ServerAPIClient {
             verification.exchanges.append(exchange)
         }
         guard verification.outcome == .status(0, isRetryable: nil) else { return verification }
-        let place = verification.exchanges[verification.exchanges.count - 1].environment
-        if latestTransactionID(in: signed, of: originalTransactionID) != knownLatestTransactionID {
-            var revision: String?
-            for _ in 0..<Self.historyPageLimit {
-                guard mayCallAgain() else {
-                    verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
-                    return verification
-                }
-                let query = revision.map { "?revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
-                var (exchange, answer) = call("/inApps/v2/history/" + originalTransactionID + query, in: place)
-                let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
-                verification.exchanges.append(exchange)
-                guard let page else { return verification }
-                guard page.hasMore, let nextRevision = page.revision else { break }
-                revision = nextRevision
-            }
-        }
         do {
-            verification.response = try VerifyReceiptResponse(
-                signedTransactions: signed.transactions, renewals: signed.renewals, environment: signed.environment,
-                bundleID: tokens.key.bundleID)
+            var response = try read(signed)
+            if latestTransactionID(in: response, of: originalTransactionID) != knownLatestTransactionID {
+                var revision: String?
+                for _ in 0..<Self.historyPageLimit {
+                    guard mayCallAgain() else {
+                        verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
+                        return verification
+                    }
+                    let query = revision.map { "?revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
+                    var (exchange, answer) = call("/inApps/v2/history/" + originalTransactionID + query, in: verification.environment)
+                    let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
+                    verification.exchanges.append(exchange)
+                    guard let page else { return verification }
+                    guard page.hasMore, let nextRevision = page.revision else { break }
+                    revision = nextRevision
+                }
+                response = try read(signed)
+            }
+            verification.response = response
         } catch {
             verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.untrusted)
             verification.exchanges[verification.exchanges.count - 1].problem = "\(error)"
@@ -120,11 +119,16 @@ public final class ServerAPIClient {
         var environment: AppStoreEnvironment?
     }
 
-    /// The subscription's newest transaction in `signed`, by purchase date.
-    private func latestTransactionID(in signed: SignedAnswer, of originalTransactionID: String) -> String? {
-        let read = try? VerifyReceiptResponse(
-            signedTransactions: signed.transactions, renewals: [], environment: nil, bundleID: tokens.key.bundleID)
-        return read?.latestReceiptInfo.filter { $0.originalTransactionID == originalTransactionID }
+    /// The payloads read as the analysis reads them, each bound to the app.
+    private func read(_ signed: SignedAnswer) throws(SignedPayloadError) -> VerifyReceiptResponse {
+        try VerifyReceiptResponse(
+            signedTransactions: signed.transactions, renewals: signed.renewals, environment: signed.environment,
+            bundleID: tokens.key.bundleID)
+    }
+
+    /// The subscription's newest transaction, by purchase date.
+    private func latestTransactionID(in response: VerifyReceiptResponse, of originalTransactionID: String) -> String? {
+        response.latestReceiptInfo.filter { $0.originalTransactionID == originalTransactionID }
             .max { ($0.purchaseDate ?? .init(Date.distantPast)) < ($1.purchaseDate ?? .init(Date.distantPast)) }?.transactionID
     }
 
@@ -132,20 +136,21 @@ public final class ServerAPIClient {
     /// an error answer or a failed call.
     private func call(_ path: String, in environment: AppStoreEnvironment) -> (VerificationExchange, HTTPResponse?) {
         let started = ContinuousClock.now
-        var exchange = VerificationExchange(environment: environment, outcome: .transportFailure(.invalidRequest), latency: .zero)
-        defer { exchange.latency = ContinuousClock.now - started }
+        var exchange = VerificationExchange(environment: environment, outcome: .status(0, isRetryable: nil), latency: .zero)
+        var answer: HTTPResponse?
         do {
-            let answer = try http.get(url: endpoints.base(for: environment) + path, headers: ["Authorization": "Bearer " + tokens.token()])
-            exchange.httpStatus = answer.status
-            guard answer.status == 200 else {
-                (exchange.outcome, exchange.problem) = refusal(answer)
-                return (exchange, nil)
+            let reply = try http.get(url: endpoints.base(for: environment) + path, headers: ["Authorization": "Bearer " + tokens.token()])
+            exchange.httpStatus = reply.status
+            if reply.status == 200 {
+                answer = reply
+            } else {
+                (exchange.outcome, exchange.problem) = refusal(reply)
             }
-            return (exchange, answer)
         } catch {
             exchange.outcome = .transportFailure(TransportFailure(error.kind))
             exchange.problem = error.description
-            return (exchange, nil)
         }
+        exchange.latency = ContinuousClock.now - started
+        return (exchange, answer)
     }
 }

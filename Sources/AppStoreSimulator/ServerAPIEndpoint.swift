@@ -24,6 +24,8 @@ enum ServerAPIEndpoint {
     struct Answer {
         var httpStatus: Int
         var body: [UInt8]
+        /// Seconds, for a 429.
+        var retryAfter: String?
     }
 
     static func statuses(
@@ -104,6 +106,10 @@ enum ServerAPIEndpoint {
     }
 
     static let notFound = error(404, 4_040_010, "Transaction id not found.")
+
+    /// Past the rate limit: a second's wait, as Apple says it.
+    static let rateLimited = Answer(
+        httpStatus: 429, body: error(429, 4_290_000, "Rate limit exceeded.").body, retryAfter: "1")
 
     static func error(_ httpStatus: Int, _ code: Int64, _ message: String) -> Answer {
         var json = JSONWriter(capacity: 80)
@@ -212,8 +218,8 @@ enum ServerAPIEndpoint {
     static func acceptsToken(_ authorization: String?, key: P256.Signing.PublicKey, at now: Date) -> Bool {
         guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
         let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let header = decoded(parts[0]), let claimBytes = decoded(parts[1]),
-              let signatureBytes = decoded(parts[2]),
+        guard parts.count == 3, let header = Data(base64URL: parts[0]), let claimBytes = Data(base64URL: parts[1]),
+              let signatureBytes = Data(base64URL: parts[2]),
               let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
               key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)),
               (try? JSONSerialization.jsonObject(with: header) as? [String: Any])?["alg"] as? String == "ES256",
@@ -223,11 +229,5 @@ enum ServerAPIEndpoint {
         else { return false }
         let seconds = Int(now.timeIntervalSince1970)
         return expires > seconds && expires - issued <= 3_600 && issued <= seconds + 60
-    }
-
-    private static func decoded(_ part: Substring) -> Data? {
-        var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

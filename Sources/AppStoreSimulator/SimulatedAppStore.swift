@@ -7,9 +7,9 @@ import Synchronization
 /// receipt token and the clock (see `SimulatedReceipt`).
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
-/// Server API's `GET /inApps/v1/subscriptions/{transactionId}` (and under `/sandbox`) when set up
-/// with `ServerAPISimulation`, `GET /stats`, and the control routes under `/control` (see
-/// `addControlRoutes`).
+/// Server API's `GET /inApps/v1/subscriptions/{transactionId}` and `GET /inApps/v2/history/{transactionId}`
+/// (and both under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
+/// routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
     /// The time every answer is computed for.
     public let clock: SimulatorClock
@@ -156,14 +156,10 @@ public final class SimulatedAppStore: Sendable {
         let now = clock.nowMs
         let reply: ServerAPIEndpoint.Answer
         if let serverAPI, let signing {
-            // Unlike verifyReceipt, the Server API enforces its limit: past it, Apple answers 429.
             if overLimit {
-                stats.recordAnswer(httpStatus: 429, appleStatus: nil, garbage: false)
-                let body = ServerAPIEndpoint.error(429, 4_290_000, "Rate limit exceeded.").body
-                return Response(status: .tooManyRequests, headers: [.contentType: "application/json", .retryAfter: "1"],
-                                body: .init(byteBuffer: ByteBuffer(bytes: body)))
-            }
-            if let outageUntil, now < outageUntil {
+                // Unlike verifyReceipt, the Server API enforces its limit: past it, Apple answers 429.
+                reply = ServerAPIEndpoint.rateLimited
+            } else if let outageUntil, now < outageUntil {
                 reply = ServerAPIEndpoint.error(500, 5_000_001, "An unknown error occurred. Please try again.")
             } else if Double.random(in: 0..<1) < knobs.serviceUnavailableRate {
                 stats.recordAnswer(httpStatus: 503, appleStatus: nil, garbage: false)
@@ -177,8 +173,9 @@ public final class SimulatedAppStore: Sendable {
                 404, 4_040_000, "This simulator does not serve the App Store Server API: start it with --server-api-key.")
         }
         stats.recordAnswer(httpStatus: reply.httpStatus, appleStatus: nil, garbage: false)
-        return Response(status: .init(code: reply.httpStatus), headers: [.contentType: "application/json"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let retryAfter = reply.retryAfter { headers[.retryAfter] = retryAfter }
+        return Response(status: .init(code: reply.httpStatus), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
     }
 
     /// Apple answers every status, errors included, as HTTP 200 JSON.

@@ -14,8 +14,6 @@ public struct SimulatorSigningChain: Sendable {
     public static let rootName = "ReceiptFleet Simulator Root CA"
 
     public let root: Certificate
-    let intermediate: Certificate
-    let signing: Certificate
     private let signingKey: P256.Signing.PrivateKey
     /// The `x5c` header's certificates, base64 DER, signing certificate first.
     private let chain: [String]
@@ -35,7 +33,7 @@ public struct SimulatorSigningChain: Sendable {
                 KeyUsage(keyCertSign: true)
             },
             issuerPrivateKey: .init(rootKey))
-        intermediate = try Certificate(
+        let intermediate = try Certificate(
             version: .v3, serialNumber: .init(bytes: [2]), publicKey: .init(intermediateKey.publicKey), notValidBefore: from,
             notValidAfter: until, issuer: rootName, subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
@@ -44,7 +42,7 @@ public struct SimulatorSigningChain: Sendable {
                 Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 2, 1], critical: false, value: [0x05, 0x00])
             },
             issuerPrivateKey: .init(rootKey))
-        signing = try Certificate(
+        let signing = try Certificate(
             version: .v3, serialNumber: .init(bytes: [3]), publicKey: .init(signingKey.publicKey), notValidBefore: from,
             notValidAfter: until, issuer: intermediateName,
             subject: try DistinguishedName { CommonName("\(name) App Store Signing") },
@@ -64,20 +62,30 @@ public struct SimulatorSigningChain: Sendable {
         var header = Array(#"{"alg":"ES256","x5c":["#.utf8)
         header += Array(chain.map { "\"\($0)\"" }.joined(separator: ",").utf8)
         header += Array("]}".utf8)
-        let input = Self.base64URL(header) + "." + Self.base64URL(payload)
+        let input = Data(header).base64URLEncoded() + "." + Data(payload).base64URLEncoded()
         let signature = (try? signingKey.signature(for: Data(input.utf8)))?.rawRepresentation ?? Data()
-        return input + "." + Self.base64URL(signature)
+        return input + "." + signature.base64URLEncoded()
     }
 
-    static func base64URL(_ bytes: some DataProtocol) -> String {
-        var text = Data(bytes).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
 
     /// A P-256 key from the hash of the chain's name and the key's part: the same on every run.
     private static func key(_ name: String, _ part: String) throws -> P256.Signing.PrivateKey {
         try P256.Signing.PrivateKey(rawRepresentation: SHA256.hash(data: Data("\(name)|\(part)".utf8)))
+    }
+}
+
+/// Base64url without padding (RFC 7515), as JWS and JWT use it. (AppStore has the same two; the
+/// simulator imports no domain target, so that it speaks only what goes over the wire.)
+extension Data {
+    init?(base64URL text: some StringProtocol) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        self.init(base64Encoded: base64)
+    }
+
+    func base64URLEncoded() -> String {
+        var text = base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while text.hasSuffix("=") { text.removeLast() }
+        return text
     }
 }

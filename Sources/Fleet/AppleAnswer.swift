@@ -12,17 +12,16 @@ public struct Answer: Sendable {
 
     /// What the last call went wrong with, if anything (curl's error, an HTTP status): never a
     /// secret, a header or a body.
-    var problem: String? { lastExchange.problem }
-
-    private var lastExchange: VerificationExchange { verification.exchanges[verification.exchanges.count - 1] }
+    var problem: String? { verification.lastExchange.problem }
 
     /// The ledger's record of the last call, with what came of it.
     func attempt(_ outcome: AttemptOutcome, at now: Date, runID: String, error: String? = nil) -> VerificationAttempt {
         let appleStatus: Int? = if case .status(let status, _) = verification.outcome { status } else { nil }
+        let exchange = verification.lastExchange
         return VerificationAttempt(
-            attemptedAt: now, outcome: outcome, environment: lastExchange.environment, appleStatus: appleStatus,
-            httpStatus: lastExchange.httpStatus, latencyMilliseconds: Int(lastExchange.latency / .milliseconds(1)),
-            error: error ?? lastExchange.problem, runID: runID)
+            attemptedAt: now, outcome: outcome, environment: exchange.environment, appleStatus: appleStatus,
+            httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency / .milliseconds(1)),
+            error: error ?? exchange.problem, runID: runID)
     }
 }
 

@@ -40,7 +40,7 @@ extension SubscriptionVerification {
 
     /// What the status policy's action means for this caller, once the fleet heard of it.
     private func verdict(_ action: VerificationAction, _ verification: Verification, subscriptionID: Int64?) throws -> Verdict {
-        let exchange = verification.exchanges[verification.exchanges.count - 1]
+        let exchange = verification.lastExchange
         switch action {
         case .success, .expiredButValid:
             guard let response = verification.response else { return .retry }

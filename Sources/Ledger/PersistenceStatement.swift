@@ -126,8 +126,7 @@ enum PersistenceStatement {
         let rows = writes.enumerated().map { position, write in
             WriteRow(position: position, write: write, schedule: schedule, nextNightlyRun: nextNightlyRun)
         }.sorted { $0.subscriptionID < $1.subscriptionID }
-        let ids = "{" + rows.map { String($0.subscriptionID) }.joined(separator: ",") + "}"
-        return [try Ledger.jsonb(rows), .text(ids)]
+        return [try Ledger.jsonb(rows), Ledger.idArray(rows.map(\.subscriptionID))]
     }
 
     /// Reads the outcome of each input row, in input order.

@@ -54,11 +54,8 @@ extension PostgresConnection {
         }
         do {
             return try exchange { session in
-                encoded.bytes.withUnsafeBufferPointer { buffer in
-                    let values = encoded.offsets.map { offset in
-                        offset.map { UnsafeRawPointer(buffer.baseAddress! + $0).assumingMemoryBound(to: CChar.self) }
-                    }
-                    return PQsendQueryPrepared(
+                encoded.withValues { values in
+                    PQsendQueryPrepared(
                         session, statement.name, Int32(parameters.count), values, encoded.lengths, encoded.formats, 0)
                 }
             }

@@ -61,11 +61,8 @@ public final class PostgresConnection {
     func run(_ sql: String, _ parameters: [PostgresValue]) throws -> PostgresResult {
         let encoded = try EncodedParameters(parameters)
         return try exchange { session in
-            encoded.bytes.withUnsafeBufferPointer { buffer in
-                let values = encoded.offsets.map { offset in
-                    offset.map { UnsafeRawPointer(buffer.baseAddress! + $0).assumingMemoryBound(to: CChar.self) }
-                }
-                return PQsendQueryParams(
+            encoded.withValues { values in
+                PQsendQueryParams(
                     session, sql, Int32(parameters.count), encoded.types, values, encoded.lengths, encoded.formats,
                     0)  // results in text format: every type has one, and the readers parse it
             }

@@ -46,6 +46,16 @@ struct EncodedParameters {
     /// 0 for text, 1 for binary.
     var formats: [Int32] = []
 
+    /// `body` with a pointer to each value (nil for NULL), valid only while it runs: what libpq's
+    /// `paramValues` takes.
+    func withValues<T>(_ body: ([UnsafePointer<CChar>?]) -> T) -> T {
+        bytes.withUnsafeBufferPointer { buffer in
+            body(offsets.map { offset in
+                offset.map { UnsafeRawPointer(buffer.baseAddress! + $0).assumingMemoryBound(to: CChar.self) }
+            })
+        }
+    }
+
     init(_ values: [PostgresValue]) throws {
         for (index, value) in values.enumerated() {
             switch value {

@@ -45,11 +45,11 @@ import X509
     @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
         let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
         let parts = try Self.genuine().split(separator: ".").map(String.init)
-        let header = try #require(Data(base64Encoded: Self.padded(parts[0])))
+        let header = try #require(Data(base64URL: parts[0]))
         var object = try #require(try JSONSerialization.jsonObject(with: header) as? [String: Any])
         let chain = try #require(object["x5c"] as? [String])
         object["x5c"] = chain + [chain[2]]
-        let longer = Self.base64URL(try JSONSerialization.data(withJSONObject: object)) + "." + parts[1] + "." + parts[2]
+        let longer = try JSONSerialization.data(withJSONObject: object).base64URL + "." + parts[1] + "." + parts[2]
         await #expect(performing: { try await verifier.payload(of: longer, at: Self.signedDate) }, throws: { error in
             "\(error)".contains("Apple sends 3")
         })
@@ -57,15 +57,5 @@ import X509
         await #expect(performing: { try await verifier.payload(of: oversized, at: Self.signedDate) }, throws: { error in
             "\(error)".contains("larger than")
         })
-    }
-
-    static func padded(_ base64URL: String) -> String {
-        let base64 = base64URL.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        return base64 + String(repeating: "=", count: (4 - base64.count % 4) % 4)
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

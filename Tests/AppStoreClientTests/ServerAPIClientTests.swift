@@ -183,19 +183,21 @@ import Testing
         #expect(refused.requests.count == 1)
     }
 
+    /// Each call's time goes into the verification log; a slow answer must not read as instant.
+    @Test func aCallsLatencyIsRecorded() async throws {
+        let ca = try Self.ca.get()
+        let server = try TestHTTPServer(.delay(.milliseconds(60)))
+        defer { server.stop() }
+        let verification = try await Self.ask(server, trusting: ca)
+        #expect(verification.exchanges.count == 1)
+        #expect(verification.lastExchange.latency >= .milliseconds(60))
+    }
+
     @Test func retryAfterIsReadInSecondsOrAsAUnixTimeInMilliseconds() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         #expect(ServerAPIClient.retryAfter("30", now: now) == .seconds(30))
         #expect(ServerAPIClient.retryAfter("1700000012000", now: now) == .seconds(12))
         #expect(ServerAPIClient.retryAfter("soon", now: now) == nil)
         #expect(ServerAPIClient.retryAfter(nil, now: now) == nil)
-    }
-}
-
-extension Data {
-    init?(base64URL text: String) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        self.init(base64Encoded: base64)
     }
 }

@@ -1,6 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
+import TestSupport
 import Testing
 
 /// The Server API's bearer tokens: ES256 JWTs as Apple specifies them, cached and renewed, and a
@@ -16,11 +17,7 @@ import Testing
     static func read(_ token: String) throws -> (header: [String: Any], claims: [String: Any], signed: Bool) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         try #require(parts.count == 3)
-        func decoded(_ part: String) throws -> Data {
-            var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-            return try #require(Data(base64Encoded: base64))
-        }
+        func decoded(_ part: String) throws -> Data { try #require(Data(base64URL: part)) }
         let header = try #require(try JSONSerialization.jsonObject(with: decoded(parts[0])) as? [String: Any])
         let claims = try #require(try JSONSerialization.jsonObject(with: decoded(parts[1])) as? [String: Any])
         let signature = try P256.Signing.ECDSASignature(rawRepresentation: decoded(parts[2]))
