@@ -106,18 +106,21 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "APIService", "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
+            "APIService", "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "X509", package: "swift-certificates"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
         .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient", "RedisClient",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient",
+            "RedisClient",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "X509", package: "swift-certificates"),
         ], path: "Tests/TestSupport"),

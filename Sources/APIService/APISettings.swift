@@ -61,28 +61,4 @@ public struct APISettings: Sendable {
         self.appleWait = appleWait
         self.app = app
     }
-
-    /// Reads root certificates from a file: PEM (one or more) or DER (Apple publishes
-    /// AppleRootCA-G3.cer as DER).
-    public static func certificates(at path: String) throws -> [Certificate] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CertificateFileError(path: path, reason: "cannot read the file")
-        }
-        do {
-            if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
-                return try text.components(separatedBy: "-----END CERTIFICATE-----").dropLast().map {
-                    try Certificate(pemEncoded: $0.trimmingCharacters(in: .whitespacesAndNewlines) + "\n-----END CERTIFICATE-----")
-                }
-            }
-            return [try Certificate(derEncoded: Array(data))]
-        } catch {
-            throw CertificateFileError(path: path, reason: "not a PEM or DER certificate (\(error))")
-        }
-    }
-}
-
-public struct CertificateFileError: Error, CustomStringConvertible {
-    public let path: String
-    public let reason: String
-    public var description: String { "root certificate \(path): \(reason)" }
 }

@@ -140,11 +140,11 @@ struct Registrar: Sendable {
         connections: Connections, logger: Logger
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
-            gate: LaneGate(connections: connections, settings: fleet), verifier: connections.appStore,
+            gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
             store: connections.ledger, settings: fleet, metrics: metrics, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
-            about: receipt, startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
+            about: .receipt(receipt), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
             subscriptionID: nil)
         let outcome = answer.verification.outcome
         switch answer.verdict {

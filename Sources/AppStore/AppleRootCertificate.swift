@@ -35,4 +35,28 @@ public enum AppleRootCertificate {
     public static func sha256Hex(_ bytes: some DataProtocol) -> String {
         SHA256.hash(data: bytes).hex.uppercased()
     }
+
+    /// Root certificates an operator names instead (a test CA): PEM, one or more, or DER (as Apple
+    /// publishes AppleRootCA-G3.cer).
+    public static func certificates(inFile path: String) throws(CertificateFileError) -> [Certificate] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CertificateFileError(path: path, reason: "cannot read the file")
+        }
+        do {
+            if let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+                return try text.components(separatedBy: "-----END CERTIFICATE-----").dropLast().map {
+                    try Certificate(pemEncoded: $0.trimmingCharacters(in: .whitespacesAndNewlines) + "\n-----END CERTIFICATE-----")
+                }
+            }
+            return [try Certificate(derEncoded: Array(data))]
+        } catch {
+            throw CertificateFileError(path: path, reason: "not a PEM or DER certificate (\(error))")
+        }
+    }
+}
+
+public struct CertificateFileError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public var description: String { "root certificate \(path): \(reason)" }
 }

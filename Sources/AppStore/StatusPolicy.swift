@@ -51,6 +51,8 @@ public enum ServerAPIStatus: Sendable, Hashable {
     case failed(httpStatus: Int, code: Int?, retryable: Bool)
     /// A signed payload that does not verify to the trusted root, or names another app.
     case untrusted
+    /// This process has no Server API key configured, so it cannot ask.
+    case notConfigured
 
     /// A short, stable name, for metrics' labels and error classes: "not_found", "rate_limited"…
     public var name: String {
@@ -61,6 +63,7 @@ public enum ServerAPIStatus: Sendable, Hashable {
         case .unauthorized: "unauthorized"
         case .failed(let status, let code, _): code.map { "error_\($0)" } ?? "http_\(status)"
         case .untrusted: "untrusted"
+        case .notConfigured: "not_configured"
         }
     }
 }
@@ -159,6 +162,11 @@ public struct StatusPolicy: Sendable, Equatable {
         case .serverAPI(.failed(let status, _, retryable: true)): .retryable(upstreamUnavailable: status >= 500)
         case .serverAPI(.failed(let status, let code, retryable: false)):
             .permanent(reason: "HTTP \(status)\(code.map { " error \($0)" } ?? ""): the App Store rejected this request")
+        case .serverAPI(.notConfigured):
+            .configurationError(
+                reason: "subscriptions use the App Store Server API, but this process has no key for it; set server-api-issuer-id, "
+                    + "server-api-key-id, server-api-key-file and server-api-bundle-id, or move them back with "
+                    + "`receiptfleet subscriptions set-backend verify-receipt`")
         case .serverAPI(.untrusted):
             .configurationError(
                 reason: "a signed answer from the App Store did not verify to the trusted root or named another app; "

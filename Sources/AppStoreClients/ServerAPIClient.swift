@@ -51,8 +51,9 @@ public final class ServerAPIClient {
     /// the transaction there; then, when the latest transaction is not `knownLatestTransactionID`
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
-    /// receipt shows it. Every call after the first needs `mayCallAgain`'s leave; without it the
-    /// verification ends there, unfinished, to be tried again.
+    /// receipt shows it; otherwise its refunded transactions (a refund of an earlier period changes
+    /// no status). Every call after the first needs `mayCallAgain`'s leave; without it the
+    /// verification ends there, unfinished, to be tried again. A quiet subscription costs two calls.
     ///
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
@@ -86,30 +87,45 @@ public final class ServerAPIClient {
         }
         guard verification.outcome == .status(0, isRetryable: nil) else { return verification }
         do {
-            var response = try read(signed)
-            if latestTransactionID(in: response, of: originalTransactionID) != knownLatestTransactionID {
-                var revision: String?
-                for _ in 0..<Self.historyPageLimit {
-                    guard mayCallAgain() else {
-                        verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
-                        return verification
-                    }
-                    let query = revision.map { "?revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
-                    var (exchange, answer) = call("/inApps/v2/history/" + originalTransactionID + query, in: verification.environment)
-                    let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
-                    verification.exchanges.append(exchange)
-                    guard let page else { return verification }
-                    guard page.hasMore, let nextRevision = page.revision else { break }
-                    revision = nextRevision
-                }
-                response = try read(signed)
-            }
-            verification.response = response
+            // Something happened since the fleet last looked: the whole history shows what came
+            // between. Otherwise only a refund of an earlier period can have changed, which the
+            // statuses never show: the revoked transactions tell (usually an empty page).
+            let changed = latestTransactionID(in: try read(signed), of: originalTransactionID) != knownLatestTransactionID
+            guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
+            else { return verification }
+            verification.response = try read(signed)
         } catch {
             verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.untrusted)
             verification.exchanges[verification.exchanges.count - 1].problem = "\(error)"
         }
         return verification
+    }
+
+    /// Reads the customer's transaction history (`revokedOnly`: its refunded and revoked
+    /// transactions) page by page into `signed`, each call with the gate's leave. False when the
+    /// verification ended on the way: no leave (`.unfinished`, to be tried again), or an answer
+    /// that could not be used (its exchange says why).
+    private func readHistory(
+        of originalTransactionID: String, revokedOnly: Bool, into signed: inout SignedAnswer, _ verification: inout Verification,
+        mayCallAgain: () -> Bool
+    ) -> Bool {
+        var revision: String?
+        for _ in 0..<Self.historyPageLimit {
+            guard mayCallAgain() else {
+                verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
+                return false
+            }
+            let query = ((revokedOnly ? ["revoked=true"] : [])
+                + (revision.map { ["revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")] } ?? []))
+            let path = "/inApps/v2/history/" + originalTransactionID + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+            var (exchange, answer) = call(path, in: verification.environment)
+            let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
+            verification.exchanges.append(exchange)
+            guard let page else { return false }
+            guard page.hasMore, let next = page.revision else { return true }
+            revision = next
+        }
+        return true
     }
 
     /// The verified payloads of a verification's answers so far.

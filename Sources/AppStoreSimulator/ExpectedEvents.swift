@@ -23,12 +23,14 @@ extension SimulatedSubscription {
         receipt.fixedFailureStatus == nil ? [] : [ExpectedEvent("verification_failed", at: lookMs)]
     }
 
-    /// What a reader must announce when it looks again at `lookMs`, having last looked at
-    /// `previousMs`: the changes that Apple's two answers show. The second answer is the one Apple
-    /// gives for the receipt the first answer handed back (`latest_receipt`), asked with
-    /// exclude-old-transactions as the fleet asks: it lists every transaction bought up to that
-    /// receipt's issue, and the newest one of each subscription.
-    public func expectedEvents(since previousMs: Int64, at lookMs: Int64) -> [ExpectedEvent] {
+    /// What a reader must announce when it looks again (`look`), having last looked at
+    /// `previousMs`: the changes that Apple's two answers show. Through verifyReceipt the second
+    /// answer is the one Apple gives for the receipt the first answer handed back
+    /// (`latest_receipt`), asked with exclude-old-transactions as the fleet asks: it lists every
+    /// transaction bought up to that receipt's issue, and the newest one of each subscription.
+    /// Through the Server API it lists them all.
+    public func expectedEvents(since previousMs: Int64, at look: Look) -> [ExpectedEvent] {
+        let lookMs = look.ms
         let timeline = receipt.timeline(script)
         let lifetime = receipt.lifetimePurchase.flatMap { $0.status(at: previousMs) == nil ? nil : $0.purchaseMs }
         guard receipt.fixedFailureStatus == nil, previousMs < lookMs,
@@ -36,7 +38,8 @@ extension SimulatedSubscription {
               let issued = (receipt.snapshots(at: previousMs).flatMap(\.transactions).map(\.purchaseMs) + [lifetime].compactMap { $0 }).max()
         else { return [] }
         let newest = after.transactions.last!
-        let listed = after.transactions.filter { $0.purchaseMs <= issued || $0.transactionID == newest.transactionID }
+        let listed = look.seesWholeHistory
+            ? after.transactions : after.transactions.filter { $0.purchaseMs <= issued || $0.transactionID == newest.transactionID }
         return TwoLooks(before: before, after: after, listed: listed, lookMs: lookMs).events.sorted()
     }
 }

@@ -10,6 +10,9 @@ public struct ServerAPISimulation: Sendable {
     /// The time the fleet's lifecycles are centred on (the seed command's `--at`).
     public let anchorMs: Int64
 
+    /// The simulated app's bundle id: the fleet's tokens must name it.
+    public static var bundleID: String { Catalog.bundleID }
+
     public init(publicKey: P256.Signing.PublicKey, seed: UInt64, anchorMs: Int64) {
         self.publicKey = publicKey
         self.seed = seed
@@ -41,11 +44,12 @@ enum ServerAPIEndpoint {
     /// How many transactions one page of the history holds, as Apple's.
     static let historyPageSize = 20
 
-    /// Get Transaction History (`GET /inApps/v2/history/{transactionId}?revision=…`): every
-    /// transaction of the customer's subscriptions, oldest first, a page at a time; `revision`
-    /// (here, where the page starts) comes from the page before.
+    /// Get Transaction History (`GET /inApps/v2/history/{transactionId}?revision=…&revoked=…`):
+    /// every transaction of the customer's subscriptions, oldest first, a page at a time; `revision`
+    /// (here, where the page starts) comes from the page before; `revoked` true keeps only the
+    /// refunded and revoked ones, false only the others.
     static func history(
-        authorization: String?, transactionID: String, revision: String?, endpoint: SimulatedEnvironment, now: Int64,
+        authorization: String?, transactionID: String, revision: String?, revoked: Bool?, endpoint: SimulatedEnvironment, now: Int64,
         setup: ServerAPISimulation, signing: SimulatorSigningChain
     ) -> Answer {
         let snapshots: [ChainSnapshot]
@@ -55,6 +59,7 @@ enum ServerAPIEndpoint {
         }
         guard let start = revision.map({ Int($0) }) ?? 0, start >= 0 else { return error(400, 4_000_005, "Invalid revision.") }
         let all = snapshots.flatMap { snapshot in snapshot.transactions.enumerated().map { ($1, $0) } }
+            .filter { revoked == nil || ($0.0.cancellationMs != nil) == revoked }
             .sorted { ($0.0.purchaseMs, $0.0.transactionID) < ($1.0.purchaseMs, $1.0.transactionID) }
         let page = all.dropFirst(start).prefix(historyPageSize)
         let next = start + page.count

@@ -85,7 +85,8 @@ public final class SimulatedAppStore: Sendable {
                 let id = context.parameters.get("id") ?? ""
                 return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
                     ServerAPIEndpoint.history(authorization: request.headers[.authorization], transactionID: id,
-                                              revision: request.uri.queryParameters.get("revision"), endpoint: endpoint,
+                                              revision: request.uri.queryParameters.get("revision"),
+                                              revoked: request.uri.queryParameters.get("revoked").flatMap { Bool($0) }, endpoint: endpoint,
                                               now: now, setup: setup, signing: signing)
                 }
             }

@@ -9,6 +9,8 @@ public struct Answer: Sendable {
     /// readable response.
     public let verification: Verification
     public let verdict: Verdict
+    /// The service that was asked.
+    public let backend: VerificationBackend
 
     /// What the last call went wrong with, if anything (curl's error, an HTTP status): never a
     /// secret, a header or a body.
@@ -21,7 +23,7 @@ public struct Answer: Sendable {
         return VerificationAttempt(
             attemptedAt: now, outcome: outcome, environment: exchange.environment, appleStatus: appleStatus,
             httpStatus: exchange.httpStatus, latencyMilliseconds: Int(exchange.latency / .milliseconds(1)),
-            error: error ?? exchange.problem, runID: runID)
+            error: error ?? exchange.problem, runID: runID, backend: backend)
     }
 }
 

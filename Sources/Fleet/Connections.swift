@@ -1,7 +1,4 @@
 import Lanes
-import AppStore
-import AppStoreClients
-import HTTPClient
 import JobQueue
 import Ledger
 import PostgresClient
@@ -13,7 +10,7 @@ public final class Connections {
     public let queue: JobQueue
     public let gate: FleetGate
     public let ledger: Ledger
-    public let appStore: AppStoreClient
+    public let apple: AppleClients
 
     /// `enqueueOnly`: for the API's lanes, which never reserve jobs. Their Redis connection opens
     /// on first use, so they come up, and serve what needs only PostgreSQL, while Redis is down.
@@ -25,9 +22,6 @@ public final class Connections {
         gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
         let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
-        appStore = try AppStoreClient(
-            endpoints: settings.endpoints,
-            http: HTTPClientConfiguration(
-                connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout, caFile: settings.appleCAFile))
+        apple = try AppleClients(settings: settings)
     }
 }

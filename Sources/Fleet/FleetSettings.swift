@@ -20,6 +20,10 @@ public struct FleetSettings: Sendable {
     public var keyPrefix: String
     public var endpoints: AppStoreEndpoints
     public var sharedSecret: SharedSecret?
+    /// The App Store Server API's key, hosts and trusted roots; nil when none is configured.
+    public var serverAPI: ServerAPISettings?
+    /// The backend of subscriptions that name none (`subscriptions.backend` is NULL).
+    public var defaultBackend: VerificationBackend = .verifyReceipt
     /// Apple's requests per second for the whole fleet, and how many may come at once after a lull.
     public var rateLimit: RateLimit
     public var pausePolicy: PausePolicy

@@ -13,7 +13,7 @@ public enum ImmediateVerification {
         let metrics = FleetMetrics()
         let gate = PacedGate(connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), metrics: metrics)
         let verification = SubscriptionVerification(
-            gate: gate, verifier: connections.appStore, store: connections.ledger, settings: settings, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, settings: settings, metrics: metrics,
             logger: logger)
         let job = Job(subscriptionID: id, runID: "verify", reason: .manual,
                       enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))

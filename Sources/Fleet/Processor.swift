@@ -32,7 +32,7 @@ final class Processor {
         self.logger = logger
         gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, metrics: metrics)
         verification = SubscriptionVerification(
-            gate: gate, verifier: connections.appStore, store: connections.ledger, settings: settings, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, settings: settings, metrics: metrics,
             logger: logger)
     }
 

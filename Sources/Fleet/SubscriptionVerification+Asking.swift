@@ -6,28 +6,28 @@ import Logging
 
 /// The use case's call to Apple and its verdict, the same for every way in.
 extension SubscriptionVerification {
-    /// Asks Apple about `receipt` (a caller that was admitted; the redirect to the other environment
-    /// asks the gate itself), judges the answer by the status policy, and tells the fleet what it
+    /// Asks Apple about `subject` (a caller that was admitted; a further call, to the other
+    /// environment or for more history, asks the gate itself), judges the answer by the status policy, and tells the fleet what it
     /// must know: a recovery after `probing`, an unavailable Apple (a pause, a halt), a
     /// configuration error. `attempt` counts this one (for 21002's last chance).
-    /// `subscriptionID` is nil for a receipt the ledger does not know yet (a registration): its
+    /// `subscriptionID` is nil for a subject the ledger does not know yet (a registration): its
     /// configuration error is one client's, perhaps another app's receipt, and never halts the fleet.
     public func ask(
-        about receipt: ReceiptData, startingIn environment: AppStoreEnvironment, attempt: Int, probing: Bool,
+        about subject: VerificationSubject, startingIn environment: AppStoreEnvironment, attempt: Int, probing: Bool,
         subscriptionID: Int64?
     ) throws -> Answer {
         var probing = probing
         let calling = ContinuousClock.now
         let verification = verifier.verify(
-            receipt, sharedSecret: settings.sharedSecret, startingIn: environment,
-            mayRedirect: {
-                // The other environment is one more call: it needs leave of its own.
+            subject, startingIn: environment,
+            mayCallAgain: {
+                // Another environment or another page is one more call: it needs leave of its own.
                 switch try? gate.admit(upcoming: 1) {
                 case .granted?: return true
                 case .probe?:
                     probing = true
                     return true
-                default: return false  // the job is retried, the redirect with it
+                default: return false  // the job is retried, the call with it
                 }
             })
         let callDuration = calling.duration(to: .now) / verification.exchanges.count
@@ -35,7 +35,9 @@ extension SubscriptionVerification {
         let action = policy.action(for: verification.outcome, attempt: attempt)
         gate.called(action.lastAnswer, taking: callDuration)
         if probing, action.meansAppleAnswered { try gate.reportRecovered() }
-        return Answer(verification: verification, verdict: try verdict(action, verification, subscriptionID: subscriptionID))
+        return Answer(
+            verification: verification, verdict: try verdict(action, verification, subscriptionID: subscriptionID),
+            backend: subject.backend)
     }
 
     /// What the status policy's action means for this caller, once the fleet heard of it.

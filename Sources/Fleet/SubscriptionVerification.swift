@@ -6,7 +6,7 @@ import Logging
 
 /// The verification use case, once for every way in (a worker's batch, `receiptfleet verify`, a
 /// registration through the API): the fleet's leave to call Apple (`AppleGate`), Apple's answer
-/// (`ReceiptVerifier`), the status policy's verdict (`ask`), the report to the fleet of what it
+/// (`AppleVerifier`), the status policy's verdict (`ask`), the report to the fleet of what it
 /// must know (a pause, a halt, a recovery), the analysis, and the write of every result in one
 /// transaction (`VerificationStore`).
 ///
@@ -18,7 +18,7 @@ import Logging
 /// Like the connections behind its three ports, it is confined to one thread.
 public final class SubscriptionVerification {
     let gate: any AppleGate
-    let verifier: any ReceiptVerifier
+    let verifier: any AppleVerifier
     let store: any VerificationStore
     let settings: FleetSettings
     let metrics: FleetMetrics
@@ -26,7 +26,7 @@ public final class SubscriptionVerification {
     let policy = StatusPolicy()
 
     public init(
-        gate: any AppleGate, verifier: any ReceiptVerifier, store: any VerificationStore, settings: FleetSettings,
+        gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, settings: FleetSettings,
         metrics: FleetMetrics, logger: Logger
     ) {
         self.gate = gate
@@ -41,7 +41,7 @@ public final class SubscriptionVerification {
     /// `upcoming` counts this job and the batch's jobs after it: calls the gate may book at once.
     func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
-        guard let receipt = subscription.receipt else {
+        guard let subject = subject(of: subscription) else {
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
         }
         if let verified = subscription.lastVerifiedAt, !job.reason.isHighPriority,
@@ -56,9 +56,21 @@ public final class SubscriptionVerification {
         case .granted, .probe, .wait: break
         }
         let answer = try ask(
-            about: receipt, startingIn: subscription.environment, attempt: job.attempt + 1, probing: admission == .probe,
+            about: subject, startingIn: subscription.environment, attempt: job.attempt + 1, probing: admission == .probe,
             subscriptionID: subscription.id)
         return judge(answer, of: subscription, job: job)
+    }
+
+    /// What Apple is asked about `subscription`, by its backend: its receipt (nil when none is
+    /// stored), or its original transaction with the latest one the fleet knows.
+    private func subject(of subscription: LoadedSubscription) -> VerificationSubject? {
+        switch subscription.backend ?? settings.defaultBackend {
+        case .verifyReceipt:
+            subscription.receipt.map(VerificationSubject.receipt)
+        case .serverAPI:
+            .transaction(originalTransactionID: subscription.originalTransactionID,
+                         knownLatestTransactionID: subscription.state?.latestTransactionID)
+        }
     }
 
     /// Turns a judged answer into a write and a settlement.

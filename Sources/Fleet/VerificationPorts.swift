@@ -24,13 +24,11 @@ public protocol AppleGate {
     func halt(reason: String) throws
 }
 
-/// Asks Apple about a receipt: `AppStoreClient`, or a fake.
-public protocol ReceiptVerifier {
-    /// `mayRedirect` is asked before a second call to the other environment (it needs leave too).
-    func verify(
-        _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
-        mayRedirect: () -> Bool
-    ) -> Verification
+/// Asks Apple about a receipt or a transaction: `AppleClients`, or a fake.
+public protocol AppleVerifier {
+    /// `mayCallAgain` is asked before every further call (the other environment, another page of
+    /// history): each needs leave of its own.
+    func verify(_ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: () -> Bool) -> Verification
 }
 
 /// Where verification results go: the `Ledger`, or a fake.
@@ -42,16 +40,6 @@ public protocol VerificationStore {
     func rewrite(
         _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
     ) throws -> WriteOutcome
-}
-
-extension AppStoreClient: ReceiptVerifier {
-    public func verify(
-        _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
-        mayRedirect: () -> Bool
-    ) -> Verification {
-        verify(receipt, sharedSecret: sharedSecret, excludeOldTransactions: true, startingIn: environment,
-               mayRedirect: mayRedirect)
-    }
 }
 
 extension Ledger: VerificationStore {

@@ -9,6 +9,8 @@ public struct SubscriptionRecord: Sendable {
     public var originalTransactionID: String
     public var accountID: String?
     public var environment: AppStoreEnvironment
+    /// The service that verifies it; nil follows the deployment's default.
+    public var backend: VerificationBackend?
     /// nil until the first analysis (the column says `unverified`).
     public var status: SubscriptionStatus?
     /// Everything the last analysis found (the receipt left out).
@@ -82,7 +84,7 @@ extension Ledger {
                 publishedAt: row["published_at"].timestamptz())
         }
         let verifications = try connection.query("""
-            SELECT attempted_at, outcome, environment, apple_status, http_status, latency_ms, error, run_id
+            SELECT attempted_at, outcome, environment, apple_status, http_status, latency_ms, error, run_id, backend
             FROM verifications WHERE subscription_id = $1 ORDER BY attempted_at DESC, id DESC LIMIT $2
             """, [.int64(id), .int64(Int64(verificationLimit))]).map { row in
             try VerificationAttempt(
@@ -92,7 +94,8 @@ extension Ledger {
                 appleStatus: row["apple_status"].int64().map { Int($0) },
                 httpStatus: row["http_status"].int64().map { Int($0) },
                 latencyMilliseconds: row["latency_ms"].int64().map { Int($0) },
-                error: row["error"].text(), runID: row["run_id"].text())
+                error: row["error"].text(), runID: row["run_id"].text(),
+                backend: row["backend"].text().flatMap(VerificationBackend.init(rawValue:)))
         }
         return SubscriptionDetail(
             subscription: subscription, transactions: transactions, events: events, verifications: verifications)
@@ -100,7 +103,7 @@ extension Ledger {
 
     func records(where condition: StaticString, _ parameters: [PostgresValue]) throws -> [SubscriptionRecord] {
         try connection.query("""
-            SELECT id, app, original_transaction_id, account_id, environment, status, state, last_verified_at,
+            SELECT id, app, original_transaction_id, account_id, environment, backend, status, state, last_verified_at,
                 last_outcome, next_check_at, version, created_at, updated_at
             FROM subscriptions WHERE \(condition) ORDER BY id
             """, parameters).map { row in
@@ -110,6 +113,7 @@ extension Ledger {
                 originalTransactionID: row["original_transaction_id"].text() ?? "",
                 accountID: row["account_id"].text(),
                 environment: AppStoreEnvironment(rawValue: row["environment"].text() ?? "") ?? .production,
+                backend: row["backend"].text().flatMap(VerificationBackend.init(rawValue:)),
                 status: row["status"].text().flatMap(SubscriptionStatus.init(rawValue:)),
                 state: Self.decodeState(row["state"], subscriptionID: id),
                 lastVerifiedAt: row["last_verified_at"].timestamptz(),

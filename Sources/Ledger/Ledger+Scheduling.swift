@@ -35,6 +35,8 @@ public struct LoadedSubscription: Sendable {
     /// The app's customer the subscription is linked to; its receipt's purchases are theirs too.
     public var accountID: String?
     public var environment: AppStoreEnvironment
+    /// The service that verifies it; nil follows the deployment's default.
+    public var backend: VerificationBackend?
     /// The receipt to send to Apple; nil if none was ever stored. It prints redacted.
     public var receipt: ReceiptData?
     /// The state the last analysis left, without the receipt (that is `receipt`); nil before the first.
@@ -93,6 +95,7 @@ extension Ledger {
                 app: row["app"].text() ?? "",
                 accountID: row["account_id"].text(),
                 environment: AppStoreEnvironment(rawValue: row["environment"].text() ?? "") ?? .production,
+                backend: row["backend"].text().flatMap(VerificationBackend.init(rawValue:)),
                 receipt: row["receipt"].text().map(ReceiptData.init(base64:)),
                 state: Self.decodeState(row["state"], subscriptionID: id),
                 version: row["version"].int64() ?? 0,
@@ -104,7 +107,7 @@ extension Ledger {
     /// The subscriptions of a batch with their receipts, in the order asked; prepared, since every
     /// batch runs it.
     static let loadForVerification = PreparedStatement(name: "load_for_verification", sql: """
-        SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, r.receipt, s.state, s.version,
+        SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, s.backend, r.receipt, s.state, s.version,
             s.last_verified_at, s.next_check_at
         FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
         JOIN subscriptions s ON s.id = wanted.id

@@ -281,5 +281,14 @@ enum Migrations {
             ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_one_secret CHECK (
                 (secret_key_id IS NULL) = (secret_sealed IS NULL) AND (secret IS NULL) = (secret_sealed IS NOT NULL));
             """),
+        Migration(version: 11, name: "verification backend", sql: """
+            -- Which of Apple's services verifies a subscription: verifyReceipt (its stored receipt) or the App
+            -- Store Server API (its original transaction id). NULL follows the deployment's `backend` setting;
+            -- `receiptfleet subscriptions set-backend` names one, and a StoreKit 2 registration, which has no
+            -- receipt, names the Server API.
+            ALTER TABLE subscriptions ADD COLUMN backend text CHECK (backend IN ('verify_receipt', 'server_api'));
+            -- The backend that answered each attempt (NULL for attempts older than this column).
+            ALTER TABLE verifications ADD COLUMN backend text;
+            """),
     ]
 }

@@ -27,7 +27,7 @@ enum PersistenceStatement {
                 position integer, subscription_id bigint, expected_version bigint, state jsonb, receipt text,
                 next_check_at timestamptz, transactions jsonb, events jsonb,
                 attempted_at timestamptz, environment text, apple_status integer, http_status integer,
-                outcome text, latency_ms integer, error text, run_id text)
+                outcome text, latency_ms integer, error text, run_id text, backend text)
         ),
         changed AS (
             UPDATE subscriptions s SET
@@ -91,9 +91,9 @@ enum PersistenceStatement {
         verification_logged AS (
             INSERT INTO verifications (
                 subscription_id, run_id, attempted_at, judged_at, environment, apple_status, http_status, outcome,
-                latency_ms, error)
+                latency_ms, error, backend)
             SELECT w.subscription_id, w.run_id, w.attempted_at, (w.state->>'verified_at')::timestamptz, w.environment,
-                w.apple_status, w.http_status, w.outcome, w.latency_ms, w.error
+                w.apple_status, w.http_status, w.outcome, w.latency_ms, w.error, w.backend
             FROM input w
             WHERE w.subscription_id IN (SELECT id FROM changed UNION ALL SELECT id FROM touched)
         ),
@@ -158,6 +158,7 @@ private struct WriteRow: Encodable {
     var latencyMs: Int?
     var error: String?
     var runID: String?
+    var backend: String?
 
     init(position: Int, write: VerificationWrite, schedule: CheckSchedule, nextNightlyRun: Date) {
         self.position = position
@@ -182,10 +183,11 @@ private struct WriteRow: Encodable {
         latencyMs = attempt.latencyMilliseconds
         error = attempt.error
         runID = attempt.runID
+        backend = attempt.backend?.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
-        case position, state, receipt, transactions, events, environment, outcome, error
+        case position, state, receipt, transactions, events, environment, outcome, error, backend
         case subscriptionID = "subscription_id"
         case expectedVersion = "expected_version"
         case nextCheckAt = "next_check_at"

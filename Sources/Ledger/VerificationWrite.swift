@@ -8,6 +8,8 @@ public struct VerificationAttempt: Sendable, Equatable {
     public var outcome: AttemptOutcome
     /// The App Store environment that answered.
     public var environment: AppStoreEnvironment?
+    /// The service that was asked.
+    public var backend: VerificationBackend?
     /// Apple's `status`, when Apple answered with one.
     public var appleStatus: Int?
     public var httpStatus: Int?
@@ -19,7 +21,8 @@ public struct VerificationAttempt: Sendable, Equatable {
 
     public init(
         attemptedAt: Date, outcome: AttemptOutcome, environment: AppStoreEnvironment? = nil, appleStatus: Int? = nil,
-        httpStatus: Int? = nil, latencyMilliseconds: Int? = nil, error: String? = nil, runID: String? = nil
+        httpStatus: Int? = nil, latencyMilliseconds: Int? = nil, error: String? = nil, runID: String? = nil,
+        backend: VerificationBackend? = nil
     ) {
         self.attemptedAt = attemptedAt
         self.outcome = outcome
@@ -29,6 +32,7 @@ public struct VerificationAttempt: Sendable, Equatable {
         self.latencyMilliseconds = latencyMilliseconds
         self.error = error
         self.runID = runID
+        self.backend = backend
     }
 }
 

@@ -43,6 +43,18 @@ struct Config: ParsableCommand {
             row("appstore-sandbox-url", Redact.url(settings.endpoints.sandbox))
             print("shared-secret".padding(toLength: 30, withPad: " ", startingAt: 0)
                 + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)" : "set (masked)"))
+            row("backend", "\(settings.defaultBackend) (for subscriptions that name none)")
+            if let serverAPI = settings.serverAPI {
+                row("server-api-key-file", "key id \(serverAPI.key.keyID), issuer \(serverAPI.key.issuerID), app \(serverAPI.key.bundleID) (key masked)")
+                row("server-api-production-url", Redact.url(serverAPI.endpoints.production))
+                row("server-api-sandbox-url", Redact.url(serverAPI.endpoints.sandbox))
+            } else {
+                row("server-api-key-file", "not set (subscriptions on the server-api backend halt the fleet)")
+            }
+            // Apple's signatures (the Server API's answers, V2 notifications) chain to it.
+            row("apple-root-certificate", try resolved.value("apple-root-certificate").map { path, _ in
+                "\(try resolved.trustedRoots().count) certificate(s) from \(path) instead of Apple's root (tests and demos only)"
+            } ?? "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))")
             row("rate-limit", "\(settings.rateLimit.perSecond)/s")
             row("rate-burst", "\(settings.rateLimit.burst)")
             row("concurrency", "\(settings.concurrency)")
@@ -79,9 +91,6 @@ struct Config: ParsableCommand {
                 row("address", "\(serve.host):\(serve.port)")
                 print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
                     + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
-                row("apple-root-certificate", resolved.value("apple-root-certificate") == nil
-                    ? "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))"
-                    : "\(serve.trustedRoots.count) certificate(s) instead of Apple's root")
                 row("apple-bundle-id", serve.bundleIDs.isEmpty ? "not set (V2 notifications are refused)" : serve.bundleIDs.sorted().joined(separator: ","))
                 row("apple-app-id", serve.appAppleID.map(String.init) ?? "not set (not checked)")
                 row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))

@@ -76,13 +76,13 @@ struct DemoCheck: Encodable {
     /// Every subscription's announced events against the truth of the looks the fleet took at it:
     /// the verifications that wrote its state, at the moments Apple judged.
     private mutating func compareEvents(fleet: [String: SimulatedSubscription], postgres: PostgresConnection) throws {
-        var looks: [String: [Int64]] = [:]
+        var looks: [String: [Look]] = [:]
         for row in try postgres.query("""
-            SELECT s.original_transaction_id, v.judged_at FROM verifications v JOIN subscriptions s ON s.id = v.subscription_id
-            WHERE v.judged_at IS NOT NULL ORDER BY v.id
+            SELECT s.original_transaction_id, v.judged_at, v.backend FROM verifications v
+            JOIN subscriptions s ON s.id = v.subscription_id WHERE v.judged_at IS NOT NULL ORDER BY v.id
             """) {
             guard let id = try row["original_transaction_id"].text(), let judged = try row["judged_at"].timestamptz() else { continue }
-            looks[id, default: []].append(milliseconds(judged))
+            looks[id, default: []].append(Look(at: milliseconds(judged), seesWholeHistory: try row["backend"].text() == "server_api"))
         }
         var announced: [String: [ExpectedEvent]] = [:]
         for row in try postgres.query("SELECT original_transaction_id, type, occurred_at FROM events") {

@@ -206,6 +206,7 @@ struct ResolvedConfiguration {
         settings.haltAfterConfigurationErrors = try number(
             "halt-after-config-errors", default: 3, { (1...100).contains($0) }, "a whole number from 1 to 100")
         try applyWebhookSettings(to: &settings)
+        try applyServerAPISettings(to: &settings)
         settings.relayPostgresURL = value("relay-postgres-url")?.value
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.

@@ -129,11 +129,7 @@ extension ResolvedConfiguration {
         return APISettings(
             host: String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
             tokens: try apiTokens(), notificationEnvironments: environments,
-            trustedRoots: try value("apple-root-certificate").map { path, source in
-                do { return try APISettings.certificates(at: path) } catch {
-                    throw ConfigurationError(key: "apple-root-certificate", source: source, reason: "\(error)")
-                }
-            } ?? [AppleRootCertificate.load()],
+            trustedRoots: try trustedRoots(),
             bundleIDs: Set(string("apple-bundle-id", default: "").split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces)
             }.filter { !$0.isEmpty }),

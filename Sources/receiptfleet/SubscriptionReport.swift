@@ -12,6 +12,7 @@ struct SubscriptionReport {
         var lines = [
             "subscription \(record.id)  (\(record.app), original_transaction_id \(record.originalTransactionID))",
             "  environment   \(record.environment.rawValue)",
+            "  backend       \(record.backend.map { "\($0)" } ?? "the deployment's default")",
             "  account       \(record.accountID ?? "-")",
             "  status        \(record.status?.rawValue ?? "unverified")",
             "  product       \(state?.productID ?? "-")",
@@ -33,7 +34,8 @@ struct SubscriptionReport {
         }
         lines.append("  verifications \(detail.verifications.count) recent")
         for attempt in detail.verifications.prefix(5) {
-            lines.append("    \(attempt.attemptedAt)  \(attempt.outcome.rawValue)  apple \(attempt.appleStatus.map(String.init) ?? "-")"
+            lines.append("    \(attempt.attemptedAt)  \(attempt.outcome.rawValue)  \(attempt.backend.map { "\($0)" } ?? "-")"
+                + "  apple \(attempt.appleStatus.map(String.init) ?? "-")"
                 + (attempt.error.map { "  \($0)" } ?? ""))
         }
         text = lines.joined(separator: "\n")

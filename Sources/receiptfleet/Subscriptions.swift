@@ -5,11 +5,11 @@ import Foundation
 import Ledger
 import PostgresClient
 
-/// `receiptfleet subscriptions import|show`
+/// `receiptfleet subscriptions import|show|set-backend`
 struct Subscriptions: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Load subscriptions into the ledger, or look at one.",
-        subcommands: [Import.self, Show.self])
+        abstract: "Load subscriptions into the ledger, look at one, or move them between backends.",
+        subcommands: [Import.self, Show.self, SetBackend.self])
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(

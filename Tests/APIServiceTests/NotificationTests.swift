@@ -1,4 +1,5 @@
 import APIService
+import AppStore
 import Fleet
 import Foundation
 import TestSupport
@@ -208,8 +209,8 @@ import Testing
         let other = try TestCA(name: "Second Root").root
         try (ca.root.serializeAsPEM().pemString + "\n" + other.serializeAsPEM().pemString).write(to: pem, atomically: true, encoding: .utf8)
         try Data(ca.root.serializeAsPEM().derBytes).write(to: der)
-        #expect(try APISettings.certificates(at: pem.path) == [ca.root, other])
-        #expect(try APISettings.certificates(at: der.path) == [ca.root])
-        #expect(throws: CertificateFileError.self) { try APISettings.certificates(at: directory.appendingPathComponent("none").path) }
+        #expect(try AppleRootCertificate.certificates(inFile: pem.path) == [ca.root, other])
+        #expect(try AppleRootCertificate.certificates(inFile: der.path) == [ca.root])
+        #expect(throws: CertificateFileError.self) { try AppleRootCertificate.certificates(inFile: directory.appendingPathComponent("none").path) }
     }
 }

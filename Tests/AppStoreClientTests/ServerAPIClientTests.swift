@@ -86,12 +86,18 @@ import Testing
 
     @Test func aTransactionProductionDoesNotKnowIsAskedOfTheSandbox() async throws {
         let ca = try Self.ca.get()
-        let server = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010), .init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        let noRefunds = TestHTTPServer.Response(status: 200, body: Array(#"{"revision":"r","hasMore":false,"signedTransactions":[]}"#.utf8))
+        let server = try TestHTTPServer(.respond([
+            Self.error(404, code: 4_040_010), .init(status: 200, body: try Self.statuses(signedBy: ca)), noRefunds,
+        ]))
         defer { server.stop() }
         let verification = try await Self.ask(server, trusting: ca)
-        #expect(verification.exchanges.map(\.environment) == [.production, .sandbox])
-        #expect(server.requests.map(\.target) == ["/production/inApps/v1/subscriptions/1000", "/sandbox/inApps/v1/subscriptions/1000"])
-        #expect(verification.exchanges.map(\.outcome) == [.serverAPI(.notFound), .status(0, isRetryable: nil)])
+        #expect(verification.exchanges.map(\.environment) == [.production, .sandbox, .sandbox])
+        #expect(server.requests.map(\.target) == [
+            "/production/inApps/v1/subscriptions/1000", "/sandbox/inApps/v1/subscriptions/1000",
+            "/sandbox/inApps/v2/history/1000?revoked=true",
+        ])
+        #expect(verification.exchanges.map(\.outcome) == [.serverAPI(.notFound), .status(0, isRetryable: nil), .status(0, isRetryable: nil)])
         #expect(verification.response != nil)
 
         let refused = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010)]))
@@ -140,14 +146,14 @@ import Testing
 
     /// When the latest transaction is not the one the fleet knows, the history says what came
     /// between: every page of it, each signed, read with the statuses into one answer.
-    @Test func aNewLatestTransactionBringsTheHistoryPageByPage() async throws {
+    @Test func aNewLatestTransactionBringsTheHistoryPageByPageAndAQuietOneItsRefunds() async throws {
         let ca = try Self.ca.get()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
-        func transaction(_ id: String, daysAgo: Int64) throws -> String {
+        func transaction(_ id: String, daysAgo: Int64, _ more: [String: Any] = [:]) throws -> String {
             try ca.sign([
                 "transactionId": id, "originalTransactionId": "1000", "bundleId": "com.example", "productId": "pro.monthly",
                 "purchaseDate": now - daysAgo * 86_400_000, "expiresDate": now - (daysAgo - 30) * 86_400_000, "signedDate": now,
-            ])
+            ].merging(more) { $1 })
         }
         func page(_ transactions: [String], revision: String, hasMore: Bool) throws -> TestHTTPServer.Response {
             .init(status: 200, body: Array(try JSONSerialization.data(withJSONObject: [
@@ -169,11 +175,19 @@ import Testing
         #expect(verification.outcome == .status(0, isRetryable: nil))
         #expect(Set(try #require(verification.response).latestReceiptInfo.map(\.transactionID)) == ["998", "999", "1001"])
 
-        // Nothing new since the last look: the statuses say all there is.
-        let quiet = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        // Nothing new since the last look: only a refund of an earlier period can have happened,
+        // which the statuses never show; the revoked transactions do.
+        let refund = try transaction("999", daysAgo: 31, ["revocationDate": now - 86_400_000, "revocationReason": 0])
+        let quiet = try TestHTTPServer(.respond([
+            .init(status: 200, body: try Self.statuses(signedBy: ca)), try page([refund], revision: "r1", hasMore: false),
+        ]))
         defer { quiet.stop() }
-        _ = try await Self.ask(quiet, trusting: ca, knownLatest: "1001")
-        #expect(quiet.requests.count == 1)
+        let refunded = try await Self.ask(quiet, trusting: ca, knownLatest: "1001")
+        #expect(quiet.requests.map(\.target) == [
+            "/production/inApps/v1/subscriptions/1000", "/production/inApps/v2/history/1000?revoked=true",
+        ])
+        let earlier = try #require(refunded.response?.latestReceiptInfo.first { $0.transactionID == "999" })
+        #expect(earlier.cancellationDate != nil && earlier.cancellationReason == 0)
 
         // A page the fleet gives no leave for leaves the answer unfinished, to be tried again.
         let refused = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))

@@ -76,6 +76,7 @@ import Testing
         Row(outcome: .serverAPI(.failed(httpStatus: 400, code: 4_000_006, retryable: false)),
             expected: .permanent(mentioning: "4000006")),
         Row(outcome: .serverAPI(.untrusted), expected: .configurationError(mentioning: "trusted root")),
+        Row(outcome: .serverAPI(.notConfigured), expected: .configurationError(mentioning: "server-api-key-file")),
     ]
 
     @Test(arguments: rows)

@@ -35,7 +35,7 @@ import Testing
     }
 
     /// Apple: answers every call with `outcome` (and `response` when readable).
-    final class FakeVerifier: ReceiptVerifier {
+    final class FakeVerifier: AppleVerifier {
         let outcome: VerificationOutcome
         let response: VerifyReceiptResponse?
         private(set) var calls = 0
@@ -45,11 +45,13 @@ import Testing
             self.response = response
         }
 
+        private(set) var subjects: [VerificationSubject] = []
+
         func verify(
-            _ receipt: ReceiptData, sharedSecret: SharedSecret?, startingIn environment: AppStoreEnvironment,
-            mayRedirect: () -> Bool
+            _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: () -> Bool
         ) -> Verification {
             calls += 1
+            subjects.append(subject)
             return Verification(
                 exchanges: [VerificationExchange(environment: environment, outcome: outcome, httpStatus: 200, latency: .milliseconds(5))],
                 response: response)
@@ -76,7 +78,7 @@ import Testing
     }
 
     static let subscription = LoadedSubscription(
-        id: 7, originalTransactionID: "1000000000000007", app: "default", accountID: nil, environment: .production,
+        id: 7, originalTransactionID: "1000000000000007", app: "default", accountID: nil, environment: .production, backend: nil,
         receipt: ReceiptData(base64: "cmVjZWlwdA=="), state: nil, version: 0, lastVerifiedAt: nil, nextCheckAt: nil)
 
     /// Apple's answer for that subscription: one monthly period, renewing, bought a week ago.
@@ -110,11 +112,14 @@ import Testing
         return (Self.kind(settlement), gate, store)
     }
 
-    static func useCase(_ verifier: FakeVerifier, gate: FakeGate, store: FakeStore) throws -> SubscriptionVerification {
-        let settings = FleetSettings(
+    static func useCase(
+        _ verifier: FakeVerifier, gate: FakeGate, store: FakeStore, defaultBackend: VerificationBackend = .verifyReceipt
+    ) throws -> SubscriptionVerification {
+        var settings = FleetSettings(
             redisURL: "redis://unused", postgresURL: "postgresql://unused", keyPrefix: "{t}",
             endpoints: AppStoreEndpoints(production: "http://unused/p", sandbox: "http://unused/s"), sharedSecret: nil,
             rateLimit: try RateLimit(perSecond: 10, burst: 1))
+        settings.defaultBackend = defaultBackend
         return SubscriptionVerification(
             gate: gate, verifier: verifier, store: store, settings: settings, metrics: FleetMetrics(),
             logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
@@ -126,7 +131,7 @@ import Testing
     {
         let verification = try useCase(verifier, gate: gate, store: store)
         let answer = try verification.ask(
-            about: ReceiptData(base64: "cmVjZWlwdA=="), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts,
+            about: .receipt(ReceiptData(base64: "cmVjZWlwdA==")), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts,
             probing: false, subscriptionID: nil)
         return (answer.verdict, verification, answer)
     }
@@ -307,5 +312,47 @@ import Testing
         let (settlement, _, store) = try Self.run(FakeVerifier(.serverAPI(.notFoundAnywhere)))
         #expect(settlement == "ack permanent_failure")
         #expect(store.written.map(\.attempt.outcome) == [.permanentFailure])
+    }
+
+    /// A subscription on the Server API is asked about by its original transaction, with the
+    /// latest transaction the fleet knows; it needs no receipt. Others follow the deployment's default.
+    @Test func theBackendChoosesWhatAppleIsAskedAbout() throws {
+        let verifier = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        var moved = Self.subscription
+        moved.backend = .serverAPI
+        moved.receipt = nil
+        moved.state = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: Self.activeResponse(), originalTransactionID: moved.originalTransactionID, now: Date()).state
+        #expect(try Self.run(verifier, subscription: moved).settlement == "ack verified")
+        #expect(try Self.run(verifier, subscription: Self.subscription).settlement == "ack verified")
+        let store = FakeStore()
+        let following = try Self.useCase(verifier, gate: FakeGate(), store: store, defaultBackend: .serverAPI)
+        let job = Job(subscriptionID: 7, runID: "t", reason: .nightly, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
+        _ = try following.write([following.decide(job, Self.subscription)])
+        #expect(verifier.subjects.map(\.description) == [
+            "transaction 1000000000000007, known 2000000000000007", "receipt", "transaction 1000000000000007, known none",
+        ])
+        #expect(store.written.map(\.attempt.backend) == [.serverAPI])
+    }
+
+    /// A worker without a Server API key cannot ask about a subscription moved to it: that is the
+    /// deployment's configuration, not the subscription's, so the fleet halts with the reason.
+    @Test func aSubscriptionOnTheServerAPIWithoutAKeyHaltsTheFleet() throws {
+        var moved = Self.subscription
+        moved.backend = .serverAPI
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.notConfigured)), subscription: moved)
+        #expect(settlement == "postpone")
+        #expect(gate.heard.contains("halt"))
+        #expect(store.written.isEmpty)
+    }
+}
+
+extension VerificationSubject {
+    /// What was asked, for comparing: "receipt", or the transaction and the latest one known.
+    var description: String {
+        switch self {
+        case .receipt: "receipt"
+        case .transaction(let id, let known): "transaction \(id), known \(known ?? "none")"
+        }
     }
 }

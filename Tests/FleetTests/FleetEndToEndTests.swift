@@ -57,16 +57,9 @@ import Testing
                     database: database, simulator: simulator, nowMs: nowMs, receipts: 140, boughtBy: monthAgo)
                 _ = try await setup.load()
                 _ = try await setup.work()
-                simulator.store.clock.set(nowMs: Self.nowMs)
-                // Every check planned a month ago is due by now.
-                let tonight = try await setup.schedule(runID: "tonight", now: Date().addingTimeInterval(31 * 86_400))
-                #expect(tonight.enqueued > 0)
-                let final = try await setup.work()
+                let final = try await setup.tonight(simulator)
                 #expect(final.queue.dead == 0)
-                let mismatches = try await setup.groundTruthMismatches()
-                #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
-                let events = try await setup.eventMismatches()
-                #expect(events.isEmpty, "\(events.count) of \(setup.subscriptions.count) differ: \(events.prefix(10))")
+                try await setup.expectTheTruth()
                 let types = Set(try await setup.query("SELECT DISTINCT type FROM events") { try $0["type"].text() ?? "" })
                 #expect(types.isSuperset(of: ["renewed", "refunded", "expired", "auto_renew_disabled", "plan_changed"]))
             }

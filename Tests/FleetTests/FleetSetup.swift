@@ -7,6 +7,7 @@ import Ledger
 import Logging
 import PostgresClient
 import TestSupport
+import Testing
 
 /// A fleet deployment of its own for one test: a database, a Redis prefix, settings pointing at a
 /// live simulator, and the simulated receipts loaded into it. Works in-process (`work`) or through
@@ -39,9 +40,19 @@ struct FleetSetup: Sendable {
             concurrency: 4, visibilityTimeout: visibilityTimeout, drainGrace: drainGrace)
     }
 
+    /// The seed of the simulated fleet: the simulator's Server API needs it to trace transaction ids back.
+    static let seed: UInt64 = 5
+
+    /// Reaches `simulator`'s Server API (started with `SimulatedServerAPI.simulation`), and asks it
+    /// about every subscription that names no backend when `byDefault`.
+    mutating func useServerAPI(of simulator: LiveSimulator, byDefault: Bool) throws {
+        settings.serverAPI = try SimulatedServerAPI.settings(simulator)
+        settings.defaultBackend = byDefault ? .serverAPI : .verifyReceipt
+    }
+
     /// The simulated receipts a setup of `count` receipts around `nowMs` holds.
     static func receipts(_ count: Int, nowMs: Int64) -> [SimulatedReceipt] {
-        SimulatedReceipt.fleet(count: count, seed: 5, anchorMs: nowMs)
+        SimulatedReceipt.fleet(count: count, seed: seed, anchorMs: nowMs)
     }
 
     /// The settings as a `receiptfleet` process reads them: RECEIPTFLEET_* variables.
@@ -76,6 +87,24 @@ struct FleetSetup: Sendable {
     func schedule(runID: String, now: Date) async throws -> ScheduleSummary {
         let settings = settings
         return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now) }
+    }
+
+    /// Tonight, a month or more after the last run: the simulator's clock moves to now, every check
+    /// planned since is due, and a worker pool runs them. Some must be due.
+    func tonight(_ simulator: LiveSimulator) async throws -> FleetStatus {
+        simulator.store.clock.set(nowMs: Int64(Date().timeIntervalSince1970 * 1000))
+        let tonight = try await schedule(runID: "tonight", now: Date().addingTimeInterval(31 * 86_400))
+        #expect(tonight.enqueued > 0)
+        return try await work()
+    }
+
+    /// Every state is the truth of the moment Apple answered, and every subscription's events are
+    /// exactly the truth's over the looks the fleet took.
+    func expectTheTruth(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let mismatches = try await groundTruthMismatches()
+        #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))", sourceLocation: sourceLocation)
+        let events = try await eventMismatches()
+        #expect(events.isEmpty, "\(events.count) of \(subscriptions.count) differ: \(events.prefix(10))", sourceLocation: sourceLocation)
     }
 
     /// Runs a worker pool in this process until `done` says so (or 60 s pass), then drains it.
@@ -124,9 +153,12 @@ struct FleetSetup: Sendable {
     /// the fleet took at them (the verifications that wrote a state, at Apple's moment).
     func eventMismatches() async throws -> [String] {
         let looks = Dictionary(grouping: try await query("""
-            SELECT s.original_transaction_id AS id, v.judged_at AS at FROM verifications v
+            SELECT s.original_transaction_id AS id, v.judged_at AS at, v.backend FROM verifications v
             JOIN subscriptions s ON s.id = v.subscription_id WHERE v.judged_at IS NOT NULL ORDER BY v.id
-            """) { (try $0["id"].text() ?? "", Self.milliseconds(try $0["at"].timestamptz())) }, by: \.0)
+            """) {
+                (try $0["id"].text() ?? "",
+                 Look(at: Self.milliseconds(try $0["at"].timestamptz()), seesWholeHistory: try $0["backend"].text() == "server_api"))
+            }, by: \.0)
         let announced = Dictionary(grouping: try await query("SELECT original_transaction_id AS id, type, occurred_at FROM events") {
             (try $0["id"].text() ?? "", ExpectedEvent(try $0["type"].text() ?? "", at: Self.milliseconds(try $0["occurred_at"].timestamptz())))
         }, by: \.0)

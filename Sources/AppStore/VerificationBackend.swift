@@ -1,0 +1,29 @@
+/// Which of Apple's services the fleet asks about a subscription. verifyReceipt needs the receipt
+/// the app sent; the App Store Server API needs only the original transaction id, so a StoreKit 2
+/// app's subscriptions (which have no receipt) can only use it.
+public enum VerificationBackend: String, Sendable, CaseIterable, CustomStringConvertible {
+    case verifyReceipt = "verify_receipt"
+    case serverAPI = "server_api"
+
+    /// As operators type it: `verify-receipt`, `server-api` (the stored names are accepted too).
+    public init?(argument: String) {
+        self.init(rawValue: argument.replacingOccurrences(of: "-", with: "_").lowercased())
+    }
+
+    public var description: String { rawValue.replacingOccurrences(of: "_", with: "-") }
+}
+
+/// What Apple is asked about: a receipt (verifyReceipt), or a subscription's original
+/// transaction (the Server API) with the latest transaction the fleet already knows, so a quiet
+/// subscription costs one call.
+public enum VerificationSubject: Sendable {
+    case receipt(ReceiptData)
+    case transaction(originalTransactionID: String, knownLatestTransactionID: String?)
+
+    public var backend: VerificationBackend {
+        switch self {
+        case .receipt: .verifyReceipt
+        case .transaction: .serverAPI
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import AppStore
+import ArgumentParser
+import Fleet
+import Ledger
+import PostgresClient
+
+/// `receiptfleet subscriptions set-backend`
+struct SetBackend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-backend",
+        abstract: "Move subscriptions between verifyReceipt and the App Store Server API.",
+        discussion: """
+            The Server API asks by original_transaction_id, so any subscription can move to it; \
+            verifyReceipt needs the stored receipt, so subscriptions without one (a StoreKit 2 app's) \
+            stay. `default` makes them follow the deployment's `backend` setting. Nothing else \
+            changes: the next check asks the new backend, starting from what the old one last told, \
+            so no event is lost or announced twice; a check in flight finishes as it began. \
+            Moves go in pages of a few thousand, each its own short transaction, and the command \
+            may be stopped and run again.
+
+            Examples:
+              receiptfleet subscriptions set-backend server-api 42
+              receiptfleet subscriptions set-backend server-api --original-transaction-id 1000000218147500
+              receiptfleet subscriptions set-backend server-api --all --environment Sandbox --dry-run
+              receiptfleet subscriptions set-backend server-api --all --app default --from verify-receipt
+              receiptfleet subscriptions set-backend default --all --from server-api
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Argument(help: "verify-receipt, server-api, or default (the deployment's `backend` setting).")
+    var backend: String
+
+    @Argument(help: "One subscription's id.")
+    var id: Int64?
+
+    @Option(name: .customLong("original-transaction-id"), help: "The subscriptions with this original_transaction_id.")
+    var originalTransactionID: String?
+
+    @Flag(help: "Every subscription the filters below leave (required when no id is given).")
+    var all = false
+
+    @Option(help: "Only this app's subscriptions.")
+    var app: String?
+
+    @Option(help: "Only subscriptions of this environment: Production or Sandbox.")
+    var environment: String?
+
+    @Option(help: "Only subscriptions on this backend now: verify-receipt, server-api, or default.")
+    var from: String?
+
+    @Flag(help: "Count what would move, and move nothing.")
+    var dryRun = false
+
+    func validate() throws {
+        guard [id != nil, originalTransactionID != nil, all].filter({ $0 }).count == 1 else {
+            throw ValidationError("Name the subscriptions: an id, --original-transaction-id, or --all (with filters).")
+        }
+    }
+
+    func run() throws {
+        let target = try Self.parse(backend, "the backend")
+        let settings = try options.settings()
+        if target == .serverAPI || (target == nil && settings.defaultBackend == .serverAPI), settings.serverAPI == nil, !dryRun {
+            throw ValidationError("""
+                The Server API has no key configured here, and workers without one halt on these subscriptions: set \
+                server-api-issuer-id, server-api-key-id, server-api-key-file and apple-bundle-id first \
+                (docs/appstore-server-api.md), and check them with `receiptfleet config check`.
+                """)
+        }
+        var selection = BackendSelection(app: app, currentBackend: try from.map { try Self.parse($0, "--from") })
+        if let environment {
+            guard let named = AppStoreEnvironment(rawValue: environment.capitalized) else {
+                throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
+            }
+            selection.environment = named
+        }
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+        if let id { selection.ids = [id] }
+        if let originalTransactionID {
+            selection.ids = try ledger.subscriptions(originalTransactionID: originalTransactionID).map(\.id)
+            guard selection.ids?.isEmpty == false else { throw ValidationError("No subscription has that original_transaction_id.") }
+        }
+        let progress = ProgressLine()
+        var (moved, withoutReceipt, after): (Int, Int, Int64?) = (0, 0, 0)
+        while let from = after {
+            let page = try ledger.moveBackend(to: target, selection, after: from, dryRun: dryRun)
+            (moved, withoutReceipt, after) = (moved + page.moved, withoutReceipt + page.withoutReceipt, page.next)
+            progress.show("\(dryRun ? "would move" : "moved") \(moved)")
+        }
+        progress.finish()
+        let verb = dryRun ? "Would move" : "Moved"
+        print("\(verb) \(moved) subscription(s) to \(target.map { "\($0)" } ?? "the default (\(settings.defaultBackend))").")
+        if withoutReceipt > 0 {
+            print("\(withoutReceipt) have no stored receipt and stay on the Server API: verifyReceipt could not ask about them.")
+        }
+    }
+
+    /// A backend as typed: verify-receipt, server-api, or default (nil).
+    static func parse(_ text: String, _ name: String) throws -> VerificationBackend? {
+        if text == "default" { return nil }
+        guard let backend = VerificationBackend(argument: text) else {
+            throw ValidationError("\(name) must be verify-receipt, server-api or default, not '\(text)'.")
+        }
+        return backend
+    }
+}

@@ -1,0 +1,164 @@
+import AppStore
+import AppStoreSimulator
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+import PostgresClient
+import TestSupport
+import Testing
+
+/// The fleet on the App Store Server API: the same scheduler, queue, workers and ledger, asking by
+/// original transaction id instead of by receipt, against the simulator's Server API over HTTP;
+/// checked against the simulator's ground truth as the verifyReceipt suites are.
+@Suite struct ServerAPIFleetTests {
+    /// A simulator that serves the Server API too, for the fleet `FleetSetup` draws around `anchorMs`.
+    static func simulator<T: Sendable>(startMs: Int64, anchorMs: Int64, _ body: (LiveSimulator) async throws -> T) async throws -> T {
+        try await LiveSimulator.with(startMs: startMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, anchorMs: anchorMs), body)
+    }
+
+    /// A month ago every subscription is seen for the first time; tonight a month of renewals,
+    /// refunds, expiries and plan changes has happened. Asked through the Server API only (no
+    /// receipt is ever sent), every state is the truth of its moment and the events are exactly
+    /// the truth's between the two looks.
+    @Test func twoNightsThroughTheServerAPIAnnounceExactlyTheMonthsEvents() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        let monthAgo = nowMs - 30 * 86_400_000
+        try await TestDatabase.with { database in
+            try await Self.simulator(startMs: monthAgo, anchorMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 140, boughtBy: monthAgo)
+                try setup.useServerAPI(of: simulator, byDefault: true)
+                // verifyReceipt must not be asked: its URLs lead nowhere.
+                setup.settings.endpoints = AppStoreEndpoints(production: "http://127.0.0.1:9/none", sandbox: "http://127.0.0.1:9/none")
+                _ = try await setup.load()
+                _ = try await setup.work()
+                let final = try await setup.tonight(simulator)
+                #expect(final.queue.dead == 0 && final.queue.haltedReason == nil)
+                try await setup.expectTheTruth()
+                let types = Set(try await setup.query("SELECT DISTINCT type FROM events") { try $0["type"].text() ?? "" })
+                #expect(types.isSuperset(of: ["renewed", "refunded", "expired", "auto_renew_disabled", "plan_changed"]))
+                let backends = try await setup.query("SELECT DISTINCT backend FROM verifications") { try $0["backend"].text() }
+                #expect(backends == ["server_api"])
+            }
+        }
+    }
+
+    /// The fleet is on verifyReceipt; mid-month, while the workers run a night's checks, an
+    /// operator moves every subscription to the Server API. Each subscription's events over the
+    /// month (its looks through either backend) are exactly the truth's: none lost at the move,
+    /// none announced twice.
+    @Test func aFleetMovedToTheServerAPIMidMonthLosesAndDoublesNoEvent() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        let day: Int64 = 86_400_000
+        let monthAgo = nowMs - 30 * day
+        try await TestDatabase.with { database in
+            try await Self.simulator(startMs: monthAgo, anchorMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 140, boughtBy: monthAgo)
+                try setup.useServerAPI(of: simulator, byDefault: false)
+                _ = try await setup.load()
+                _ = try await setup.work()
+
+                // Mid-month: a night's checks run, slowly enough that the move happens while they do.
+                simulator.store.clock.set(nowMs: nowMs - 15 * day)
+                setup.settings.rateLimit = try RateLimit(perSecond: 30, burst: 1)
+                let midMonth = try await setup.schedule(runID: "mid-month", now: Date().addingTimeInterval(16 * 86_400))
+                let (settings, nightly) = (setup.settings, setup)
+                let moved = try await withThrowingTaskGroup(of: Int.self) { group in
+                    group.addTask {
+                        _ = try await nightly.work()
+                        return 0
+                    }
+                    group.addTask {
+                        // Once some of the night's checks are done, the rest go through the move.
+                        _ = try await nightly.status(within: .seconds(30)) { $0.queue.ready < midMonth.enqueued * 3 / 4 }
+                        return try await onOwnThread {
+                            let ledger = try Ledger(PostgresConnection(configuration: settings.postgresConfiguration()))
+                            var (moved, after): (Int, Int64?) = (0, 0)
+                            while let from = after {
+                                let page = try ledger.moveBackend(to: .serverAPI, BackendSelection(), after: from, limit: 40)
+                                (moved, after) = (moved + page.moved, page.next)
+                            }
+                            return moved
+                        }
+                    }
+                    return try await group.reduce(0, +)
+                }
+                #expect(moved == setup.subscriptions.count)
+
+                let final = try await setup.tonight(simulator)
+                #expect(final.queue.dead == 0)
+                try await setup.expectTheTruth()
+                let doubled = try await setup.count("""
+                    SELECT count(*) AS n FROM (SELECT 1 FROM events GROUP BY subscription_id, type, occurred_at HAVING count(*) > 1) d
+                    """)
+                #expect(doubled == 0)
+                let byBackend = Dictionary(uniqueKeysWithValues: try await setup.query(
+                    "SELECT backend, count(*) AS n FROM verifications WHERE run_id = 'mid-month' GROUP BY backend"
+                ) { (try $0["backend"].text() ?? "", Int(try $0["n"].int64() ?? 0)) })
+                #expect(byBackend["verify_receipt", default: 0] > 0 && byBackend["server_api", default: 0] > 0,
+                        "the night's checks went through both backends: \(byBackend)")
+                let tonight = try await setup.query("SELECT DISTINCT backend FROM verifications WHERE run_id = 'tonight'") { try $0["backend"].text() }
+                #expect(tonight == ["server_api"])
+            }
+        }
+    }
+
+    /// As an operator runs it: the key and the simulator's root from files, `config check`
+    /// showing them (never the key), `subscriptions set-backend` refusing to move anything before
+    /// the key is configured and then moving every subscription, and a `receiptfleet worker`
+    /// process verifying them all through the Server API.
+    @Test func anOperatorMovesTheFleetAndAWorkerProcessVerifiesItThroughTheServerAPI() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("server-api"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (keyFile, rootFile) = (directory.appendingPathComponent("AuthKey_SIMKEY.p8"), directory.appendingPathComponent("root.pem"))
+        let pem = SimulatedServerAPI.privateKey.pemRepresentation
+        try pem.write(to: keyFile, atomically: true, encoding: .utf8)
+        try SimulatorSigningChain().rootPEM.write(to: rootFile, atomically: true, encoding: .utf8)
+        try await TestDatabase.with { database in
+            try await Self.simulator(startMs: nowMs, anchorMs: nowMs) { simulator in
+                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 40)
+                // Every subscription is due and queued; a job reads its subscription's backend when it runs.
+                _ = try await setup.load()
+                let serverAPI = setup.environment.merging([
+                    "RECEIPTFLEET_SERVER_API_ISSUER_ID": "simulated-issuer", "RECEIPTFLEET_SERVER_API_KEY_ID": "SIMKEY",
+                    "RECEIPTFLEET_SERVER_API_KEY_FILE": keyFile.path, "RECEIPTFLEET_APPLE_BUNDLE_ID": ServerAPISimulation.bundleID,
+                    "RECEIPTFLEET_APPLE_ROOT_CERTIFICATE": rootFile.path,
+                    "RECEIPTFLEET_SERVER_API_PRODUCTION_URL": simulator.serverAPIProductionURL,
+                    "RECEIPTFLEET_SERVER_API_SANDBOX_URL": simulator.serverAPISandboxURL,
+                ]) { $1 }
+
+                let refused = try await runFleetCommand(["subscriptions", "set-backend", "server-api", "--all"], environment: setup.environment)
+                #expect(refused.status != 0 && refused.output.contains("The Server API has no key configured here"), "\(refused.output)")
+                let halfKey = try await runFleetCommand(
+                    ["config", "check"], environment: setup.environment.merging(["RECEIPTFLEET_SERVER_API_KEY_ID": "SIMKEY"]) { $1 })
+                #expect(halfKey.status != 0)
+                #expect(halfKey.output.contains("set without server-api-issuer-id and server-api-key-file"), "\(halfKey.output)")
+                let checked = try await runFleetCommand(["config", "check"], environment: serverAPI)
+                #expect(checked.status == 0, "\(checked.output)")
+                #expect(checked.output.contains("key id SIMKEY, issuer simulated-issuer, app \(ServerAPISimulation.bundleID) (key masked)"))
+                #expect(!checked.output.contains(pem.split(separator: "\n")[1]), "the key never prints")
+
+                let dry = try await runFleetCommand(["subscriptions", "set-backend", "server-api", "--all", "--dry-run"], environment: serverAPI)
+                #expect(dry.output.contains("Would move \(setup.subscriptions.count) subscription(s) to server-api."), "\(dry.output)")
+                let moved = try await runFleetCommand(["subscriptions", "set-backend", "server-api", "--all"], environment: serverAPI)
+                #expect(moved.output.contains("Moved \(setup.subscriptions.count) subscription(s) to server-api."), "\(moved.output)")
+
+                let worker = try FleetProcess(["worker"], environment: serverAPI)
+                let final = try await setup.status(within: .seconds(60)) { $0.isSettled }
+                worker.send(SIGTERM)
+                #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
+                #expect(final.isSettled && final.queue.dead == 0 && final.queue.haltedReason == nil, "\(worker.log)")
+                let mismatches = try await setup.groundTruthMismatches()
+                #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+                let backends = try await setup.query("SELECT DISTINCT backend FROM verifications") { try $0["backend"].text() }
+                #expect(backends == ["server_api"])
+
+                let id = try #require(try await setup.query("SELECT min(id) AS id FROM subscriptions") { try $0["id"].int64() }.first ?? nil)
+                let shown = try await runFleetCommand(["subscriptions", "show", "\(id)"], environment: serverAPI)
+                #expect(shown.output.contains("backend       server-api"), "\(shown.output)")
+            }
+        }
+    }
+}
