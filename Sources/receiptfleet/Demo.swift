@@ -32,6 +32,7 @@ struct Demo: ParsableCommand {
               scripts/demo                              (starts the servers, builds, runs this)
               receiptfleet demo --subscriptions 50000
               receiptfleet demo --keep-running          (leave the fleet up to explore)
+              receiptfleet demo --backend server-api    (the App Store Server API instead of verifyReceipt)
               receiptfleet demo --fault kill-worker --json
               receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
               receiptfleet demo --fault restart-redis-without-aof --restart-command 'scripts/services restart redis --lose-data'
@@ -61,6 +62,9 @@ struct Demo: ParsableCommand {
     @Flag(help: "Keep the fleet running after the summary, until Ctrl-C.")
     var keepRunning = false
 
+    @Option(help: "Which of Apple's services the fleet asks: verify-receipt (receipts) or server-api (transaction ids, signed answers).")
+    var backend = "verify-receipt"
+
     @Option(help: "Something to go wrong during the second night: \(DemoFault.allCases.map(\.rawValue).joined(separator: ", ")).")
     var fault: DemoFault?
 
@@ -85,6 +89,9 @@ struct Demo: ParsableCommand {
             throw ValidationError(problem)
         }
         guard faultSeconds > 0 else { throw ValidationError("--fault-seconds must be more than 0.") }
+        guard VerificationBackend(argument: backend) != nil else {
+            throw ValidationError("--backend must be verify-receipt or server-api, not '\(backend)'.")
+        }
     }
 
     func run() throws {
@@ -94,12 +101,13 @@ struct Demo: ParsableCommand {
         let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
         let stage = try DemoStage(
             configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
-            logDirectory: logDirectory, signals: signals)
+            logDirectory: logDirectory, backend: VerificationBackend(argument: backend) ?? .verifyReceipt, signals: signals)
         defer { stage.stopAll() }
         stage.restartCommand = restartCommand
         stage.serverPIDFile = serverPIDFile
 
-        say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort)")
+        say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort), "
+            + "backend \(stage.settings.defaultBackend)")
         try stage.prepare()
         let monthAgo = Date().addingTimeInterval(-30 * 86_400)
         try stage.startSimulator(clockAt: monthAgo, latency: latency)

@@ -35,8 +35,20 @@ final class DemoStage {
     private var nights: [(runID: String, enqueued: Int)] = []
     private var fleet: [SimulatedSubscription] = []
     var fleetSize: Int { fleet.count }
+    /// The moment the simulated lifecycles are centred on, in whole seconds (the simulator's Server
+    /// API draws the same fleet from it).
+    let anchor = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
+    static let fleetSeed: UInt64 = 42
+    /// Where the Server API's key and the simulator's root are written, when the demo uses it.
+    var serverAPIFiles: (key: URL, root: URL) { Self.serverAPIFiles(in: logDirectory) }
+    static func serverAPIFiles(in directory: URL) -> (key: URL, root: URL) {
+        (directory.appendingPathComponent("AuthKey_DEMOKEY.p8"), directory.appendingPathComponent("simulator-root.pem"))
+    }
 
-    init(configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, signals: TerminationSignals) throws {
+    init(
+        configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, backend: VerificationBackend,
+        signals: TerminationSignals
+    ) throws {
         serverPostgres = try configured.postgresConfiguration()
         demoPostgres = serverPostgres.database(Self.database)
         self.simulatorPort = simulatorPort
@@ -54,6 +66,11 @@ final class DemoStage {
         settings.rateLimit = try RateLimit(perSecond: rateLimit, burst: configured.rateLimit.burst)
         // Short retries, so the demo does not wait long on the receipts Apple cannot read (21002).
         settings.retryPolicy = try RetryPolicy(base: .seconds(1), cap: .seconds(4), maxAttempts: 4)
+        settings.defaultBackend = backend
+        if backend == .serverAPI {
+            try FileManager.default.createDirectory(at: self.logDirectory, withIntermediateDirectories: true)
+            settings.serverAPI = try Self.serverAPISettings(files: Self.serverAPIFiles(in: self.logDirectory), simulatorBase: simulatorBase)
+        }
         self.settings = settings
     }
 
@@ -81,7 +98,9 @@ final class DemoStage {
         try start("simulator", [
             "simulate-appstore", "serve", "--port", "\(simulatorPort)", "--start", clock.formatted(.iso8601),
             "--latency", latency, "--shared-secret", Self.sharedSecret, "--stats-interval", "0",
-        ])
+        ] + (settings.serverAPI == nil ? [] : [
+            "--server-api-key", serverAPIFiles.key.path, "--fleet-seed", "\(Self.fleetSeed)", "--fleet-at", anchor.formatted(.iso8601),
+        ]))
         let http = try HTTPClient()
         for _ in 0..<100 {
             if (try? http.get(url: simulatorBase + "/stats"))?.status == 200 { return }
@@ -105,7 +124,7 @@ final class DemoStage {
     /// Draws `count` simulated receipts of every lifecycle kind; `addSubscriptions(boughtBy:)` then
     /// adds their subscriptions to the ledger as their customers buy them.
     func drawFleet(count: Int) {
-        fleet = SimulatedReceipt.fleet(count: count, seed: 42, anchorMs: Int64(Date().timeIntervalSince1970 * 1000))
+        fleet = SimulatedReceipt.fleet(count: count, seed: Self.fleetSeed, anchorMs: Int64(anchor.timeIntervalSince1970 * 1000))
             .flatMap(\.subscriptions)
     }
 
@@ -269,7 +288,9 @@ final class DemoStage {
         lines.append("-- what Apple (the simulator) saw")
         lines.append("  \(stats.requestsTotal) requests; at most \(stats.maxRequestsInOneSecond) in one second "
             + "against a limit of \(Int(settings.rateLimit.perSecond))/s (burst \(settings.rateLimit.burst))")
-        lines.append("  by status: " + stats.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        func counts(_ byKey: [String: Int]) -> String { byKey.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+        lines.append("  by HTTP status: " + counts(stats.byHTTPStatus))
+        if !stats.byStatus.isEmpty { lines.append("  by verifyReceipt status: " + counts(stats.byStatus)) }
         lines += [
             "",
             "Look further (the server addresses and passwords are your configuration's):",
@@ -327,7 +348,7 @@ final class DemoStage {
             "RECEIPTFLEET_RETRY_BASE": "\(settings.retryPolicy.base.seconds)",
             "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
-        ]
+        ].merging(serverAPIEnvironment) { $1 }
     }
 
     private func pause(_ duration: Duration) throws {
