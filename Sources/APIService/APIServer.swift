@@ -14,6 +14,7 @@ typealias APILanes = LanePool<Connections>
 /// `receiptfleet serve`: the HTTP API an app's back end talks to (docs/api.md, docs/openapi.yaml).
 ///
 ///     POST /v1/receipts                    register a purchase: verify now, store, answer the entitlement
+///     POST /v1/transactions                the same for a StoreKit 2 purchase (a signed transaction or its id)
 ///     GET  /v1/subscriptions/{id}          one subscription with its history
 ///     GET  /v1/subscriptions?original_transaction_id=… | ?account_id=…
 ///     GET  /v1/purchases?transaction_id=… | ?account_id=…   one-time purchases (lifetime, non-renewing)
@@ -81,6 +82,17 @@ public final class APIServer: Sendable {
                 let (answer, pending) = try await registrar.register(body)
                 self.metrics.registration(pending ? "pending" : "registered")
                 return try Self.json(answer, status: pending ? .accepted : .ok)
+            } catch let error as APIError {
+                self.metrics.registration(error.status == .serviceUnavailable ? "apple_unavailable" : "rejected")
+                throw error
+            }
+        }
+        router.post("/v1/transactions") { request, context in
+            let body = try await self.decode(TransactionRegistrationRequest.self, from: request)
+            do {
+                let answer = try await registrar.register(body)
+                self.metrics.registration("registered")
+                return try Self.json(answer)
             } catch let error as APIError {
                 self.metrics.registration(error.status == .serviceUnavailable ? "apple_unavailable" : "rejected")
                 throw error

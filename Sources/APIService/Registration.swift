@@ -94,8 +94,8 @@ struct Registrar: Sendable {
             let probing = try await admission()
             let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
             let response = try await lanes.run { connections in
-                try Self.verifyAndStore(receipt, accountID: accountID, probing: probing, fleet: fleet, app: app,
-                                        metrics: metrics, connections: connections, logger: logger)
+                try Self.verifyAndStore(.receipt(receipt), startingIn: .production, accountID: accountID, probing: probing,
+                                        fleet: fleet, app: app, metrics: metrics, connections: connections, logger: logger)
             }
             return (response, false)
         } catch let error as APIError where error.status == .serviceUnavailable {
@@ -114,7 +114,7 @@ struct Registrar: Sendable {
     /// Waits for the fleet's rate limiter (up to `appleWait`): books a time slot within it and
     /// sleeps until then; refuses while the fleet is paused or halted. Returns whether this call is
     /// the fleet's probe after a pause.
-    private func admission() async throws -> Bool {
+    func admission() async throws -> Bool {
         let horizon = settings.appleWait
         switch try await lanes.run({ try $0.gate.admit(upTo: 1, within: horizon) }) {
         case .granted(let slots):
@@ -133,23 +133,25 @@ struct Registrar: Sendable {
         }
     }
 
-    /// On a lane: asks Apple through the fleet's verification use case, and stores every
-    /// subscription on the receipt.
-    private static func verifyAndStore(
-        _ receipt: ReceiptData, accountID: String?, probing: Bool, fleet: FleetSettings, app: String, metrics: FleetMetrics,
-        connections: Connections, logger: Logger
+    /// On a lane: asks Apple about a receipt or a transaction through the fleet's verification use
+    /// case, and stores every subscription Apple's answer shows (the customer's, on a receipt or in
+    /// the Server API's statuses).
+    static func verifyAndStore(
+        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, accountID: String?, probing: Bool,
+        fleet: FleetSettings, app: String, metrics: FleetMetrics, connections: Connections, logger: Logger
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
             store: connections.ledger, settings: fleet, metrics: metrics, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
-            about: .receipt(receipt), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
+            about: subject, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
             subscriptionID: nil)
         let outcome = answer.verification.outcome
+        let what = subject.backend == .serverAPI ? "transaction" : "receipt"
         switch answer.verdict {
         case .verified(let response):
-            return try store(response, answer: answer, through: verification, receipt: receipt, accountID: accountID,
+            return try store(response, answer: answer, through: verification, subject: subject, accountID: accountID,
                              fleet: fleet, app: app, ledger: connections.ledger)
         case .unavailable(let pause):
             // Zero when the fleet does not pause for one failure: the client may try again soon.
@@ -164,7 +166,7 @@ struct Registrar: Sendable {
             throw APIError.unavailable("apple_retry", "Apple asked to try again later (\(outcome.summary))",
                                        retryAfter: .seconds(5))
         case .rejected(let reason):
-            throw APIError(.unprocessableContent, "receipt_rejected", "Apple rejected the receipt: \(reason)")
+            throw APIError(.unprocessableContent, "\(what)_rejected", "Apple rejected the \(what): \(reason)")
         case .misconfigured(let reason):
             // Not a halt: a client's receipt of another app also answers 21004. The workers halt
             // the fleet if the configuration is really wrong.
@@ -173,17 +175,18 @@ struct Registrar: Sendable {
         }
     }
 
-    /// Adds the receipt's subscriptions and one-time purchases to the ledger, records Apple's
-    /// answer for them through the use case, and links them to the account.
+    /// Adds the subscriptions and one-time purchases of Apple's answer to the ledger, records the
+    /// answer for them through the use case, and links them to the account. Asked by transaction,
+    /// they have no receipt and stay on the Server API.
     private static func store(
         _ response: VerifyReceiptResponse, answer: Answer, through verification: SubscriptionVerification,
-        receipt: ReceiptData, accountID: String?, fleet: FleetSettings, app: String, ledger: Ledger
+        subject: VerificationSubject, accountID: String?, fleet: FleetSettings, app: String, ledger: Ledger
     ) throws -> RegistrationResponse {
         let now = Date()
         let ids = OneTimePurchases.subscriptionIDs(in: response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
         let found = OneTimePurchases(response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
         guard !ids.isEmpty || !found.purchases.isEmpty else {
-            throw APIError(.unprocessableContent, "no_subscription", "the receipt holds no subscription and no in-app purchase")
+            throw APIError(.unprocessableContent, "no_subscription", "Apple's answer holds no subscription and no in-app purchase")
         }
         // In a transaction of their own: purchases belong to no subscription, and recording them again is harmless.
         let purchases = try ledger.recordPurchases(PurchaseWrite(
@@ -193,8 +196,10 @@ struct Registrar: Sendable {
             accountID: accountID))
         let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
         let environment = response.effectiveEnvironment ?? answer.verification.environment
+        let receipt = if case .receipt(let sent) = subject { response.latestReceipt ?? sent } else { response.latestReceipt }
         try ledger.addSubscriptions(ids.map {
-            NewSubscription(app: app, originalTransactionID: $0, environment: environment, receipt: response.latestReceipt ?? receipt)
+            NewSubscription(app: app, originalTransactionID: $0, environment: environment, receipt: receipt,
+                            backend: receipt == nil ? .serverAPI : nil)
         })
         let records = try ids.compactMap { try ledger.subscription(originalTransactionID: $0, app: app) }
         try verification.record(

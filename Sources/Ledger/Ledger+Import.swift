@@ -1,24 +1,28 @@
 import AppStore
 import PostgresClient
 
-/// A subscription to start watching: one original_transaction_id of one app, and its receipt.
+/// A subscription to start watching: one original_transaction_id of one app, and its receipt
+/// (none for a StoreKit 2 app's, which only the Server API can verify: then `backend` says so).
 public struct NewSubscription: Sendable {
     public var app: String
     public var originalTransactionID: String
     public var environment: AppStoreEnvironment
-    public var receipt: ReceiptData
+    public var receipt: ReceiptData?
+    /// Nil follows the deployment's default.
+    public var backend: VerificationBackend?
     /// The company's own id for the customer, to find their subscriptions by.
     public var accountID: String?
 
     public init(
         app: String = "default", originalTransactionID: String, environment: AppStoreEnvironment = .production,
-        receipt: ReceiptData, accountID: String? = nil
+        receipt: ReceiptData?, accountID: String? = nil, backend: VerificationBackend? = nil
     ) {
         self.app = app
         self.originalTransactionID = originalTransactionID
         self.environment = environment
         self.receipt = receipt
         self.accountID = accountID
+        self.backend = backend
     }
 }
 
@@ -46,17 +50,18 @@ extension Ledger {
         WITH input AS (
             SELECT DISTINCT ON (app, original_transaction_id) *
             FROM jsonb_to_recordset($1) AS n(
-                app text, original_transaction_id text, environment text, receipt text, account_id text)
+                app text, original_transaction_id text, environment text, receipt text, account_id text, backend text)
         ),
         added AS (
-            INSERT INTO subscriptions (app, original_transaction_id, environment, account_id)
-            SELECT app, original_transaction_id, environment, account_id FROM input
+            INSERT INTO subscriptions (app, original_transaction_id, environment, account_id, backend)
+            SELECT app, original_transaction_id, environment, account_id, backend FROM input
             ON CONFLICT (app, original_transaction_id) DO NOTHING
             RETURNING id, app, original_transaction_id
         ),
         receipts_added AS (
             INSERT INTO receipts (subscription_id, receipt)
             SELECT added.id, input.receipt FROM added JOIN input USING (app, original_transaction_id)
+            WHERE input.receipt IS NOT NULL
         )
         SELECT count(*) AS inserted FROM added
         """
@@ -66,19 +71,21 @@ private struct ImportRow: Encodable {
     var app: String
     var originalTransactionID: String
     var environment: String
-    var receipt: String
+    var receipt: String?
     var accountID: String?
+    var backend: String?
 
     init(_ subscription: NewSubscription) {
         app = subscription.app
         originalTransactionID = subscription.originalTransactionID
         environment = subscription.environment.rawValue
-        receipt = subscription.receipt.base64
+        receipt = subscription.receipt?.base64
         accountID = subscription.accountID
+        backend = subscription.backend?.rawValue
     }
 
     enum CodingKeys: String, CodingKey {
-        case app, environment, receipt
+        case app, environment, receipt, backend
         case originalTransactionID = "original_transaction_id"
         case accountID = "account_id"
     }

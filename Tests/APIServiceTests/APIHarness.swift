@@ -29,21 +29,30 @@ struct APIHarness: Sendable {
     static let sharedSecret = "test-shared-secret"
     static var nowMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// The seed of the receipts `receipt(index:)` draws, which the simulator's Server API knows.
+    static let seed: UInt64 = 7
+
     /// Runs `body` while a server configured by `configure` (and `configureFleet`) serves, or
-    /// `replicas` of them; it logs into `log` when given.
+    /// `replicas` of them; it logs into `log` when given. With `serverAPI`, the simulator serves
+    /// the App Store Server API too and the fleet has its key.
     static func with<T: Sendable>(
         configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
-        replicas: Int = 1, log: CapturedLog? = nil, _ body: (APIHarness) async throws -> T
+        replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
+        // Whole seconds, as the Server API's simulation draws the receipts' lifecycles.
+        let startMs = nowMs / 1000 * 1000
         return try await TestDatabase.with { database in
-            try await LiveSimulator.with(startMs: nowMs) { simulator in
+            try await LiveSimulator.with(
+                startMs: startMs, serverAPI: serverAPI ? SimulatedServerAPI.simulation(seed: seed, anchorMs: startMs) : nil
+            ) { simulator in
                 _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
                 var fleet = FleetSettings(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfapi"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
+                if serverAPI { fleet.serverAPI = try SimulatedServerAPI.settings(simulator) }
                 configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
@@ -126,7 +135,7 @@ struct APIHarness: Sendable {
     }
 
     /// A simulated receipt: index 0 of a fleet is a monthly subscription that renews for ever.
-    func receipt(index: Int = 0, seed: UInt64 = 7) -> SimulatedReceipt {
+    func receipt(index: Int = 0, seed: UInt64 = seed) -> SimulatedReceipt {
         SimulatedReceipt.fleet(count: index + 1, seed: seed, anchorMs: simulator.store.clock.nowMs)[index]
     }
 

@@ -18,7 +18,8 @@ import Testing
         let executable = Self.schemathesis
         try #require(FileManager.default.isExecutableFile(atPath: executable),
                      "schemathesis is not installed at \(executable): run scripts/bootstrap")
-        try await APIHarness.with { api in
+        // The Server API too, so that /v1/transactions answers as it does where a key is configured.
+        try await APIHarness.with(serverAPI: true) { api in
             // One subscription, so that reads can find something.
             let registered = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData, "account_id": "acct-1"])
             #expect(registered.status == 200)

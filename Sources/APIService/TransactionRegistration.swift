@@ -1,0 +1,89 @@
+import AppStore
+import Fleet
+import Foundation
+
+/// `POST /v1/transactions`: a StoreKit 2 app's purchase, which has no receipt. The app's back end
+/// sends the signed transaction the device holds (`Transaction.jwsRepresentation`), or just a
+/// transaction id; the fleet asks the App Store Server API about it as a registration asks
+/// verifyReceipt about a receipt, and watches its subscriptions on the Server API from then on.
+struct TransactionRegistrationRequest: Decodable, Sendable {
+    var signedTransaction: String?
+    var transactionID: String?
+    var accountID: String?
+
+    enum CodingKeys: String, CodingKey {
+        case signedTransaction = "signed_transaction"
+        case transactionID = "transaction_id"
+        case accountID = "account_id"
+    }
+
+    /// What to ask Apple about, and where to start. A signed transaction must verify to the
+    /// trusted root and name the app; a transaction id alone proves nothing of who bought it, so it
+    /// cannot link an account (anyone could name anyone's purchase).
+    func validated(by serverAPI: ServerAPISettings, now: Date) async throws(APIError)
+        -> (originalTransactionID: String, environment: AppStoreEnvironment, accountID: String?)
+    {
+        if let accountID, accountID.isEmpty || accountID.count > 256 {
+            throw .badRequest("invalid_account_id", "'account_id' must be 1 to 256 characters")
+        }
+        switch (signedTransaction, transactionID) {
+        case (let jws?, nil):
+            let transaction = try await Self.verified(jws, by: serverAPI, now: now)
+            return (transaction.originalTransactionID, transaction.environment, accountID)
+        case (nil, let id?):
+            guard accountID == nil else {
+                throw .badRequest("account_needs_signed_transaction",
+                                  "a transaction id alone proves nothing of who bought it: send 'signed_transaction' to link 'account_id'")
+            }
+            guard (1...32).contains(id.count), id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                throw .badRequest("invalid_transaction_id", "'transaction_id' must be Apple's transaction id: 1 to 32 digits")
+            }
+            return (id, .production, nil)
+        default:
+            throw .badRequest("one_transaction", "send exactly one of 'signed_transaction' and 'transaction_id'")
+        }
+    }
+
+    /// The signed transaction's original transaction and environment, once its chain and
+    /// signature hold and it names the app the Server API key is for.
+    private static func verified(_ jws: String, by serverAPI: ServerAPISettings, now: Date) async throws(APIError)
+        -> (originalTransactionID: String, environment: AppStoreEnvironment)
+    {
+        let payload: Data
+        do {
+            payload = try await serverAPI.signatures.payload(of: jws, at: now)
+        } catch {
+            throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction does not verify: \(error)")
+        }
+        let fields = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any] ?? [:]
+        guard fields["bundleId"] as? String == serverAPI.key.bundleID else {
+            throw APIError(.unprocessableContent, "invalid_signed_transaction",
+                           "the signed transaction is for another app (bundle id \(fields["bundleId"] as? String ?? "none"))")
+        }
+        guard let id = fields["originalTransactionId"] as? String, !id.isEmpty, id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction names no original transaction id")
+        }
+        return (id, AppStoreEnvironment(rawValue: fields["environment"] as? String ?? "") ?? .production)
+    }
+}
+
+extension Registrar {
+    /// Asks the Server API about the transaction now, under the fleet's halt, pause and rate
+    /// limit, and stores what it shows. There is no queued (202) answer: without a receipt to keep,
+    /// a registration Apple cannot be asked about now fails with 503, and the app tries again.
+    func register(_ request: TransactionRegistrationRequest) async throws -> RegistrationResponse {
+        guard let serverAPI = fleet.serverAPI else {
+            throw APIError(.notImplemented, "server_api_not_configured",
+                           "this deployment has no App Store Server API key; see docs/appstore-server-api.md")
+        }
+        let (originalTransactionID, environment, accountID) = try await request.validated(by: serverAPI, now: Date())
+        let probing = try await admission()
+        let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
+        return try await lanes.run { connections in
+            try Self.verifyAndStore(
+                .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil), startingIn: environment,
+                accountID: accountID, probing: probing, fleet: fleet, app: app, metrics: metrics, connections: connections,
+                logger: logger)
+        }
+    }
+}
