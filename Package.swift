@@ -153,6 +153,7 @@ let package = Package(
         .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
             "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // Deployment files (dashboards/, deploy/, Dockerfile), checked with promtool, systemd-analyze and

@@ -19,8 +19,8 @@ final class LaneGate: AppleGate {
         self.settings = settings
     }
 
-    func admit(upcoming: Int) throws -> Admission {
-        let admission = try connections.gate.admit(upTo: 1, within: Self.redirectHorizon)
+    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
+        let admission = try connections.admit(endpoint, within: Self.redirectHorizon, settings: settings)
         if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
         return admission
     }
@@ -34,9 +34,16 @@ final class LaneGate: AppleGate {
         try connections.reportUnanswered(action, exchange, settings: settings)
     }
 
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
-        try connections.gate.reportConfigurationError(subscriptionID: subscriptionID, reason: reason, needed: needed)
+    func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
+        try connections.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
-    func halt(reason: String) throws { try connections.gate.halt(reason: reason) }
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
+        try connections.gate.reportConfigurationError(
+            subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend))
+    }
+
+    func halt(reason: String, backend: VerificationBackend) throws {
+        try connections.gate.halt(reason: reason, group: settings.haltGroup(for: backend))
+    }
 }

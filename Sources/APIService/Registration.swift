@@ -91,7 +91,7 @@ struct Registrar: Sendable {
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
         let (receipt, accountID, originalTransactionID) = try request.validated()
         do {
-            let probing = try await admission()
+            let probing = try await admission(to: .verifyReceipt)
             let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
             let response = try await lanes.run { connections in
                 try Self.verifyAndStore(.receipt(receipt), startingIn: .production, accountID: accountID, probing: probing,
@@ -111,12 +111,12 @@ struct Registrar: Sendable {
         }
     }
 
-    /// Waits for the fleet's rate limiter (up to `appleWait`): books a time slot within it and
-    /// sleeps until then; refuses while the fleet is paused or halted. Returns whether this call is
-    /// the fleet's probe after a pause.
-    func admission() async throws -> Bool {
-        let horizon = settings.appleWait
-        switch try await lanes.run({ try $0.gate.admit(upTo: 1, within: horizon) }) {
+    /// Waits for the fleet's rate limiter of `endpoint` (up to `appleWait`): books a time slot
+    /// within it and sleeps until then; refuses while the fleet is paused or halted, or the
+    /// endpoint's budget is spent. Returns whether this call is the fleet's probe after a pause.
+    func admission(to endpoint: AppleEndpoint) async throws -> Bool {
+        let (horizon, fleet) = (settings.appleWait, fleet)
+        switch try await lanes.run({ try $0.admit(endpoint, within: horizon, settings: fleet) }) {
         case .granted(let slots):
             try await Task.sleep(for: slots[0])
             return false
@@ -127,7 +127,7 @@ struct Registrar: Sendable {
         case .halted:
             throw APIError.unavailable("fleet_halted", "verification is halted by the operator or a configuration error; "
                                        + "try again later", retryAfter: .seconds(60))
-        case .wait(let wait):
+        case .wait(let wait), .throttled(let wait):
             throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
                                        retryAfter: wait)
         }

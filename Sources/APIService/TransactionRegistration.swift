@@ -77,7 +77,7 @@ extension Registrar {
                            "this deployment has no App Store Server API key; see docs/appstore-server-api.md")
         }
         let (originalTransactionID, environment, accountID) = try await request.validated(by: serverAPI, now: Date())
-        let probing = try await admission()
+        let probing = try await admission(to: .subscriptionStatuses)
         let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
         return try await lanes.run { connections in
             try Self.verifyAndStore(

@@ -61,6 +61,7 @@ public struct Inspection: Sendable, Encodable {
         case .retryable(let upstreamUnavailable):
             upstreamUnavailable ? "retry later: the App Store is unavailable" : "retry later"
         case .unavailableUnlessPersistent(let reason): "retry later; if it never passes, \(reason)"
+        case .throttled(let retryAfter): "retry after \(retryAfter): the endpoint's rate limit is spent"
         case .permanent(let reason): "permanently invalid: \(reason)"
         case .configurationError(let reason): "configuration error: \(reason)"
         }

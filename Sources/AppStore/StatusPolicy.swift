@@ -85,6 +85,10 @@ public enum VerificationAction: Sendable, Hashable {
     /// one that fails every call for the configured time (`halt-after-transport-failures`) is a
     /// misconfiguration, such as https to a plain HTTP port: then halt and alarm with `reason`.
     case unavailableUnlessPersistent(reason: String)
+    /// The endpoint's rate limit is spent (HTTP 429): nobody calls it until `retryAfter` (Apple's,
+    /// or a second when it did not say); the job waits without being charged an attempt, and other
+    /// endpoints go on.
+    case throttled(retryAfter: Duration)
     /// This receipt will never verify: record the subscription as invalid.
     case permanent(reason: String)
     /// The fleet is misconfigured (shared secret, endpoint, TLS): halt and alarm; blame no receipt.
@@ -154,8 +158,9 @@ public struct StatusPolicy: Sendable, Equatable {
         case .serverAPI(.notFound), .serverAPI(.unfinished): .retryable(upstreamUnavailable: false)
         case .serverAPI(.notFoundAnywhere):
             .permanent(reason: "the App Store knows this transaction in neither environment")
-        // Until the limiter holds a budget per endpoint (issue 17), a spent one pauses the fleet.
-        case .serverAPI(.rateLimited): .retryable(upstreamUnavailable: true)
+        // Apple's Retry-After, within reason: a garbled header must not stop an endpoint for days.
+        case .serverAPI(.rateLimited(let retryAfter)):
+            .throttled(retryAfter: min(max(retryAfter ?? .seconds(1), .milliseconds(100)), .seconds(900)))
         case .serverAPI(.unauthorized):
             .configurationError(
                 reason: "the App Store Server API refuses the key (HTTP 401); check the issuer id, the key id and the .p8 file")

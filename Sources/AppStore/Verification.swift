@@ -23,6 +23,8 @@ public struct AppStoreEndpoints: Sendable, Equatable {
 /// One request to one environment and what came of it.
 public struct VerificationExchange: Sendable {
     public var environment: AppStoreEnvironment
+    /// Which of Apple's endpoints was called.
+    public var endpoint: AppleEndpoint
     public var outcome: VerificationOutcome
     /// Nil when no HTTP answer arrived.
     public var httpStatus: Int?
@@ -33,9 +35,10 @@ public struct VerificationExchange: Sendable {
 
     public init(
         environment: AppStoreEnvironment, outcome: VerificationOutcome, httpStatus: Int? = nil, latency: Duration,
-        problem: String? = nil
+        problem: String? = nil, endpoint: AppleEndpoint = .verifyReceipt
     ) {
         self.environment = environment
+        self.endpoint = endpoint
         self.outcome = outcome
         self.httpStatus = httpStatus
         self.latency = latency

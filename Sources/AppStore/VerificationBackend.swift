@@ -13,6 +13,17 @@ public enum VerificationBackend: String, Sendable, CaseIterable, CustomStringCon
     public var description: String { rawValue.replacingOccurrences(of: "_", with: "-") }
 }
 
+/// One of Apple's endpoints. Apple limits each on its own, so each has a rate-limit budget of its own.
+public enum AppleEndpoint: String, Sendable, CaseIterable {
+    case verifyReceipt = "verify_receipt"
+    /// Get All Subscription Statuses.
+    case subscriptionStatuses = "subscription_statuses"
+    /// Get Transaction History.
+    case transactionHistory = "transaction_history"
+
+    public var backend: VerificationBackend { self == .verifyReceipt ? .verifyReceipt : .serverAPI }
+}
+
 /// What Apple is asked about: a receipt (verifyReceipt), or a subscription's original
 /// transaction (the Server API) with the latest transaction the fleet already knows, so a quiet
 /// subscription costs one call.
@@ -26,4 +37,7 @@ public enum VerificationSubject: Sendable {
         case .transaction: .serverAPI
         }
     }
+
+    /// The endpoint the first call goes to.
+    public var firstEndpoint: AppleEndpoint { backend == .verifyReceipt ? .verifyReceipt : .subscriptionStatuses }
 }

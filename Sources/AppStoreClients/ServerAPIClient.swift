@@ -52,14 +52,14 @@ public final class ServerAPIClient {
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
     /// receipt shows it; otherwise its refunded transactions (a refund of an earlier period changes
-    /// no status). Every call after the first needs `mayCallAgain`'s leave; without it the
+    /// no status). Every call after the first needs `mayCallAgain`'s leave for its endpoint; without it the
     /// verification ends there, unfinished, to be tried again. A quiet subscription costs two calls.
     ///
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
     public func verify(
         originalTransactionID: String, knownLatestTransactionID: String?, startingIn environment: AppStoreEnvironment = .production,
-        mayCallAgain: () -> Bool
+        mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification {
         var verification = Verification(exchanges: [], response: nil)
         // Apple's transaction ids are digits; anything else would change the URL's meaning, and
@@ -67,14 +67,14 @@ public final class ServerAPIClient {
         guard !originalTransactionID.isEmpty, originalTransactionID.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             verification.exchanges = [VerificationExchange(
                 environment: environment, outcome: .serverAPI(.failed(httpStatus: 400, code: 4_000_008, retryable: false)),
-                latency: .zero, problem: "the original transaction id is not a number")]
+                latency: .zero, problem: "the original transaction id is not a number", endpoint: .subscriptionStatuses)]
             return verification
         }
         var signed = SignedAnswer()
         var next: AppStoreEnvironment? = environment
-        while let current = next, verification.exchanges.isEmpty || mayCallAgain() {
+        while let current = next, verification.exchanges.isEmpty || mayCallAgain(.subscriptionStatuses) {
             next = nil
-            var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, in: current)
+            var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, .subscriptionStatuses, in: current)
             if let answer { signed = statuses(answer, into: &exchange) ?? signed }
             if exchange.outcome == .serverAPI(.notFound) {
                 if verification.exchanges.isEmpty {
@@ -107,18 +107,18 @@ public final class ServerAPIClient {
     /// that could not be used (its exchange says why).
     private func readHistory(
         of originalTransactionID: String, revokedOnly: Bool, into signed: inout SignedAnswer, _ verification: inout Verification,
-        mayCallAgain: () -> Bool
+        mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Bool {
         var revision: String?
         for _ in 0..<Self.historyPageLimit {
-            guard mayCallAgain() else {
+            guard mayCallAgain(.transactionHistory) else {
                 verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
                 return false
             }
             let query = ((revokedOnly ? ["revoked=true"] : [])
                 + (revision.map { ["revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")] } ?? []))
             let path = "/inApps/v2/history/" + originalTransactionID + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
-            var (exchange, answer) = call(path, in: verification.environment)
+            var (exchange, answer) = call(path, .transactionHistory, in: verification.environment)
             let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
             verification.exchanges.append(exchange)
             guard let page else { return false }
@@ -150,9 +150,12 @@ public final class ServerAPIClient {
 
     /// One GET: the exchange, with the answer when it is a 200 to read further, or the outcome of
     /// an error answer or a failed call.
-    private func call(_ path: String, in environment: AppStoreEnvironment) -> (VerificationExchange, HTTPResponse?) {
+    private func call(
+        _ path: String, _ endpoint: AppleEndpoint, in environment: AppStoreEnvironment
+    ) -> (VerificationExchange, HTTPResponse?) {
         let started = ContinuousClock.now
-        var exchange = VerificationExchange(environment: environment, outcome: .status(0, isRetryable: nil), latency: .zero)
+        var exchange = VerificationExchange(
+            environment: environment, outcome: .status(0, isRetryable: nil), latency: .zero, endpoint: endpoint)
         var answer: HTTPResponse?
         do {
             let reply = try http.get(url: endpoints.base(for: environment) + path, headers: ["Authorization": "Bearer " + tokens.token()])

@@ -21,19 +21,19 @@ public final class AppleClients: AppleVerifier {
     }
 
     public func verify(
-        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: () -> Bool
+        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification {
         switch subject {
         case .receipt(let receipt):
             // The newest transactions are enough: the stored state tells what came before.
             return verifyReceipt.verify(
                 receipt, sharedSecret: sharedSecret, excludeOldTransactions: true, startingIn: environment,
-                mayRedirect: mayCallAgain)
+                mayRedirect: { mayCallAgain(.verifyReceipt) })
         case .transaction(let originalTransactionID, let knownLatestTransactionID):
             guard let serverAPI else {
                 return Verification(exchanges: [VerificationExchange(
                     environment: environment, outcome: .serverAPI(.notConfigured), latency: .zero,
-                    problem: "no server-api-key-file is configured")], response: nil)
+                    problem: "no server-api-key-file is configured", endpoint: .subscriptionStatuses)], response: nil)
             }
             return serverAPI.verify(
                 originalTransactionID: originalTransactionID, knownLatestTransactionID: knownLatestTransactionID,

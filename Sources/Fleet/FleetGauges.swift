@@ -50,6 +50,8 @@ public struct FleetReadiness: Sendable, Equatable {
 /// One reading of the fleet; the parts whose source did not answer are nil.
 private struct FleetReading: Sendable {
     var queue: QueueStats?
+    /// Set while the App Store Server API alone is halted.
+    var serverAPIHaltedReason: String?
     var lastSchedulerRun: ScheduleSummary?
     /// Tokens the limiter granted since the previous reading.
     var tokensGranted: Int64 = 0
@@ -77,6 +79,7 @@ private final class FleetReader {
             redis = (connection, queue)
             let stats = try queue.stats()
             reading.queue = stats
+            reading.serverAPIHaltedReason = try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string
             reading.lastSchedulerRun = try ScheduleSummary.last(on: connection, keys: queue.keys)
             // A smaller count means Redis lost it (flushed, failed over): count afresh from there.
             reading.tokensGranted = stats.limiterGranted - (stats.limiterGranted >= tokensGrantedSeen ? tokensGrantedSeen : 0)
@@ -123,6 +126,7 @@ private struct Instruments: Sendable {
     let liveWorkers: Gauge
     let paused: Gauge
     let halted: Gauge
+    let serverAPIHalted: Gauge
     let tokensGranted: Counter
     let outboxUnpublished: Gauge
     let outboxLag: Gauge
@@ -137,6 +141,7 @@ private struct Instruments: Sendable {
         liveWorkers = gauge(MetricName.liveWorkers)
         paused = gauge(MetricName.fleetPaused)
         halted = gauge(MetricName.fleetHalted)
+        serverAPIHalted = gauge(MetricName.serverAPIHalted)
         tokensGranted = Counter(label: MetricName.rateLimiterTokensGranted, factory: factory)
         outboxUnpublished = gauge(MetricName.outboxUnpublished)
         outboxLag = gauge(MetricName.outboxLag)
@@ -154,6 +159,7 @@ private struct Instruments: Sendable {
             // Paused until a probe finds Apple back, also once the pause's time is up.
             paused.record(stats.pausedUntil == nil ? 0 : 1)
             halted.record(stats.haltedReason == nil ? 0 : 1)
+            serverAPIHalted.record(reading.serverAPIHaltedReason == nil ? 0 : 1)
             tokensGranted.increment(by: reading.tokensGranted)
             schedulerLastSuccess.record(reading.lastSchedulerRun?.finishedAt?.timeIntervalSince1970 ?? 0)
         }

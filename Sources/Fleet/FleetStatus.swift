@@ -17,6 +17,14 @@ public struct FleetStatus: Sendable, Encodable {
     public var eventsLastHour: [String: Int]
     public var outbox: Outbox
     public var lastSchedulerRun: ScheduleSummary?
+    public var serverAPI: ServerAPIGate
+
+    /// The App Store Server API's part of the gate: its own halt, and its endpoints' budgets that
+    /// Apple's 429 spent, with the seconds left.
+    public struct ServerAPIGate: Sendable, Encodable {
+        public var haltedReason: String?
+        public var throttledSeconds: [String: Double]
+    }
 
     public struct Queue: Sendable, Encodable {
         public var ready: Int
@@ -61,6 +69,17 @@ public struct FleetStatus: Sendable, Encodable {
             appleStatusLastMinute: try ledger.appleStatusMix(since: now - 60),
             eventsLastHour: counts.eventsByType,
             outbox: Outbox(unpublished: counts.unpublishedEvents, oldestUnpublishedAgeSeconds: counts.oldestUnpublishedAge),
-            lastSchedulerRun: lastRun)
+            lastSchedulerRun: lastRun,
+            serverAPI: try serverAPIGate(redis, keys, settings))
+    }
+
+    private static func serverAPIGate(_ redis: RedisConnection, _ keys: QueueKeys, _ settings: FleetSettings) throws -> ServerAPIGate {
+        let budgets = settings.serverAPIBudgets
+        let halted = try redis.command("GET", keys.halted(FleetSettings.serverAPIGroup)).string
+        var throttled: [String: Double] = [:]
+        for budget in budgets {
+            if let ms = try redis.command("PTTL", keys.throttled(budget.name)).int, ms > 0 { throttled[budget.name] = Double(ms) / 1000 }
+        }
+        return ServerAPIGate(haltedReason: halted, throttledSeconds: throttled)
     }
 }

@@ -35,8 +35,8 @@ final class PacedGate: AppleGate {
     private var lastAnswer = LastAnswer.none
     /// What this worker's last call to Apple took: how many calls it can make back to back.
     private var lastCallDuration = Duration.seconds(1)
-    /// Slots booked for the next calls and not used yet, earliest first.
-    private var bookedSlots: [ContinuousClock.Instant] = []
+    /// Slots booked for the next calls and not used yet, earliest first, by endpoint (each has a budget of its own).
+    private var bookedSlots: [AppleEndpoint: [ContinuousClock.Instant]] = [:]
     /// Set when an admission found the fleet paused or halted: how long to rest before reserving
     /// more jobs, so a stopped fleet does not churn its backlog through the delayed set.
     private(set) var restBeforeNextBatch: Duration?
@@ -55,11 +55,13 @@ final class PacedGate: AppleGate {
         max(1, min(upcoming, Int(slotTolerance / max(lastCall, .microseconds(1)))))
     }
 
-    func admit(upcoming: Int) throws -> Admission {
-        let admission = try slot(upcoming: upcoming)
+    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
+        let admission = try slot(upcoming: upcoming, endpoint: endpoint)
         guard !stop.isSet else { return .paused(.zero) }  // woke to stop: the job goes back at once
         switch admission {
         case .paused(let wait): restBeforeNextBatch = wait.withJitter()
+        // This thread alone rests, so that it does not churn the endpoint's jobs through the delayed set.
+        case .throttled(let wait): restBeforeNextBatch = min(wait, Self.haltedRest).withJitter()
         case .halted: restBeforeNextBatch = Self.haltedRest
         default: break
         }
@@ -75,9 +77,11 @@ final class PacedGate: AppleGate {
     }
 
     /// A booked slot if one is still good, else the gate's answer; a granted call waits for its slot.
-    private func slot(upcoming: Int) throws -> Admission {
-        while let slot = bookedSlots.first {
-            bookedSlots.removeFirst()
+    /// A halt seen through the Server API's budgets may be that backend's alone: only a pause, or a
+    /// halt seen through verifyReceipt's, tells this process's other threads to stop.
+    private func slot(upcoming: Int, endpoint: AppleEndpoint) throws -> Admission {
+        while let slot = bookedSlots[endpoint]?.first {
+            bookedSlots[endpoint]?.removeFirst()
             let now = ContinuousClock.now
             guard now <= slot + Self.slotTolerance else { continue }
             stop.sleep(now.duration(to: slot))
@@ -87,7 +91,8 @@ final class PacedGate: AppleGate {
         let wanted = Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration)
         while true {
             let asked = ContinuousClock.now
-            let admission = try connections.gate.admit(upTo: wanted, within: Self.bookingHorizon, after: lastAnswer)
+            let admission = try connections.admit(
+                endpoint, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, settings: settings)
             lastAnswer = .none
             switch admission {
             case .wait(let wait):
@@ -98,13 +103,14 @@ final class PacedGate: AppleGate {
                 continue
             case .granted(let slots):
                 let booked = ContinuousClock.now
-                bookedSlots = slots.dropFirst().map { booked + $0 }
+                bookedSlots[endpoint] = slots.dropFirst().map { booked + $0 }
                 stop.sleep(slots[0])
                 metrics.waitedForToken(asked.duration(to: .now))
                 if let pause = pauses.remaining() { return .paused(pause) }
             case .paused(let wait): pauses.note(pausedFor: wait)
-            case .halted: pauses.note(pausedFor: Self.haltedRest)
+            case .halted: if endpoint.backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
             case .probe: metrics.probed()
+            case .throttled: break
             }
             return admission
         }
@@ -129,14 +135,19 @@ final class PacedGate: AppleGate {
         return verdict
     }
 
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
-        let halted = try connections.gate.reportConfigurationError(subscriptionID: subscriptionID, reason: reason, needed: needed)
-        if halted { pauses.note(pausedFor: Self.haltedRest) }
+    func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
+        try connections.reportThrottled(endpoint, for: wait, settings: settings)
+    }
+
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
+        let halted = try connections.gate.reportConfigurationError(
+            subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend))
+        if halted, backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
         return halted
     }
 
-    func halt(reason: String) throws {
-        try connections.gate.halt(reason: reason)
-        pauses.note(pausedFor: Self.haltedRest)
+    func halt(reason: String, backend: VerificationBackend) throws {
+        try connections.gate.halt(reason: reason, group: settings.haltGroup(for: backend))
+        if backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
     }
 }

@@ -17,16 +17,21 @@ extension SubscriptionVerification {
         subscriptionID: Int64?
     ) throws -> Answer {
         var probing = probing
+        // A further call refused because its endpoint's budget is spent: the job waits that long.
+        var throttled: Duration?
         let calling = ContinuousClock.now
         let verification = verifier.verify(
             subject, startingIn: environment,
-            mayCallAgain: {
+            mayCallAgain: { endpoint in
                 // Another environment or another page is one more call: it needs leave of its own.
-                switch try? gate.admit(upcoming: 1) {
+                switch try? gate.admit(upcoming: 1, to: endpoint) {
                 case .granted?: return true
                 case .probe?:
                     probing = true
                     return true
+                case .throttled(let wait)?:
+                    throttled = wait
+                    return false
                 default: return false  // the job is retried, the call with it
                 }
             })
@@ -35,14 +40,15 @@ extension SubscriptionVerification {
         let action = policy.action(for: verification.outcome, attempt: attempt)
         gate.called(action.lastAnswer, taking: callDuration)
         if probing, action.meansAppleAnswered { try gate.reportRecovered() }
-        return Answer(
-            verification: verification, verdict: try verdict(action, verification, subscriptionID: subscriptionID),
-            backend: subject.backend)
+        var verdict = try verdict(action, verification, subscriptionID: subscriptionID)
+        if case .retry = verdict, let throttled { verdict = .unavailable(pause: throttled) }  // not the job's fault
+        return Answer(verification: verification, verdict: verdict, backend: subject.backend)
     }
 
     /// What the status policy's action means for this caller, once the fleet heard of it.
     private func verdict(_ action: VerificationAction, _ verification: Verification, subscriptionID: Int64?) throws -> Verdict {
         let exchange = verification.lastExchange
+        let backend = exchange.endpoint.backend
         switch action {
         case .success, .expiredButValid:
             guard let response = verification.response else { return .retry }
@@ -56,6 +62,12 @@ extension SubscriptionVerification {
                 return .unavailable(pause: pause)
             case .halted(let reason): return halted(reason)
             }
+        case .throttled(let retryAfter):
+            // This endpoint alone waits; the fleet's other endpoints go on.
+            let wait = try gate.reportThrottled(exchange.endpoint, for: retryAfter)
+            logger.notice("Apple's rate limit for an endpoint is spent; it waits",
+                          metadata: ["endpoint": "\(exchange.endpoint.rawValue)", "wait": "\(wait)"])
+            return .unavailable(pause: wait)
         case .retryable, .retryOnSandbox, .retryOnProduction:
             return .retry
         case .permanent(let reason):
@@ -71,27 +83,28 @@ extension SubscriptionVerification {
                 // its reason, and the fleet halts only when several subscriptions agree (then `resume`
                 // replays the buried ones).
                 let confirmed = try gate.reportConfigurationError(
-                    subscriptionID: subscriptionID, reason: reason, needed: settings.haltAfterConfigurationErrors)
+                    subscriptionID: subscriptionID, reason: reason, needed: settings.haltAfterConfigurationErrors, backend: backend)
                 guard confirmed else {
                     logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
                                    metadata: ["subscription": "\(subscriptionID)", "reason": "\(reason)"])
                     return .misconfigured(reason: reason)
                 }
-                return halted(reason)
+                return halted(reason, backend)
             }
             // The problem names curl's error and the host, or the Server API's key id: never a secret.
             let named = switch (verification.outcome, exchange.problem) {
             case (.transportFailure, let problem?), (.serverAPI, let problem?): "\(reason): \(problem)"
             default: reason
             }
-            try gate.halt(reason: named)
-            return halted(named)
+            try gate.halt(reason: named, backend: backend)
+            return halted(named, backend)
         }
     }
 
-    /// This call halted the fleet (or found it halted) for `reason`: raise the alarm.
-    private func halted(_ reason: String) -> Verdict {
-        logger.critical("the fleet is halted by a configuration error; fix it, then run `receiptfleet resume`",
+    /// This call halted the fleet, or its Server API (or found it halted) for `reason`: raise the alarm.
+    private func halted(_ reason: String, _ backend: VerificationBackend = .verifyReceipt) -> Verdict {
+        let what = backend == .serverAPI ? "the App Store Server API (verifyReceipt goes on)" : "the fleet"
+        logger.critical("\(what) is halted by a configuration error; fix it, then run `receiptfleet resume`",
                         metadata: ["reason": "\(reason)"])
         return .halted(reason: reason)
     }
@@ -106,10 +119,10 @@ extension VerificationAction {
         }
     }
 
-    /// What the call got, for the next admission.
+    /// What the call got, for the next admission. A 429 says nothing of the receipt.
     var lastAnswer: LastAnswer {
         switch self {
-        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent: .none
+        case .retryable(upstreamUnavailable: true), .unavailableUnlessPersistent, .throttled: .none
         case .configurationError: .configurationError
         default: .verdict
         }

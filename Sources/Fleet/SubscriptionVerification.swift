@@ -49,9 +49,9 @@ public final class SubscriptionVerification {
         {
             return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
-        let admission = try gate.admit(upcoming: upcoming)
+        let admission = try gate.admit(upcoming: upcoming, to: subject.firstEndpoint)
         switch admission {
-        case .paused(let wait): return .settle(.postpone(wait.withJitter()))
+        case .paused(let wait), .throttled(let wait): return .settle(.postpone(wait.withJitter()))
         case .halted: return .settle(.postpone(.seconds(30)))
         case .granted, .probe, .wait: break
         }

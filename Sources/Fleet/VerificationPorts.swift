@@ -7,10 +7,10 @@ import Ledger
 /// The fleet's leave to call Apple, and what the fleet must hear of Apple's answers. A worker's is
 /// `PacedGate` (FleetGate in Redis, paced by time slots), an API lane's `LaneGate`; tests use a fake.
 public protocol AppleGate {
-    /// Waits until this caller may call Apple once: `.granted` (call now), `.probe` (call, as the
-    /// paused fleet's one probe), `.paused` or `.halted` (do not call). `upcoming` counts this call
-    /// and the caller's further ones that may be booked with it.
-    func admit(upcoming: Int) throws -> Admission
+    /// Waits until this caller may call `endpoint` once: `.granted` (call now), `.probe` (call, as
+    /// the paused fleet's one probe), `.paused`, `.throttled` or `.halted` (do not call). `upcoming`
+    /// counts this call and the caller's further ones that may be booked with it.
+    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission
     /// What the last call got and how long it took: told with the next admission.
     func called(_ answer: LastAnswer, taking duration: Duration)
     /// The probe got an answer from Apple: the pause is over.
@@ -18,17 +18,21 @@ public protocol AppleGate {
     /// Apple did not answer (`action` is `.retryable(upstreamUnavailable: true)` or
     /// `.unavailableUnlessPersistent`): counts toward the pause, or halts the fleet.
     func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict
-    /// One subscription's receipt answered a configuration error; true once enough agree (halted).
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool
-    /// Stops the whole fleet until an operator resumes it.
-    func halt(reason: String) throws
+    /// `endpoint` answered 429: nobody calls it for `wait`. Returns how long it is now spent.
+    func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration
+    /// One subscription's answer from `backend` was a configuration error; true once enough agree (halted).
+    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool
+    /// Stops the whole fleet (a Server API error: only the Server API) until an operator resumes it.
+    func halt(reason: String, backend: VerificationBackend) throws
 }
 
 /// Asks Apple about a receipt or a transaction: `AppleClients`, or a fake.
 public protocol AppleVerifier {
     /// `mayCallAgain` is asked before every further call (the other environment, another page of
-    /// history): each needs leave of its own.
-    func verify(_ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: () -> Bool) -> Verification
+    /// history): each needs leave of its own, from its endpoint's budget.
+    func verify(
+        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
+    ) -> Verification
 }
 
 /// Where verification results go: the `Ledger`, or a fake.

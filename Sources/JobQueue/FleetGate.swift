@@ -47,6 +47,9 @@ public enum Admission: Sendable, Hashable {
     /// The pause is over and this worker is the one to find out whether Apple is back: make one
     /// call, then report `reportRecovered()` or `reportUnavailable()`.
     case probe
+    /// This budget's endpoint told the fleet to come back later (HTTP 429): postpone the job (no
+    /// attempt charged) and ask again after this long. Other budgets go on.
+    case throttled(Duration)
     /// An operator or a configuration error stopped the fleet: postpone the job, raise the alarm.
     case halted(reason: String)
 }
@@ -71,6 +74,21 @@ public enum RecurringFailureVerdict: Sendable, Hashable {
     case halted(reason: String)
 }
 
+/// One of Apple's rate limits. Apple limits each endpoint on its own: verifyReceipt is the fleet's
+/// first budget (`FleetGate.limit`, under the keys it always had); each App Store Server API
+/// endpoint has a budget of its own, in the `group` a halt can stop alone.
+public struct GateBudget: Sendable, Hashable {
+    public var name: String
+    public var group: String
+    public var limit: RateLimit
+
+    public init(name: String, group: String, limit: RateLimit) {
+        self.name = name
+        self.group = group
+        self.limit = limit
+    }
+}
+
 /// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
@@ -88,15 +106,19 @@ public final class FleetGate {
     }
 
     /// Asks to call Apple up to `wanted` times, at slots no further ahead than `horizon` (zero: now
-    /// or not at all), telling what this caller's last call got.
+    /// or not at all), telling what this caller's last call got; against `budget`, or the fleet's
+    /// first when nil.
     public func admit(
-        upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none
+        upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none, budget: GateBudget? = nil
     ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
+        let limit = budget?.limit ?? limit
         let reply = try connection.evaluate(
             Scripts.admit,
-            keys: [keys.halted, keys.paused, keys.probe, keys.limiter, keys.limiterGranted, keys.unavailableStreak,
-                   keys.configurationStreak, keys.recurringFailure, keys.gateAdmissions],
+            keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
+                   budget.map { keys.limiterGranted($0.name) } ?? keys.limiterGranted, keys.unavailableStreak,
+                   keys.configurationStreak, keys.recurringFailure, keys.gateAdmissions,
+                   budget.map { keys.halted($0.group) } ?? keys.halted, budget.map { keys.throttled($0.name) } ?? keys.throttled("")],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue, max(horizon.wholeMicroseconds, 0)])
         // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.
@@ -110,6 +132,7 @@ public final class FleetGate {
             guard let slots = parts[1].array?.compactMap(\.int), !slots.isEmpty else { throw unexpected }
             return .granted(slots: slots.map { .microseconds($0) })
         case ("wait", let µs?): return .wait(.microseconds(µs))
+        case ("throttled", let ms?): return .throttled(.milliseconds(ms))
         default: throw unexpected
         }
     }
@@ -144,15 +167,26 @@ public final class FleetGate {
     }
 
     /// Reports that Apple answered `subscriptionID`'s receipt with a configuration error. One such
-    /// answer can be one app's receipt among another's, so the fleet halts (with `reason`) only
-    /// once `needed` different subscriptions answered so in a row; returns whether it did. The
-    /// streak forgets itself after 10 minutes without another.
-    public func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws(QueueError) -> Bool {
+    /// answer can be one app's receipt among another's, so the fleet (or only `group`) halts (with
+    /// `reason`) once `needed` different subscriptions answered so in a row; returns whether it
+    /// did. The streak forgets itself after 10 minutes without another.
+    public func reportConfigurationError(
+        subscriptionID: Int64, reason: String, needed: Int, group: String? = nil
+    ) throws(QueueError) -> Bool {
         let reply = try connection.evaluate(
-            Scripts.reportConfigurationError, keys: [keys.halted, keys.configurationStreak],
+            Scripts.reportConfigurationError, keys: [group.map(keys.halted) ?? keys.halted, keys.configurationStreak],
             arguments: [subscriptionID, max(needed, 1), String(reason.prefix(500)), 600_000])
         guard let halted = reply.int else { throw .unexpectedReply(operation: "reportConfigurationError", reply: "\(reply)") }
         return halted == 1
+    }
+
+    /// Reports that `budget`'s endpoint answered 429: nobody calls it for `wait` (the longest such
+    /// report wins), while other budgets go on. Returns how long it is now spent.
+    public func reportThrottled(_ budget: GateBudget, for wait: Duration) throws(QueueError) -> Duration {
+        let reply = try connection.evaluate(
+            Scripts.reportThrottled, keys: [keys.throttled(budget.name)], arguments: [max(wait.wholeMilliseconds, 1)])
+        guard let ms = reply.int else { throw .unexpectedReply(operation: "reportThrottled", reply: "\(reply)") }
+        return .milliseconds(max(ms, 0))
     }
 
     /// Reports that a probe succeeded: the pause ends for the whole fleet.
@@ -160,17 +194,17 @@ public final class FleetGate {
         try connection.execute(["DEL", keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure])
     }
 
-    /// Stops the whole fleet until `resume()`. `reason` is shown to operators: sanitized text
-    /// only (no receipt, secret or password); cut to 500 characters.
-    public func halt(reason: String) throws(QueueError) {
-        try connection.execute(["SET", keys.halted, String(reason.prefix(500))])
+    /// Stops the whole fleet (or only `group`'s budgets) until `resume()`. `reason` is shown to
+    /// operators: sanitized text only (no receipt, secret or password); cut to 500 characters.
+    public func halt(reason: String, group: String? = nil) throws(QueueError) {
+        try connection.execute(["SET", group.map(keys.halted) ?? keys.halted, String(reason.prefix(500))])
     }
 
-    /// Lifts a halt and any pause.
-    public func resume() throws(QueueError) {
+    /// Lifts a halt and any pause, and the halts and throttles of `budgets`.
+    public func resume(budgets: [GateBudget] = []) throws(QueueError) {
         try connection.execute([
             "DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.configurationStreak,
             keys.recurringFailure,
-        ])
+        ] + budgets.flatMap { [keys.halted($0.group), keys.throttled($0.name)] })
     }
 }

@@ -73,6 +73,14 @@ public struct QueueKeys: Sendable, Hashable {
     public var probe: String { "\(prefix):probe" }
     /// Set while the fleet is halted; the value is the reason.
     public var halted: String { "\(prefix):halted" }
+    /// Set while one part of the fleet (a `GateBudget.group`: the Server API) is halted; the value is the reason.
+    public func halted(_ group: String) -> String { "\(prefix):halted:\(group)" }
+    /// A rate limit of Apple's besides the fleet's first (a `GateBudget`): its limiter state, its
+    /// counter of granted calls, and, while Apple said it is spent (429), a key that expires when
+    /// Apple said to come back.
+    public func limiter(_ budget: String) -> String { "\(prefix):limiter:\(budget)" }
+    public func limiterGranted(_ budget: String) -> String { "\(prefix):stats:granted:\(budget)" }
+    public func throttled(_ budget: String) -> String { "\(prefix):throttled:\(budget)" }
     /// Consumer name → last heartbeat (ms, Redis clock): a sorted set.
     public var workers: String { "\(prefix):workers" }
 }

@@ -331,16 +331,18 @@ enum Scripts {
     /// Decides, in one round trip, whether a worker may call Apple now.
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
     /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure, KEYS[9]
-    /// admission counter. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
+    /// admission counter, KEYS[10] the budget's group halt (KEYS[1] for the fleet's first budget),
+    /// KEYS[11] the budget's throttle (set while Apple's 429 lasts). ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
     /// ARGV[5] the caller's last answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable
     /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
     /// too), ARGV[6] how far ahead slots may be booked, µs.
-    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'granted', {µs until each
-    /// slot}} | {'wait', µs until a slot is within reach}.
+    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'throttled', ms to wait} |
+    /// {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + reserve + """
         redis.call('INCR', KEYS[9])
         local reason = redis.call('GET', KEYS[1])
+        if not reason and KEYS[10] ~= KEYS[1] then reason = redis.call('GET', KEYS[10]) end
         if reason then return {'halted', reason} end
         local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
         if pausedUntil then
@@ -355,10 +357,20 @@ enum Scripts {
         end
         if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
         if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
+        local throttled = redis.call('PTTL', KEYS[11])
+        if throttled > 0 then return {'throttled', throttled} end
         local slots, wait = reserve(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
                                     tonumber(ARGV[6]))
         if #slots > 0 then return {'granted', slots} end
         return {'wait', wait}
+        """)
+
+    /// Marks a budget spent until Apple's Retry-After: the later of its mark and this one.
+    /// KEYS[1] the budget's throttle. ARGV[1] ms. Returns the ms it is now spent.
+    static let reportThrottled = RedisScript("""
+        redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX')
+        redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')
+        return redis.call('PTTL', KEYS[1])
         """)
 
     /// Admits one request of one API client (a token's name, or a caller's address), fleet-wide:

@@ -48,6 +48,7 @@ struct Config: ParsableCommand {
                 row("server-api-key-file", "key id \(serverAPI.key.keyID), issuer \(serverAPI.key.issuerID), app \(serverAPI.key.bundleID) (key masked)")
                 row("server-api-production-url", Redact.url(serverAPI.endpoints.production))
                 row("server-api-sandbox-url", Redact.url(serverAPI.endpoints.sandbox))
+                row("server-api-rate-limit", "\((serverAPI.rateLimit ?? settings.rateLimit).perSecond)/s for each endpoint (Apple limits each alone)")
             } else {
                 row("server-api-key-file", "not set (subscriptions on the server-api backend halt the fleet)")
             }

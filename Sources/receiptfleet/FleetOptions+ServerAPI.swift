@@ -1,12 +1,13 @@
 import AppStore
 import AppStoreClients
 import Fleet
+import JobQueue
 import X509
 
 extension ResolvedConfiguration {
     /// backend, and the App Store Server API: server-api-issuer-id, server-api-key-id,
     /// server-api-key-file, apple-bundle-id (one), server-api-production-url,
-    /// server-api-sandbox-url, apple-root-certificate. The key's three settings come together or not at all.
+    /// server-api-sandbox-url, server-api-rate-limit (each endpoint's), apple-root-certificate. The key's three settings come together or not at all.
     func applyServerAPISettings(to settings: inout FleetSettings) throws {
         if let (text, source) = value("backend") {
             guard let backend = VerificationBackend(argument: text) else {
@@ -45,7 +46,11 @@ extension ResolvedConfiguration {
             endpoints: ServerAPIEndpoints(
                 production: string("server-api-production-url", default: ServerAPIEndpoints.apple.production),
                 sandbox: string("server-api-sandbox-url", default: ServerAPIEndpoints.apple.sandbox)),
-            signatures: SignedPayloadVerifier(trustedRoots: try trustedRoots()))
+            signatures: SignedPayloadVerifier(trustedRoots: try trustedRoots()),
+            rateLimit: try value("server-api-rate-limit").map { _ in
+                let rate = try number("server-api-rate-limit", default: 50.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second")
+                return try RateLimit(perSecond: rate, burst: RateLimit.defaultBurst(perSecond: rate))
+            })
     }
 
     /// The roots Apple's signatures must chain to: Apple Root CA - G3, built in, unless

@@ -63,6 +63,12 @@ struct Status: ParsableCommand {
         } else {
             line("gate", "open")
         }
+        if let reason = status.serverAPI.haltedReason {
+            line("server api", "HALTED: \(reason) (verifyReceipt goes on; fix it, then `receiptfleet resume`)")
+        }
+        for (endpoint, seconds) in status.serverAPI.throttledSeconds.sorted(by: { $0.key < $1.key }) {
+            line("server api", "\(endpoint): Apple's rate limit is spent for \(Int(seconds.rounded(.up))) s more (429)")
+        }
         line("workers", "\(queue.liveWorkers) live (\(queue.consumers) consumers known)")
         line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
         line("apple", list(status.appleStatusLastMinute))

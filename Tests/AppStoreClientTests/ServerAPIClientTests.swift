@@ -56,7 +56,7 @@ import Testing
             let client = try ServerAPIClient(
                 endpoints: endpoints, tokens: try ServerAPITokens(key: key),
                 signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
-            return client.verify(originalTransactionID: "1000", knownLatestTransactionID: knownLatest, mayCallAgain: mayRedirect)
+            return client.verify(originalTransactionID: "1000", knownLatestTransactionID: knownLatest, mayCallAgain: { _ in mayRedirect() })
         }
     }
 

@@ -7,6 +7,7 @@ import Testing
     enum Expected: Sendable, Equatable {
         case success, expiredButValid, retryOnSandbox, retryOnProduction
         case retryable(upstreamUnavailable: Bool)
+        case throttled(Duration)
         case unavailableUnlessPersistent(mentioning: String)
         case permanent(mentioning: String)
         case configurationError(mentioning: String)
@@ -67,7 +68,11 @@ import Testing
         // The App Store Server API's answers.
         Row(outcome: .serverAPI(.notFound), expected: .retryable(upstreamUnavailable: false)),
         Row(outcome: .serverAPI(.notFoundAnywhere), expected: .permanent(mentioning: "neither environment")),
-        Row(outcome: .serverAPI(.rateLimited(retryAfter: .seconds(30))), expected: .retryable(upstreamUnavailable: true)),
+        // A 429 spends its endpoint's budget for Retry-After (a second when Apple did not say; at
+        // most a quarter of an hour, whatever a header says).
+        Row(outcome: .serverAPI(.rateLimited(retryAfter: .seconds(30))), expected: .throttled(.seconds(30))),
+        Row(outcome: .serverAPI(.rateLimited(retryAfter: nil)), expected: .throttled(.seconds(1))),
+        Row(outcome: .serverAPI(.rateLimited(retryAfter: .seconds(86_400 * 30))), expected: .throttled(.seconds(900))),
         Row(outcome: .serverAPI(.unauthorized), expected: .configurationError(mentioning: "key")),
         Row(outcome: .serverAPI(.failed(httpStatus: 500, code: 5_000_001, retryable: true)),
             expected: .retryable(upstreamUnavailable: true)),
@@ -90,6 +95,8 @@ import Testing
              (.retryOnProduction, .retryOnProduction):
             break
         case (.retryable(let expected), .retryable(let actual)):
+            #expect(expected == actual)
+        case (.throttled(let expected), .throttled(let actual)):
             #expect(expected == actual)
         default:
             Issue.record("expected \(row.expected), got \(action)")

@@ -18,8 +18,11 @@ import Testing
         var confirmsConfigurationError = false
         private(set) var heard: [String] = []
 
-        func admit(upcoming: Int) throws -> Admission {
-            admissions.isEmpty ? .granted(slots: [.zero]) : admissions.removeFirst()
+        private(set) var endpoints: [AppleEndpoint] = []
+
+        func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
+            endpoints.append(endpoint)
+            return admissions.isEmpty ? .granted(slots: [.zero]) : admissions.removeFirst()
         }
         func called(_ answer: LastAnswer, taking duration: Duration) { heard.append("answer \(answer)") }
         func reportRecovered() throws { heard.append("recovered") }
@@ -27,11 +30,15 @@ import Testing
             heard.append("unanswered")
             return unanswered
         }
-        func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int) throws -> Bool {
-            heard.append("configuration error")
+        func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
+            heard.append("throttled \(endpoint.rawValue)")
+            return wait
+        }
+        func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
+            heard.append("configuration error" + (backend == .serverAPI ? " server_api" : ""))
             return confirmsConfigurationError
         }
-        func halt(reason: String) throws { heard.append("halt") }
+        func halt(reason: String, backend: VerificationBackend) throws { heard.append("halt" + (backend == .serverAPI ? " server_api" : "")) }
     }
 
     /// Apple: answers every call with `outcome` (and `response` when readable).
@@ -47,13 +54,19 @@ import Testing
 
         private(set) var subjects: [VerificationSubject] = []
 
+        /// Asks the gate for one further call to this endpoint before answering, when set.
+        var furtherCall: AppleEndpoint?
+
         func verify(
-            _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: () -> Bool
+            _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
         ) -> Verification {
             calls += 1
             subjects.append(subject)
+            let allowed = furtherCall.map(mayCallAgain) ?? true
             return Verification(
-                exchanges: [VerificationExchange(environment: environment, outcome: outcome, httpStatus: 200, latency: .milliseconds(5))],
+                exchanges: [VerificationExchange(
+                    environment: environment, outcome: allowed ? outcome : .serverAPI(.unfinished), httpStatus: 200,
+                    latency: .milliseconds(5), endpoint: subject.firstEndpoint)],
                 response: response)
         }
     }
@@ -288,23 +301,58 @@ import Testing
         #expect(store.rewritten.map(\.subscriptionID) == [7])
     }
 
-    /// The Server API refusing the key concerns every call, not one subscription: the fleet halts at once.
-    @Test func aServerAPIKeyAppleRefusesHaltsAtOnce() throws {
-        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.unauthorized)))
+    /// A subscription on the Server API, asked about by its original transaction.
+    static var onServerAPI: LoadedSubscription {
+        var moved = subscription
+        moved.backend = .serverAPI
+        return moved
+    }
+
+    /// The Server API refusing the key concerns every call, not one subscription: the Server API
+    /// halts at once, and only it (verifyReceipt goes on).
+    @Test func aServerAPIKeyAppleRefusesHaltsTheServerAPIAtOnce() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.unauthorized)), subscription: Self.onServerAPI)
         #expect(settlement == "postpone")
-        #expect(gate.heard.contains("halt"))
-        #expect(!gate.heard.contains("configuration error"))
+        #expect(gate.heard.contains("halt server_api") && !gate.heard.contains("halt"))
+        #expect(!gate.heard.contains { $0.hasPrefix("configuration error") })
         #expect(store.written.isEmpty)
     }
 
     /// A signed answer that does not verify may be one subscription's (registered under another
-    /// app): counted like a wrong secret's 21004, buried alone, halting only when several agree.
+    /// app): counted like a wrong secret's 21004, buried alone, halting (the Server API) only when several agree.
     @Test func anUntrustedSignedAnswerCountsTowardAHalt() throws {
-        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.untrusted)))
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.untrusted)), subscription: Self.onServerAPI)
         #expect(settlement == "bury")
-        #expect(gate.heard.contains("configuration error"))
-        #expect(!gate.heard.contains("halt"))
+        #expect(gate.heard.contains("configuration error server_api"))
+        #expect(!gate.heard.contains { $0.hasPrefix("halt") })
         #expect(store.written.isEmpty)
+    }
+
+    /// Apple's 429 spends only the endpoint's budget, for Retry-After: the job waits without being
+    /// charged an attempt, and the fleet does not pause (nothing is reported unanswered).
+    @Test func aRateLimitedAnswerSpendsOnlyItsEndpointsBudget() throws {
+        let (settlement, gate, store) = try Self.run(
+            FakeVerifier(.serverAPI(.rateLimited(retryAfter: .seconds(7)))), subscription: Self.onServerAPI)
+        #expect(settlement == "postpone")
+        #expect(gate.heard == ["answer none", "throttled subscription_statuses"])
+        #expect(store.written.map(\.attempt.outcome) == [.retryable] && store.written.allSatisfy { $0.change == nil })
+
+        // The next job of that endpoint is not even asked about; one of verifyReceipt's is.
+        let spent = FakeGate()
+        spent.admissions = [.throttled(.seconds(7))]
+        let verifier = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        #expect(try Self.run(verifier, gate: spent, subscription: Self.onServerAPI).settlement == "postpone")
+        #expect(verifier.calls == 0)
+        #expect(try Self.run(verifier, gate: spent).settlement == "ack verified")
+        #expect(spent.endpoints == [.subscriptionStatuses, .verifyReceipt])
+
+        // A further call (a page of history) refused because its endpoint is spent: the job waits, uncharged.
+        let historySpent = FakeGate()
+        historySpent.admissions = [.granted(slots: [.zero]), .throttled(.seconds(3))]
+        let paging = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        paging.furtherCall = .transactionHistory
+        #expect(try Self.run(paging, gate: historySpent, subscription: Self.onServerAPI).settlement == "postpone")
+        #expect(historySpent.endpoints == [.subscriptionStatuses, .transactionHistory])
     }
 
     /// A transaction Apple knows in neither environment is no purchase: invalid, as 21010 makes it.
@@ -336,13 +384,11 @@ import Testing
     }
 
     /// A worker without a Server API key cannot ask about a subscription moved to it: that is the
-    /// deployment's configuration, not the subscription's, so the fleet halts with the reason.
-    @Test func aSubscriptionOnTheServerAPIWithoutAKeyHaltsTheFleet() throws {
-        var moved = Self.subscription
-        moved.backend = .serverAPI
-        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.notConfigured)), subscription: moved)
+    /// deployment's configuration, not the subscription's, so the Server API halts with the reason.
+    @Test func aSubscriptionOnTheServerAPIWithoutAKeyHaltsTheServerAPI() throws {
+        let (settlement, gate, store) = try Self.run(FakeVerifier(.serverAPI(.notConfigured)), subscription: Self.onServerAPI)
         #expect(settlement == "postpone")
-        #expect(gate.heard.contains("halt"))
+        #expect(gate.heard.contains("halt server_api"))
         #expect(store.written.isEmpty)
     }
 }

@@ -1,10 +1,12 @@
 import AppStore
 import AppStoreSimulator
 import Fleet
+import Crypto
 import Foundation
 import JobQueue
 import Ledger
 import PostgresClient
+import RedisClient
 import TestSupport
 import Testing
 
@@ -13,9 +15,85 @@ import Testing
 /// checked against the simulator's ground truth as the verifyReceipt suites are.
 @Suite struct ServerAPIFleetTests {
     /// A simulator that serves the Server API too, for the fleet `FleetSetup` draws around `anchorMs`.
-    static func simulator<T: Sendable>(startMs: Int64, anchorMs: Int64, _ body: (LiveSimulator) async throws -> T) async throws -> T {
-        try await LiveSimulator.with(startMs: startMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, anchorMs: anchorMs), body)
+    static func simulator<T: Sendable>(
+        startMs: Int64, anchorMs: Int64, knobs: FaultKnobs = FaultKnobs(), _ body: (LiveSimulator) async throws -> T
+    ) async throws -> T {
+        try await LiveSimulator.with(
+            knobs: knobs, startMs: startMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, anchorMs: anchorMs), body)
     }
+
+    /// Moves every other subscription (by id) to the Server API; returns how many moved.
+    static func moveHalf(_ setup: FleetSetup) async throws -> Int {
+        let settings = setup.settings
+        return try await onOwnThread {
+            let ledger = try Ledger(PostgresConnection(configuration: settings.postgresConfiguration()))
+            let ids = try ledger.connection.query("SELECT id FROM subscriptions WHERE id % 2 = 0").map { try $0["id"].int64() ?? 0 }
+            return try ledger.moveBackend(to: .serverAPI, BackendSelection(ids: ids), limit: 100_000).moved
+        }
+    }
+
+    /// Apple answers the Server API with 429 when the fleet calls it faster than it allows: only
+    /// that endpoint's budget waits for Retry-After, verifyReceipt goes on, the fleet never
+    /// pauses, and no job is charged for it (none dead, every state true).
+    @Test func appleRateLimitingTheServerAPIHoldsOnlyItsEndpoints() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        try await TestDatabase.with { database in
+            try await Self.simulator(startMs: nowMs, anchorMs: nowMs, knobs: FaultKnobs(rateLimit: 40)) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 80)
+                try setup.useServerAPI(of: simulator, byDefault: false)
+                setup.settings.rateLimit = try RateLimit(perSecond: 20, burst: 1)
+                setup.settings.serverAPI?.rateLimit = try RateLimit(perSecond: 400, burst: 20)  // far above Apple's
+                _ = try await setup.load()
+                #expect(try await Self.moveHalf(setup) > 0)
+                let final = try await setup.work()
+                #expect(final.isSettled && final.queue.dead == 0 && final.queue.haltedReason == nil)
+                try await setup.expectTheTruth()
+                let throttled = try await setup.count("SELECT count(*) AS n FROM verifications WHERE http_status = 429")
+                #expect(throttled > 0, "Apple answered 429")
+                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
+                let paused = try await onOwnThread { [settings = setup.settings] in
+                    try RedisConnection(settings.redisConfiguration()).command("EXISTS", keys.pauseFailures).int
+                }
+                #expect(paused == 0, "the fleet never paused")
+            }
+        }
+    }
+
+    /// Apple refusing the Server API's key (401) halts the Server API alone, with the key id in the
+    /// alarm: verifyReceipt's subscriptions are all verified, the Server API's wait (none dead),
+    /// `status` says so, and `resume` (with the key fixed) lets them through.
+    @Test func aRefusedKeyHaltsOnlyTheServerAPI() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        try await TestDatabase.with { database in
+            try await Self.simulator(startMs: nowMs, anchorMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 40)
+                try setup.useServerAPI(of: simulator, byDefault: false)
+                let good = try #require(setup.settings.serverAPI)
+                setup.settings.serverAPI?.key = try ServerAPIKey(
+                    issuerID: "simulated-issuer", keyID: "REVOKED1", bundleID: ServerAPISimulation.bundleID,
+                    pem: P256.Signing.PrivateKey().pemRepresentation)
+                _ = try await setup.load()
+                let moved = try await Self.moveHalf(setup)
+                let onReceipts = setup.subscriptions.count - moved
+                let stalled = try await setup.work { status in
+                    status.serverAPI.haltedReason != nil && status.queue.ready + status.queue.reserved == 0
+                }
+                #expect(stalled.queue.haltedReason == nil, "verifyReceipt is not halted")
+                #expect(stalled.serverAPI.haltedReason?.contains("REVOKED1") == true, "\(String(describing: stalled.serverAPI.haltedReason))")
+                #expect(stalled.queue.dead == 0)
+                #expect(try await setup.count("SELECT count(*) AS n FROM subscriptions WHERE backend IS NULL AND last_verified_at IS NOT NULL")
+                        == onReceipts)
+
+                setup.settings.serverAPI = good
+                _ = try await onOwnThread { [settings = setup.settings] in try resumeFleet(settings: settings) }
+                let final = try await setup.work()
+                #expect(final.isSettled && final.queue.dead == 0 && final.serverAPI.haltedReason == nil)
+                try await setup.expectTheTruth()
+            }
+        }
+    }
+
+
 
     /// A month ago every subscription is seen for the first time; tonight a month of renewals,
     /// refunds, expiries and plan changes has happened. Asked through the Server API only (no

@@ -181,6 +181,14 @@ import Testing
                 #expect(try await server.fetch("/readyz").status == 200)
                 let scrape = try await server.scrape()
                 #expect(scrape.value("receiptfleet_fleet_halted") == 0 && scrape.value("receiptfleet_fleet_paused") == 0)
+
+                // The Server API alone halted: its own gauge; the worker stays ready, verifyReceipt goes on.
+                try await onOwnThread { try gate().halt(reason: "the App Store Server API refuses the key", group: "server_api") }
+                let serverAPIHalted = try await server.scrape()
+                #expect(serverAPIHalted.value("receiptfleet_server_api_halted") == 1 && serverAPIHalted.value("receiptfleet_fleet_halted") == 0)
+                #expect(try await server.fetch("/readyz").status == 200)
+                try await onOwnThread { try gate().resume(budgets: settings.serverAPIBudgets) }
+                #expect(try await server.scrape().value("receiptfleet_server_api_halted") == 0)
             }
         }
     }

@@ -1,0 +1,40 @@
+import AppStore
+import JobQueue
+
+/// Which of the gate's budgets and halts each of Apple's endpoints answers to. verifyReceipt is the
+/// fleet's first budget (`rateLimit`), and its configuration errors halt the whole fleet, as they
+/// always did. Each App Store Server API endpoint has a budget of its own, spent alone by Apple's
+/// 429; the Server API's configuration errors (a refused key, no key) halt its endpoints only.
+extension FleetSettings {
+    static let serverAPIGroup = "server_api"
+
+    /// `endpoint`'s budget: nil for verifyReceipt (the gate's own).
+    public func budget(for endpoint: AppleEndpoint) -> GateBudget? {
+        guard endpoint.backend == .serverAPI else { return nil }
+        return GateBudget(name: endpoint.rawValue, group: Self.serverAPIGroup, limit: serverAPI?.rateLimit ?? rateLimit)
+    }
+
+    /// The Server API's budgets, for `resume` and `status`.
+    public var serverAPIBudgets: [GateBudget] { AppleEndpoint.allCases.compactMap(budget(for:)) }
+
+    /// What a configuration error of `backend` halts: nil for the whole fleet.
+    public func haltGroup(for backend: VerificationBackend) -> String? {
+        backend == .serverAPI ? Self.serverAPIGroup : nil
+    }
+}
+
+extension Connections {
+    /// Leave to call `endpoint`, through its budget.
+    public func admit(
+        _ endpoint: AppleEndpoint, upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none,
+        settings: FleetSettings
+    ) throws(QueueError) -> Admission {
+        try gate.admit(upTo: wanted, within: horizon, after: lastAnswer, budget: settings.budget(for: endpoint))
+    }
+
+    /// `endpoint` answered 429: its budget is spent for `wait`. Returns how long it now is.
+    public func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration, settings: FleetSettings) throws(QueueError) -> Duration {
+        guard let budget = settings.budget(for: endpoint) else { return wait }  // verifyReceipt never answers 429
+        return try gate.reportThrottled(budget, for: wait)
+    }
+}
