@@ -180,7 +180,8 @@ public final class APIServer: Sendable {
             // Handled like every other type (its subscription is re-verified); worth a look at Apple's documentation.
             logger.notice("a notification of a type this version does not know", metadata: ["type": "\(notification.type)"])
         }
-        let intake = NotificationIntake(acceptedEnvironments: settings.notificationEnvironments, app: settings.app)
+        let intake = NotificationIntake(
+            acceptedEnvironments: settings.notificationEnvironments, app: settings.app, fleet: fleet, metrics: fleetMetrics, logger: logger)
         let result = try await lanes.run { try intake.take(notification, connections: $0) }
         if let redisError = result.redisError {
             logger.warning("a notification is stored, its job not yet enqueued (Redis failed); the scheduler's next pass enqueues it",

@@ -3,7 +3,8 @@ import Crypto
 import Foundation
 
 /// What an App Store Server Notification says, once it has been authenticated: which
-/// subscription something happened to. The fleet then asks verifyReceipt *what* happened.
+/// subscription something happened to, and for V2 what Apple signed of it. The fleet then asks
+/// Apple *what* happened, to confirm.
 struct AppleNotification: Sendable {
     var version: Int
     /// V2: `v2:` + notificationUUID. V1 has no id: `v1:sha256:` + the hash of its content, keys sorted.
@@ -17,6 +18,9 @@ struct AppleNotification: Sendable {
     var originalTransactionID: String?
     /// V1 only: `unified_receipt.latest_receipt`, to start watching a subscription the ledger lacks.
     var latestReceipt: ReceiptData?
+    /// V2: the signed transaction and renewal info, verified and bound to the app, read as the
+    /// Server API's answer; nil when the notification carries no transaction or they do not read.
+    var signedData: VerifyReceiptResponse?
 }
 
 /// Reads notifications of both versions and checks that Apple sent them.
@@ -87,9 +91,17 @@ struct NotificationReader: Sendable {
         try checkApp(data)
         notification.environment = (data?["environment"] as? String).flatMap { AppStoreEnvironment(rawValue: $0) }
         if let signedTransaction = data?["signedTransactionInfo"] as? String {
-            let transaction = try await verified(signedTransaction, by: verifier, now: now)
+            let (transactionPayload, transaction) = try await verifiedPayload(signedTransaction, by: verifier, now: now)
             try checkApp(transaction)
             notification.originalTransactionID = transaction["originalTransactionId"].map { "\($0)" }
+            var renewals: [Data] = []
+            if let signedRenewal = data?["signedRenewalInfo"] as? String {
+                renewals.append(try await verifiedPayload(signedRenewal, by: verifier, now: now).payload)
+            }
+            // The bundle id was checked above; the environment is the notification's.
+            notification.signedData = try? VerifyReceiptResponse(
+                signedTransactions: [transactionPayload], renewals: renewals, environment: notification.environment,
+                bundleID: transaction["bundleId"] as? String ?? "")
         }
         return notification
     }
@@ -107,6 +119,13 @@ struct NotificationReader: Sendable {
     }
 
     private func verified(_ jws: String, by verifier: SignedPayloadVerifier, now: Date) async throws(Failure) -> [String: Any] {
+        try await verifiedPayload(jws, by: verifier, now: now).fields
+    }
+
+    /// A signed payload, once its chain and signature hold: its bytes, and them read as a JSON object.
+    private func verifiedPayload(
+        _ jws: String, by verifier: SignedPayloadVerifier, now: Date
+    ) async throws(Failure) -> (payload: Data, fields: [String: Any]) {
         let payload: Data
         do {
             payload = try await verifier.payload(of: jws, at: now)
@@ -116,7 +135,7 @@ struct NotificationReader: Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
             throw .malformed("the signed payload is not a JSON object")
         }
-        return object
+        return (payload, object)
     }
 
     /// V1 spells production "PROD".

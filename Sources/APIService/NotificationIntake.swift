@@ -3,13 +3,18 @@ import Fleet
 import Foundation
 import JobQueue
 import Ledger
+import Logging
 
 /// Stores an authenticated notification once, and turns it into one high-priority verification
 /// job for its subscription: the notification says *that* something changed; the worker asks
-/// verifyReceipt *what*, and only then are events written.
+/// Apple *what*. A V2 notification's signed data, newer than the stored state, is applied at once
+/// through the verification use case, and the job confirms it.
 struct NotificationIntake: Sendable {
     let acceptedEnvironments: Set<AppStoreEnvironment>
     let app: String
+    let fleet: FleetSettings
+    let metrics: FleetMetrics
+    let logger: Logger
 
     /// What became of a notification: `queued`; `stored` when Redis cannot take its job now (the
     /// scheduler enqueues it later); `duplicate`; or why nothing is to be done.
@@ -46,6 +51,7 @@ struct NotificationIntake: Sendable {
         guard let subscriptionID = recorded.jobPendingFor else {
             return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
         }
+        if recorded.isNew, let signed = notification.signedData { apply(signed, to: subscriptionID, connections: connections) }
         // Two steps, each safe to repeat: whatever stops this between them (a crash, a failed
         // call), Apple's next copy finds the job pending and finishes, adding the job at most once.
         let occurrence = "notification-\(recorded.id)"
@@ -59,5 +65,22 @@ struct NotificationIntake: Sendable {
         }
         try ledger.markJobEnqueued(notificationID: recorded.id)
         return Result(status: "queued")
+    }
+
+    /// Applies a V2 notification's signed data; a failure only leaves it to the queued re-check.
+    private func apply(_ signed: VerifyReceiptResponse, to subscriptionID: Int64, connections: Connections) {
+        let verification = SubscriptionVerification(
+            gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple, store: connections.ledger,
+            settings: fleet, metrics: metrics, logger: logger)
+        do {
+            guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return }
+            if try verification.applySigned(signed, to: subscription, runID: "notification") {
+                logger.info("a V2 notification's signed data is applied; its re-check confirms it",
+                            metadata: ["subscription": "\(subscriptionID)"])
+            }
+        } catch {
+            logger.warning("a V2 notification's signed data could not be applied; its re-check will tell",
+                           metadata: ["subscription": "\(subscriptionID)", "error": "\(error)"])
+        }
     }
 }

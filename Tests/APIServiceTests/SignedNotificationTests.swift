@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A V2 notification's signed transaction and renewal info are applied at once when Apple signed
+/// them after the stored state was judged; the re-check it queues confirms them.
+@Suite struct SignedNotificationTests {
+    /// The subscription's stored latest transaction, as `GET /v1/subscriptions/{id}` shows it.
+    static func latestTransaction(_ api: APIHarness, id: Int) async throws -> [String: Any] {
+        let detail = try await api.get("/v1/subscriptions/\(id)")
+        let transactions = try #require((detail.json["history"] as? [String: Any])?["transactions"] as? [[String: Any]])
+        return try #require(transactions.last)
+    }
+
+    /// An ISO 8601 time the API wrote (with or without milliseconds), in ms since 1970.
+    static func milliseconds(_ text: Any?) throws -> Int64 {
+        let text = try #require(text as? String)
+        let date = try #require(
+            (try? Date(text, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true)))
+                ?? (try? Date(text, strategy: .iso8601)))
+        return Int64((date.timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// DID_CHANGE_RENEWAL_STATUS for `otid`'s latest transaction: auto-renew off, signed at `signedMs`.
+    static func autoRenewOff(
+        _ api: APIHarness, otid: String, transaction: [String: Any], signedMs: Int64, uuid: String = UUID().uuidString
+    ) throws -> [String: Any] {
+        let product = try #require(transaction["product_id"] as? String)
+        let signedTransaction = try api.ca.sign([
+            "transactionId": try #require(transaction["transaction_id"] as? String), "originalTransactionId": otid,
+            "bundleId": "com.example.app", "productId": product, "environment": "Production",
+            "purchaseDate": try milliseconds(transaction["purchased_at"]), "originalPurchaseDate": try milliseconds(transaction["purchased_at"]),
+            "expiresDate": try milliseconds(transaction["expires_at"]), "type": "Auto-Renewable Subscription",
+            "inAppOwnershipType": "PURCHASED", "signedDate": signedMs,
+        ])
+        let signedRenewal = try api.ca.sign([
+            "originalTransactionId": otid, "productId": product, "autoRenewProductId": product, "autoRenewStatus": 0,
+            "environment": "Production", "signedDate": signedMs,
+        ])
+        return ["signedPayload": try api.ca.sign([
+            "notificationType": "DID_CHANGE_RENEWAL_STATUS", "subtype": "AUTO_RENEW_DISABLED", "notificationUUID": uuid,
+            "version": "2.0", "signedDate": signedMs,
+            "data": ["environment": "Production", "bundleId": "com.example.app", "signedTransactionInfo": signedTransaction,
+                     "signedRenewalInfo": signedRenewal],
+        ])]
+    }
+
+    @Test func aNewerSignedChangeIsAppliedAtOnceAndAnOlderOneIsNot() async throws {
+        try await APIHarness.with { api in
+            let (otid, id) = try await api.registered()
+            let transaction = try await Self.latestTransaction(api, id: id)
+            let stored = try await api.get("/v1/subscriptions/\(id)")
+            #expect(stored.json["auto_renew"] as? Bool == true)
+            let storedAt = try Self.milliseconds(stored.json["last_verified_at"])
+
+            // Signed before the stored state was judged: left to the re-check.
+            let older = try Self.autoRenewOff(api, otid: otid, transaction: transaction, signedMs: storedAt - 60_000)
+            #expect(try await api.post(APIHarness.notificationPath, older, auth: .none).json["status"] as? String == "queued")
+            #expect(try await api.count("SELECT count(*) AS n FROM events WHERE type = 'auto_renew_disabled'") == 0)
+
+            // Signed after: the change is known before any worker runs, and its job is still queued.
+            let uuid = UUID().uuidString
+            let newer = try Self.autoRenewOff(api, otid: otid, transaction: transaction, signedMs: storedAt + 60_000, uuid: uuid)
+            #expect(try await api.post(APIHarness.notificationPath, newer, auth: .none).json["status"] as? String == "queued")
+            #expect(try await api.get("/v1/subscriptions/\(id)").json["auto_renew"] as? Bool == false)
+            #expect(try await api.count("SELECT count(*) AS n FROM events WHERE type = 'auto_renew_disabled'") == 1)
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id = 'notification' AND backend = 'server_api'") == 1)
+            #expect(try await api.streamLength(\.readyHigh) == 2, "both notifications' re-checks are queued")
+
+            // Apple's second copy of the same notification applies nothing again.
+            #expect(try await api.post(APIHarness.notificationPath, newer, auth: .none).json["status"] as? String == "duplicate")
+            #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id = 'notification'") == 1)
+        }
+    }
+}
