@@ -118,7 +118,7 @@ public final class FleetGate {
             keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
                    budget.map { keys.limiterGranted($0.name) } ?? keys.limiterGranted, keys.unavailableStreak,
                    keys.configurationStreak, keys.recurringFailure, keys.gateAdmissions,
-                   budget.map { keys.halted($0.group) } ?? keys.halted, budget.map { keys.throttled($0.name) } ?? keys.throttled("")],
+                   budget.map { keys.halted($0.group) } ?? keys.halted, budget.map { keys.throttled($0.name) } ?? keys.halted],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue, max(horizon.wholeMicroseconds, 0)])
         // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.

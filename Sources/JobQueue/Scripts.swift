@@ -331,8 +331,8 @@ enum Scripts {
     /// Decides, in one round trip, whether a worker may call Apple now.
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
     /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure, KEYS[9]
-    /// admission counter, KEYS[10] the budget's group halt (KEYS[1] for the fleet's first budget),
-    /// KEYS[11] the budget's throttle (set while Apple's 429 lasts). ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
+    /// admission counter, KEYS[10] the budget's group halt, KEYS[11] the budget's throttle (set while
+    /// Apple's 429 lasts); for the fleet's first budget, which has neither, both are KEYS[1]. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
     /// ARGV[5] the caller's last answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable
     /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
     /// too), ARGV[6] how far ahead slots may be booked, µs.
@@ -357,8 +357,10 @@ enum Scripts {
         end
         if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
         if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
-        local throttled = redis.call('PTTL', KEYS[11])
-        if throttled > 0 then return {'throttled', throttled} end
+        if KEYS[11] ~= KEYS[1] then
+            local throttled = redis.call('PTTL', KEYS[11])
+            if throttled > 0 then return {'throttled', throttled} end
+        end
         local slots, wait = reserve(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
                                     tonumber(ARGV[6]))
         if #slots > 0 then return {'granted', slots} end
