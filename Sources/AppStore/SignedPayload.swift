@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import X509
 
 /// Checks a JWS that Apple signed (a V2 notification's `signedPayload`, and the
@@ -11,8 +12,14 @@ import X509
 /// sender included; the signing certificate and the intermediate must carry the markers Apple
 /// puts on App Store signing certificates; and the JWS signature must verify with the signing
 /// certificate's key. Revocation is not checked (that would need OCSP requests to Apple).
+///
+/// Apple signs every payload with the same few chains, and validating one costs far more than the
+/// payload's own signature: a chain that validated is remembered (by its exact `x5c` text) with its
+/// signing key and the time span all its certificates are valid in, and then only the signature
+/// and that span are checked.
 public struct SignedPayloadVerifier: Sendable {
     let trustedRoots: [Certificate]
+    private let remembered = ValidatedChains()
 
     /// Apple sends three certificates (signing, intermediate, root); more is not Apple.
     static let maximumChainLength = 3
@@ -45,6 +52,16 @@ public struct SignedPayloadVerifier: Sendable {
         guard x5c.count <= Self.maximumChainLength else {
             throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(Self.maximumChainLength)")
         }
+        let key: P256.Signing.PublicKey
+        if let known = remembered.key(of: x5c, at: time) { key = known } else { key = try await validate(x5c, at: time) }
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
+              key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
+        else { throw .rejected("the JWS signature does not verify") }
+        return payload
+    }
+
+    /// Validates an `x5c` chain at `time` and remembers it; returns its signing key.
+    private func validate(_ x5c: [String], at time: Date) async throws(SignatureError) -> P256.Signing.PublicKey {
         let chain: [Certificate]
         do {
             chain = try x5c.map { text throws -> Certificate in
@@ -64,15 +81,39 @@ public struct SignedPayloadVerifier: Sendable {
         guard path.count >= 3, Self.has(Self.signingCertificateMarker, path[0]), Self.has(Self.intermediateMarker, path[1]) else {
             throw .rejected("the x5c chain is not an App Store signing chain")
         }
-        guard let key = P256.Signing.PublicKey(path[0].publicKey),
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-              key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { throw .rejected("the JWS signature does not verify") }
-        return payload
+        guard let key = P256.Signing.PublicKey(path[0].publicKey) else {
+            throw .rejected("the signing certificate's key is not P-256")
+        }
+        let validFrom = path.map(\.notValidBefore).max()!, validUntil = path.map(\.notValidAfter).min()!
+        remembered.remember(x5c, key: key, validity: validFrom...validUntil)
+        return key
     }
 
     private static func has(_ marker: String, _ certificate: Certificate) -> Bool {
         certificate.extensions.contains { "\($0.oid)" == marker }
+    }
+}
+
+/// The chains a verifier validated, by their `x5c` text: their signing key and when all their
+/// certificates are valid. Bounded: Apple rotates its chains rarely, and a flood of others is
+/// forgotten rather than kept.
+private final class ValidatedChains: Sendable {
+    private let chains = Mutex<[[String]: (key: P256.Signing.PublicKey, validity: ClosedRange<Date>)]>([:])
+    static let capacity = 64
+
+    /// The signing key of `x5c` when it validated before and all its certificates are valid at `time`.
+    func key(of x5c: [String], at time: Date) -> P256.Signing.PublicKey? {
+        chains.withLock { chains in
+            guard let chain = chains[x5c], chain.validity.contains(time) else { return nil }
+            return chain.key
+        }
+    }
+
+    func remember(_ x5c: [String], key: P256.Signing.PublicKey, validity: ClosedRange<Date>) {
+        chains.withLock { chains in
+            if chains.count >= Self.capacity { chains.removeAll() }
+            chains[x5c] = (key, validity)
+        }
     }
 }
 

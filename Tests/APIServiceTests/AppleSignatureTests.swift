@@ -42,6 +42,24 @@ import X509
         await #expect(throws: SignatureError.self) { try await other.payload(of: try Self.genuine(), at: Self.signedDate) }
     }
 
+    /// A chain validated once is remembered, never trusted further than it was: the signature of
+    /// every payload is still checked, and the certificates' validity at the time asked.
+    @Test func aRememberedChainStillChecksTheSignatureAndTheTime() async throws {
+        let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        let genuine = try Self.genuine()
+        _ = try await verifier.payload(of: genuine, at: Self.signedDate)
+        _ = try await verifier.payload(of: genuine, at: Self.signedDate)  // remembered
+        await #expect(throws: SignatureError.self) { try await verifier.payload(of: genuine, at: Date()) }
+        let parts = genuine.split(separator: ".").map(String.init)
+        let payload = try #require(Data(base64URL: parts[1]))
+        var object = try #require(try JSONSerialization.jsonObject(with: payload) as? [String: Any])
+        object["notificationType"] = "REFUND"
+        let altered = parts[0] + "." + (try JSONSerialization.data(withJSONObject: object)).base64URL + "." + parts[2]
+        await #expect(performing: { try await verifier.payload(of: altered, at: Self.signedDate) }, throws: { error in
+            "\(error)".contains("signature does not verify")
+        })
+    }
+
     @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
         let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
         let parts = try Self.genuine().split(separator: ".").map(String.init)
