@@ -74,10 +74,9 @@ public struct FleetStatus: Sendable, Encodable {
     }
 
     private static func serverAPIGate(_ redis: RedisConnection, _ keys: QueueKeys, _ settings: FleetSettings) throws -> ServerAPIGate {
-        let budgets = settings.serverAPIBudgets
         let halted = try redis.command("GET", keys.halted(FleetSettings.serverAPIGroup)).string
         var throttled: [String: Double] = [:]
-        for budget in budgets {
+        for budget in settings.serverAPIBudgets {
             if let ms = try redis.command("PTTL", keys.throttled(budget.name)).int, ms > 0 { throttled[budget.name] = Double(ms) / 1000 }
         }
         return ServerAPIGate(haltedReason: halted, throttledSeconds: throttled)

@@ -7,9 +7,9 @@ import Logging
 /// The use case's call to Apple and its verdict, the same for every way in.
 extension SubscriptionVerification {
     /// Asks Apple about `subject` (a caller that was admitted; a further call, to the other
-    /// environment or for more history, asks the gate itself), judges the answer by the status policy, and tells the fleet what it
-    /// must know: a recovery after `probing`, an unavailable Apple (a pause, a halt), a
-    /// configuration error. `attempt` counts this one (for 21002's last chance).
+    /// environment or for more history, asks the gate itself), judges the answer by the status
+    /// policy, and tells the fleet what it must know: a recovery after `probing`, an unavailable
+    /// Apple (a pause, a halt), a spent endpoint, a configuration error. `attempt` counts this one (for 21002's last chance).
     /// `subscriptionID` is nil for a subject the ledger does not know yet (a registration): its
     /// configuration error is one client's, perhaps another app's receipt, and never halts the fleet.
     public func ask(

@@ -18,7 +18,7 @@ extension SubscriptionVerification {
         else { return false }
         let exchange = VerificationExchange(
             environment: response.effectiveEnvironment ?? subscription.environment, outcome: .status(0, isRetryable: nil),
-            latency: .zero, problem: "applied from a V2 notification's signed data", endpoint: .subscriptionStatuses)
+            latency: .zero, endpoint: .subscriptionStatuses)
         let answer = Answer(
             verification: Verification(exchanges: [exchange], response: response), verdict: .verified(response), backend: .serverAPI)
         let write = VerificationWrite.analysed(analysis, of: subscription, attempt: answer.attempt(.verified, at: now, runID: runID))

@@ -20,27 +20,46 @@ public struct BackendSelection: Sendable {
     }
 }
 
-/// What one page of a backend move did.
-public struct BackendMovePage: Sendable {
-    public var moved: Int
+/// What a backend move did.
+public struct BackendMove: Sendable {
+    public var moved = 0
     /// Subscriptions that stay where they are because they have no stored receipt, so
     /// verifyReceipt could not ask about them (a StoreKit 2 app's).
-    public var withoutReceipt: Int
-    /// Pass it back as `after` for the next page; nil when this was the last.
-    public var next: Int64?
+    public var withoutReceipt = 0
+    /// The pages (short transactions) it took.
+    public var pages = 0
 }
 
 extension Ledger {
-    /// Moves the selected subscriptions to `backend` (nil: the deployment's default), one page of
-    /// `limit` ids from `after` on: the state, the version and the schedule stay as they are, so a
-    /// job in flight still writes its answer, and the next check asks the new backend, starting
-    /// from what the old one last told. A subscription without a receipt never moves to
-    /// verifyReceipt. Each page is one short transaction, so a million-row move locks no more
-    /// than `limit` rows at a time.
-    /// With `dryRun`, counts what would move and moves nothing.
+    /// Moves the selected subscriptions to `backend` (nil: the deployment's default), a page of
+    /// `pageSize` ids at a time, each page one short transaction, so a million-row move locks no
+    /// more than a page of rows at once and can be stopped and run again. Only the backend
+    /// changes: the state, the version and the schedule stay, so a job in flight still writes its
+    /// answer, and the next check asks the new backend, starting from what the old one last told.
+    /// A subscription without a receipt never moves to verifyReceipt. With `dryRun`, counts what
+    /// would move and moves nothing. `afterEachPage` sees the totals so far (for progress).
     public func moveBackend(
-        to backend: VerificationBackend?, _ selection: BackendSelection, after: Int64 = 0, limit: Int = 5_000, dryRun: Bool = false
-    ) throws -> BackendMovePage {
+        to backend: VerificationBackend?, _ selection: BackendSelection, pageSize: Int = 5_000, dryRun: Bool = false,
+        afterEachPage: (BackendMove) -> Void = { _ in }
+    ) throws -> BackendMove {
+        var total = BackendMove()
+        var after: Int64? = 0
+        while let from = after {
+            let page = try moveBackendPage(to: backend, selection, after: from, limit: pageSize, dryRun: dryRun)
+            total.moved += page.moved
+            total.withoutReceipt += page.withoutReceipt
+            total.pages += 1
+            after = page.next
+            afterEachPage(total)
+        }
+        return total
+    }
+
+    /// One page of `moveBackend`: the selected ids after `after`, `limit` of them; `next` is where
+    /// the following page starts, nil after the last.
+    private func moveBackendPage(
+        to backend: VerificationBackend?, _ selection: BackendSelection, after: Int64, limit: Int, dryRun: Bool
+    ) throws -> (moved: Int, withoutReceipt: Int, next: Int64?) {
         var conditions = ["s.id > $1"]
         var parameters: [PostgresValue] = [.int64(after), .int64(Int64(limit)), backend.map { .text($0.rawValue) } ?? .null]
         func parameter(_ value: PostgresValue) -> String {
@@ -70,8 +89,7 @@ extension Ledger {
                 (SELECT count(*) FROM page) AS seen, (SELECT max(id) FROM page) AS last
             """, parameters).first
         let seen = Int(try row?["seen"].int64() ?? 0)
-        return BackendMovePage(
-            moved: Int(try row?["moved"].int64() ?? 0), withoutReceipt: Int(try row?["without_receipt"].int64() ?? 0),
-            next: seen < limit ? nil : try row?["last"].int64())
+        return (Int(try row?["moved"].int64() ?? 0), Int(try row?["without_receipt"].int64() ?? 0),
+                seen < limit ? nil : try row?["last"].int64())
     }
 }

@@ -50,7 +50,7 @@ struct Config: ParsableCommand {
                 row("server-api-sandbox-url", Redact.url(serverAPI.endpoints.sandbox))
                 row("server-api-rate-limit", "\((serverAPI.rateLimit ?? settings.rateLimit).perSecond)/s for each endpoint (Apple limits each alone)")
             } else {
-                row("server-api-key-file", "not set (subscriptions on the server-api backend halt the fleet)")
+                row("server-api-key-file", "not set (subscriptions on the server-api backend halt the Server API)")
             }
             // Apple's signatures (the Server API's answers, V2 notifications) chain to it.
             row("apple-root-certificate", try resolved.value("apple-root-certificate").map { path, _ in

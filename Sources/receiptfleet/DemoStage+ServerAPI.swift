@@ -1,27 +1,21 @@
 import AppStore
 import AppStoreClients
 import AppStoreSimulator
-import Crypto
 import Fleet
 import Foundation
 
 /// `demo --backend server-api`: a key of the demo's own for the simulated App Store Server API,
 /// and the simulator's signing root, trusted by this demo's fleet only.
 extension DemoStage {
-    /// Writes a new key (readable by this user only) and the simulator's root into `files`, and
-    /// the settings that reach the simulator's Server API with them.
+    /// Writes a key (readable by this user only; one an earlier demo wrote is kept) and the
+    /// simulator's root into `files`, and the settings that reach the simulator's Server API with them.
     static func serverAPISettings(files: (key: URL, root: URL), simulatorBase: String) throws -> ServerAPISettings {
-        let key = P256.Signing.PrivateKey().pemRepresentation + "\n"
-        let chain = try SimulatorSigningChain()
-        guard FileManager.default.createFile(atPath: files.key.path, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]),
-              FileManager.default.createFile(atPath: files.root.path, contents: Data((chain.rootPEM + "\n").utf8))
-        else {
-            throw ConfigurationError(key: "log-directory", source: "demo", reason: "cannot write the Server API's key into \(files.key.deletingLastPathComponent().path)")
-        }
+        _ = try SimulatedServerAPIFiles.writeKey(to: files.key.path)
+        try SimulatedServerAPIFiles.writeRoot(to: files.root.path)
         return ServerAPISettings(
             key: try ServerAPIKey(issuerID: "demo-issuer", keyID: "DEMOKEY", bundleID: ServerAPISimulation.bundleID, file: files.key.path),
             endpoints: ServerAPIEndpoints(production: simulatorBase, sandbox: simulatorBase + "/sandbox"),
-            signatures: SignedPayloadVerifier(trustedRoots: [chain.root]))
+            signatures: SignedPayloadVerifier(trustedRoots: [try SimulatorSigningChain().root]))
     }
 
     /// The Server API's settings as the child processes read them; none for verifyReceipt.

@@ -7,7 +7,8 @@ import X509
 extension ResolvedConfiguration {
     /// backend, and the App Store Server API: server-api-issuer-id, server-api-key-id,
     /// server-api-key-file, apple-bundle-id (one), server-api-production-url,
-    /// server-api-sandbox-url, server-api-rate-limit (each endpoint's), apple-root-certificate. The key's three settings come together or not at all.
+    /// server-api-sandbox-url, server-api-rate-limit (each endpoint's), apple-root-certificate.
+    /// The key's three settings come together or not at all.
     func applyServerAPISettings(to settings: inout FleetSettings) throws {
         if let (text, source) = value("backend") {
             guard let backend = VerificationBackend(argument: text) else {

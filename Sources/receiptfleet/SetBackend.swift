@@ -82,17 +82,14 @@ struct SetBackend: ParsableCommand {
             guard selection.ids?.isEmpty == false else { throw ValidationError("No subscription has that original_transaction_id.") }
         }
         let progress = ProgressLine()
-        var (moved, withoutReceipt, after): (Int, Int, Int64?) = (0, 0, 0)
-        while let from = after {
-            let page = try ledger.moveBackend(to: target, selection, after: from, dryRun: dryRun)
-            (moved, withoutReceipt, after) = (moved + page.moved, withoutReceipt + page.withoutReceipt, page.next)
-            progress.show("\(dryRun ? "would move" : "moved") \(moved)")
+        let move = try ledger.moveBackend(to: target, selection, dryRun: dryRun) { total in
+            progress.show("\(dryRun ? "would move" : "moved") \(total.moved)")
         }
         progress.finish()
         let verb = dryRun ? "Would move" : "Moved"
-        print("\(verb) \(moved) subscription(s) to \(target.map { "\($0)" } ?? "the default (\(settings.defaultBackend))").")
-        if withoutReceipt > 0 {
-            print("\(withoutReceipt) have no stored receipt and stay on the Server API: verifyReceipt could not ask about them.")
+        print("\(verb) \(move.moved) subscription(s) to \(target.map { "\($0)" } ?? "the default (\(settings.defaultBackend))").")
+        if move.withoutReceipt > 0 {
+            print("\(move.withoutReceipt) have no stored receipt and stay on the Server API: verifyReceipt could not ask about them.")
         }
     }
 

@@ -28,7 +28,7 @@ import Testing
         return try await onOwnThread {
             let ledger = try Ledger(PostgresConnection(configuration: settings.postgresConfiguration()))
             let ids = try ledger.connection.query("SELECT id FROM subscriptions WHERE id % 2 = 0").map { try $0["id"].int64() ?? 0 }
-            return try ledger.moveBackend(to: .serverAPI, BackendSelection(ids: ids), limit: 100_000).moved
+            return try ledger.moveBackend(to: .serverAPI, BackendSelection(ids: ids)).moved
         }
     }
 
@@ -153,12 +153,7 @@ import Testing
                         _ = try await nightly.status(within: .seconds(30)) { $0.queue.ready < midMonth.enqueued * 3 / 4 }
                         return try await onOwnThread {
                             let ledger = try Ledger(PostgresConnection(configuration: settings.postgresConfiguration()))
-                            var (moved, after): (Int, Int64?) = (0, 0)
-                            while let from = after {
-                                let page = try ledger.moveBackend(to: .serverAPI, BackendSelection(), after: from, limit: 40)
-                                (moved, after) = (moved + page.moved, page.next)
-                            }
-                            return moved
+                            return try ledger.moveBackend(to: .serverAPI, BackendSelection(), pageSize: 40).moved
                         }
                     }
                     return try await group.reduce(0, +)

@@ -7,16 +7,11 @@ import Testing
 /// Moving subscriptions between verifyReceipt and the Server API (`Ledger.moveBackend`): what a
 /// selection picks, the pages, what stays (no receipt, no verifyReceipt), and what never changes.
 @Suite struct BackendMoveTests {
-    /// Every page of a move, as `subscriptions set-backend` runs it: (moved, without receipt).
+    /// A move in pages of 3, as `subscriptions set-backend` runs it in pages of 5,000.
     static func moveAll(
         _ ledger: Ledger, to backend: VerificationBackend?, _ selection: BackendSelection = BackendSelection(), dryRun: Bool = false
-    ) throws -> (moved: Int, withoutReceipt: Int, pages: Int) {
-        var (moved, withoutReceipt, pages, after): (Int, Int, Int, Int64?) = (0, 0, 0, 0)
-        while let from = after {
-            let page = try ledger.moveBackend(to: backend, selection, after: from, limit: 3, dryRun: dryRun)
-            (moved, withoutReceipt, pages, after) = (moved + page.moved, withoutReceipt + page.withoutReceipt, pages + 1, page.next)
-        }
-        return (moved, withoutReceipt, pages)
+    ) throws -> BackendMove {
+        try ledger.moveBackend(to: backend, selection, pageSize: 3, dryRun: dryRun)
     }
 
     @Test func aMoveChangesTheBackendOnlyOfTheSelectionPageByPage() async throws {
