@@ -3,11 +3,11 @@ import PackageDescription
 
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
-//   thin clients     Lanes, Redaction, RedisClient, HTTPClient, PostgresClient
+//   thin clients     Lanes, Redaction, AccessTokens, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
 //   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
 //                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
-//                    APIService (receiptfleet serve)
+//                    Console (the ops console), APIService (receiptfleet serve, which mounts the console)
 //   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
 //   executables      receiptfleet, queue-benchmark, ledger-benchmark
 let package = Package(
@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.0.0"),
     ],
     targets: [
         // C libraries, found through pkg-config; the apt names tell SwiftPM what to suggest.
@@ -47,6 +48,8 @@ let package = Package(
         .target(name: "Lanes"),
         // Masks the secrets in URLs and conninfo strings, for both clients and every command.
         .target(name: "Redaction"),
+        // Named secret tokens compared in constant time: the API's bearer tokens, the console's operator tokens.
+        .target(name: "AccessTokens", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CCurlShim"]),
         .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes", "Redaction"]),
@@ -85,9 +88,21 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
+        // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
+        // (under /console in receiptfleet serve, or alone in receiptfleet console).
+        .target(name: "Console", dependencies: [
+            "AccessTokens", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
-            "AppStore", "AppStoreClients", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
+            "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
@@ -106,7 +121,7 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "APIService", "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
+            "AccessTokens", "APIService", "Console", "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -165,13 +180,19 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [
-            "APIService", "AppStore", "AppStoreSimulator", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
             "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Fixtures")]),
+        // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
+        .testTarget(name: "ConsoleTests", dependencies: [
+            "AccessTokens", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
             "AppStore", "AppStoreSimulator",
             .product(name: "Crypto", package: "swift-crypto"),

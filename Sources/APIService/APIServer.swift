@@ -1,4 +1,5 @@
 import AppStore
+import Console
 import Metrics
 import Fleet
 import Foundation
@@ -19,6 +20,7 @@ typealias APILanes = LanePool<Connections>
 ///     GET  /v1/subscriptions?original_transaction_id=… | ?account_id=…
 ///     GET  /v1/purchases?transaction_id=… | ?account_id=…   one-time purchases (lifetime, non-renewing)
 ///     POST /v1/notifications/apple         App Store Server Notifications V1 and V2 (no token: Apple signs)
+///     /console                             the ops console, when operator tokens are configured (its own login)
 public final class APIServer: Sendable {
     public static let notificationPath = "/v1/notifications/apple"
 
@@ -34,11 +36,17 @@ public final class APIServer: Sendable {
     /// Apple's authenticated notifications, all together, in this process: they must be taken
     /// when Redis is down too (they are stored in PostgreSQL).
     let notificationLimiter: ClientRateLimiter
+    /// The ops console under /console, with its own login; nil when no operator token is configured.
+    let console: OpsConsole?
 
     /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
     /// Throws when the client rate limit is not a rate (see `RateLimit`).
-    public init(settings: APISettings, fleet: FleetSettings, logger: Logger, metrics: any MetricsFactory = MetricsSystem.factory) throws {
+    public init(
+        settings: APISettings, fleet: FleetSettings, console: ConsoleSettings? = nil, logger: Logger,
+        metrics: any MetricsFactory = MetricsSystem.factory
+    ) throws {
         self.settings = settings
+        self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, logger: logger) }
         self.fleet = fleet
         self.logger = logger
         self.metrics = APIMetrics(factory: metrics)
@@ -56,15 +64,17 @@ public final class APIServer: Sendable {
         let app = Application(
             router: router(),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
+            services: console.map { [$0.sampler] } ?? [],
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         var failure: (any Error)?
         do { try await app.runService() } catch { failure = error }
         // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
         await withCheckedContinuation { finished in
-            Thread { [lanes, clientLimiter] in
+            Thread { [lanes, clientLimiter, console] in
                 lanes.shutdown()
                 clientLimiter.shutdown()
+                console?.shutdown()
                 finished.resume()
             }.start()
         }
@@ -74,7 +84,9 @@ public final class APIServer: Sendable {
     func router() -> Router<APIRequestContext> {
         let router = Router(context: APIRequestContext.self)
         router.add(middleware: ProtectionMiddleware(
-            tokens: settings.tokens, limiter: clientLimiter, trustedProxies: settings.trustedProxies, maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath]))
+            tokens: settings.tokens, limiter: clientLimiter, trustedProxies: settings.trustedProxies, maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath],
+            consoleMounted: console != nil))
+        console?.addRoutes(to: router)
         let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger)
         router.post("/v1/receipts") { request, context in
             let body = try await self.decode(RegistrationRequest.self, from: request)

@@ -1,3 +1,4 @@
+import AccessTokens
 import AppStore
 import Foundation
 import X509
@@ -7,7 +8,7 @@ public struct APISettings: Sendable {
     public var host: String
     /// 0 picks a free port (the server reports the one it bound).
     public var port: Int
-    public var tokens: APITokens
+    public var tokens: NamedTokens
     /// Notifications for other environments are acknowledged and ignored.
     public var notificationEnvironments: Set<AppStoreEnvironment>
     /// The roots a V2 notification's x5c chain must lead to: Apple Root CA - G3
@@ -37,7 +38,7 @@ public struct APISettings: Sendable {
     public var app: String
 
     public init(
-        host: String = "127.0.0.1", port: Int = 8080, tokens: APITokens,
+        host: String = "127.0.0.1", port: Int = 8080, tokens: NamedTokens,
         notificationEnvironments: Set<AppStoreEnvironment> = [.production], trustedRoots: [Certificate] = [],
         bundleIDs: Set<String> = [], appAppleID: Int64? = nil,
         maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40,

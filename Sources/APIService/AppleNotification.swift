@@ -1,3 +1,4 @@
+import AccessTokens
 import AppStore
 import Crypto
 import Foundation

@@ -1,3 +1,4 @@
+import AccessTokens
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -11,15 +12,20 @@ import Logging
 struct ProtectionMiddleware: RouterMiddleware {
     typealias Context = APIRequestContext
 
-    let tokens: APITokens
+    let tokens: NamedTokens
     let limiter: FleetClientLimiter
     let trustedProxies: TrustedProxies
     let maxBodyBytes: Int
     let metrics: APIMetrics
     /// Paths Apple calls, which carry their own proof (a password or a signature) instead of a token.
     let openPaths: Set<String>
+    /// Whether /console is the ops console's, which has its own login and answers with pages.
+    let consoleMounted: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if consoleMounted, request.uri.path == "/console" || request.uri.path.hasPrefix("/console/") {
+            return try await next(request, context)
+        }
         do {
             if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
                 metrics.rejected("body_too_large")

@@ -16,7 +16,7 @@ struct PurchaseView: Encodable, Sendable {
     var purchasedAt: Instant?
     var cancelledAt: Instant?
     var cancellationReason: Int?
-    var entitlement: SubscriptionView.Entitlement
+    var entitlement: Entitlement
     var lastVerifiedAt: Instant
 
     init(_ record: PurchaseRecord) {
@@ -32,7 +32,7 @@ struct PurchaseView: Encodable, Sendable {
         purchasedAt = purchase.purchasedAt
         cancelledAt = purchase.cancellation?.cancelledAt
         cancellationReason = purchase.cancellation?.reason
-        entitlement = SubscriptionView.Entitlement(active: purchase.status == .owned, until: nil)
+        entitlement = Entitlement(active: purchase.status == .owned, until: nil)
         lastVerifiedAt = Instant(record.lastVerifiedAt)
     }
 

@@ -5,13 +5,6 @@ import Ledger
 /// A subscription as the API shows it (docs/openapi.yaml `Subscription`): the stored state, and
 /// the entitlement an app grants by it. Never the receipt.
 struct SubscriptionView: Encodable, Sendable {
-    struct Entitlement: Encodable, Sendable {
-        /// Whether the customer has access now.
-        var active: Bool
-        /// Until when, as far as the fleet knows (the period's end, or the grace period's).
-        var until: Instant?
-    }
-
     struct History: Encodable, Sendable {
         var transactions: [TransactionRecord]
         /// The latest events, newest first.
@@ -57,12 +50,7 @@ struct SubscriptionView: Encodable, Sendable {
         autoRenew = state?.autoRenew
         autoRenewProductID = state?.autoRenewProductID
         gracePeriodExpiresAt = state?.gracePeriodExpiresAt
-        let until: Instant? = switch record.status {
-        case .active: state?.expiresAt
-        case .inGrace: state?.gracePeriodExpiresAt ?? state?.expiresAt
-        default: nil
-        }
-        entitlement = Entitlement(active: until.map { $0 > Instant(now) } ?? false, until: until)
+        entitlement = record.entitlement(at: now)
         lastVerifiedAt = record.lastVerifiedAt.map(Instant.init)
         self.history = history
     }
@@ -95,15 +83,5 @@ struct SubscriptionView: Encodable, Sendable {
         try container.encode(entitlement, forKey: .entitlement)
         try container.encode(lastVerifiedAt, forKey: .lastVerifiedAt)
         try container.encodeIfPresent(history, forKey: .history)
-    }
-}
-
-extension SubscriptionView.Entitlement {
-    enum CodingKeys: String, CodingKey { case active, until }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(active, forKey: .active)
-        try container.encode(until, forKey: .until)
     }
 }

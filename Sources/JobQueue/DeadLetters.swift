@@ -22,17 +22,21 @@ public struct DeadLetterFilter: Sendable, Hashable {
     public var errorClass: String?
     public var runID: String?
     public var subscriptionIDs: Set<Int64>?
+    /// Dead-letter stream entry ids (`DeadLetter.id`): one letter, or a chosen few.
+    public var ids: Set<String>?
 
-    public init(errorClass: String? = nil, runID: String? = nil, subscriptionIDs: Set<Int64>? = nil) {
+    public init(errorClass: String? = nil, runID: String? = nil, subscriptionIDs: Set<Int64>? = nil, ids: Set<String>? = nil) {
         self.errorClass = errorClass
         self.runID = runID
         self.subscriptionIDs = subscriptionIDs
+        self.ids = ids
     }
 
     /// Every dead letter.
     public static let all = DeadLetterFilter()
 
     func matches(_ letter: DeadLetter) -> Bool {
+        if let ids, !ids.contains(letter.id) { return false }
         if let errorClass, letter.failure.errorClass != errorClass { return false }
         if let runID, letter.job?.runID != runID { return false }
         if let subscriptionIDs, !(letter.job.map { subscriptionIDs.contains($0.subscriptionID) } ?? false) {

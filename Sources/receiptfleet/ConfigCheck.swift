@@ -102,6 +102,13 @@ struct Config: ParsableCommand {
                 row("notification-rate-limit", "\(serve.notificationRateLimit)/s, burst \(serve.notificationRateBurst)")
                 row("trusted-proxies", resolved.value("trusted-proxies")?.0 ?? "none (the peer's address is the caller's)")
             }
+            if let console = try resolved.consoleSettings() {
+                print("console-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
+                    + "\(console.operators.names.count) set (masked): \(console.operators.names.joined(separator: ", "))")
+                row("console-secure-cookies", console.secureCookies ? "yes (the session cookie goes over TLS only)" : "no (set it behind TLS)")
+            } else {
+                print("console-tokens".padding(toLength: 30, withPad: " ", startingAt: 0) + "not set (no ops console)")
+            }
             if let warning = settings.visibilityTimeoutWarning { print("warning: \(warning)") }
             do {
                 for warning in try redisDurabilityWarnings(settings) { print("warning: \(warning)") }

@@ -19,6 +19,7 @@ struct Dead: ParsableCommand {
               receiptfleet dead list --error-class apple.21002
               receiptfleet dead replay --run 2026-11-23
               receiptfleet dead purge --subscription 42 --subscription 43
+              receiptfleet dead replay --id 1764039600000-0
             """,
         subcommands: [List.self, Replay.self, Purge.self])
 
@@ -32,8 +33,13 @@ struct Dead: ParsableCommand {
         @Option(help: "Only these subscription ids (repeat the option).")
         var subscription: [Int64] = []
 
+        @Option(help: "Only these dead letters, by the id `dead list` prints first (repeat the option).")
+        var id: [String] = []
+
         var value: DeadLetterFilter {
-            DeadLetterFilter(errorClass: errorClass, runID: run, subscriptionIDs: subscription.isEmpty ? nil : Set(subscription))
+            DeadLetterFilter(
+                errorClass: errorClass, runID: run, subscriptionIDs: subscription.isEmpty ? nil : Set(subscription),
+                ids: id.isEmpty ? nil : Set(id))
         }
     }
 

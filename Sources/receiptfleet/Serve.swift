@@ -1,3 +1,4 @@
+import AccessTokens
 import APIService
 import AppStore
 import ArgumentParser
@@ -21,6 +22,9 @@ struct Serve: AsyncParsableCommand {
             show): NAME:TOKEN entries separated by commas or lines. V2 notifications are checked against \
             Apple Root CA - G3, built in (its fingerprint checked), and must be for the app's bundle id \
             (--apple-bundle-id, required for V2); --apple-root-certificate names another root (a test CA).
+
+            With operator tokens (RECEIPTFLEET_CONSOLE_TOKENS or console-tokens-file, never API tokens) it \
+            also serves the ops console under /console (see `receiptfleet console --help`).
 
             Its metrics (receiptfleet_api_* and the fleet-wide gauges), /healthz and /readyz are on \
             --metrics-address, as for every long-running command. Stops on SIGTERM/SIGINT after the \
@@ -54,8 +58,13 @@ struct Serve: AsyncParsableCommand {
         }
         let metrics = ProcessMetrics()
         let metricsServer = try await MetricsServer.start(settings: fleet, metrics: metrics, logger: logger)
-        let server = try APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics.factory)
+        let console = try resolved.consoleSettings()
+        if console == nil {
+            logger.notice("the ops console is off: set RECEIPTFLEET_CONSOLE_TOKENS (or console-tokens-file) to serve it under /console")
+        }
+        let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics.factory)
         try await server.run { port in
+            if console != nil { logger.info("console listening", metadata: ["url": "http://\(settings.host):\(port)/console"]) }
             logger.info("API listening", metadata: [
                 "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
                 "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
@@ -112,12 +121,7 @@ struct APIOptions: ParsableArguments {
 extension ResolvedConfiguration {
     func apiSettings() throws -> APISettings {
         func source(_ key: String) -> String { value(key)?.source ?? "default" }
-        let address = string("address", default: "127.0.0.1:8080")
-        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-              (0...65_535).contains(port), colon > address.startIndex
-        else {
-            throw ConfigurationError(key: "address", source: source("address"), reason: "'\(address)' is not HOST:PORT, e.g. 127.0.0.1:8080")
-        }
+        let (host, port) = try listenAddress(default: "127.0.0.1:8080")
         var environments = Set<AppStoreEnvironment>()
         for name in string("notification-environments", default: "Production").split(separator: ",") {
             guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
@@ -127,7 +131,7 @@ extension ResolvedConfiguration {
             environments.insert(environment)
         }
         return APISettings(
-            host: String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port,
+            host: host, port: port,
             tokens: try apiTokens(), notificationEnvironments: environments,
             trustedRoots: try trustedRoots(),
             bundleIDs: Set(string("apple-bundle-id", default: "").split(separator: ",").map {
@@ -155,24 +159,32 @@ extension ResolvedConfiguration {
 
     /// Like the shared secret: from RECEIPTFLEET_API_TOKENS (or the file's `api-tokens`), or the
     /// file named by `api-tokens-file`; never a flag.
-    private func apiTokens() throws -> APITokens {
-        let text: String
-        let key: String
-        if let (value, _) = value("api-tokens") {
-            (text, key) = (value, "api-tokens")
-        } else if let (path, source) = value("api-tokens-file") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(key: "api-tokens-file", source: source, reason: "cannot read \(path)")
-            }
-            (text, key) = (String(decoding: data, as: UTF8.self), "api-tokens-file")
-        } else {
+    private func apiTokens() throws -> NamedTokens {
+        guard let tokens = try namedTokens("api-tokens", kind: "API tokens") else {
             throw ConfigurationError(key: "api-tokens", source: "default", reason:
                 "serve needs API tokens: set RECEIPTFLEET_API_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with api-tokens-file")
         }
+        return tokens
+    }
+
+    /// NAME:TOKEN entries from `key` (RECEIPTFLEET_KEY, or the file's) or from the file named by
+    /// `key-file`; never a flag, which `ps` would show. nil when neither is set.
+    func namedTokens(_ key: String, kind: String) throws -> NamedTokens? {
+        let (text, setting): (String, (key: String, source: String))
+        if let (value, source) = value(key) {
+            (text, setting) = (value, (key, source))
+        } else if let (path, source) = value(key + "-file") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(key: key + "-file", source: source, reason: "cannot read \(path)")
+            }
+            (text, setting) = (String(decoding: data, as: UTF8.self), (key + "-file", source))
+        } else {
+            return nil
+        }
         do {
-            return try APITokens(parsing: text)
+            return try NamedTokens(parsing: text, kind: kind)
         } catch {
-            throw ConfigurationError(key: key, source: value(key)?.source ?? "default", reason: error.message)
+            throw ConfigurationError(key: setting.key, source: setting.source, reason: error.message)
         }
     }
 }

@@ -48,8 +48,9 @@ struct Status: ParsableCommand {
         func line(_ label: String, _ text: String) {
             lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + text)
         }
-        func list(_ counts: [String: Int]) -> String {
-            counts.isEmpty ? "-" : counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        func list(_ counts: [String: Int]?) -> String {
+            guard let counts else { return "-" }
+            return counts.isEmpty ? "-" : counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
         let delayed = queue.delayedDue + queue.delayedLater
         line("queue", "\(queue.ready) ready (\(queue.readyHigh) high priority), \(queue.reserved) reserved, "
@@ -73,7 +74,7 @@ struct Status: ParsableCommand {
         line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
         line("apple", list(status.appleStatusLastMinute))
         line("subscriptions", list(status.subscriptions))
-        line("due now", "\(status.dueNow)")
+        line("due now", status.dueNow.map(String.init) ?? "-")
         line("events (1 h)", list(status.eventsLastHour))
         let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
         line("outbox", "\(status.outbox.unpublished) unpublished" + lag)

@@ -1,3 +1,4 @@
+import AccessTokens
 import APIService
 import AppStore
 import AppStoreSimulator
@@ -56,7 +57,7 @@ struct APIHarness: Sendable {
                 configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
-                    port: 0, tokens: try APITokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
+                    port: 0, tokens: try NamedTokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
                     trustedRoots: [ca.root], bundleIDs: ["com.example.app"], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
                 configure(&settings)
                 let metrics = TestMetrics()

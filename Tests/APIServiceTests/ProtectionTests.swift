@@ -1,3 +1,4 @@
+import AccessTokens
 import APIService
 import Foundation
 import Testing
@@ -53,9 +54,9 @@ import Testing
     }
 
     @Test func tokensAreCheckedWhenConfigured() throws {
-        #expect(throws: APITokensError.self) { try APITokens(parsing: "backend:short") }
-        #expect(throws: APITokensError.self) { try APITokens(parsing: "no-colon-here-at-all-0123456789") }
-        let tokens = try APITokens(parsing: "backend:0123456789abcdef0123,support:fedcba9876543210fedc")
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "backend:short") }
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "no-colon-here-at-all-0123456789") }
+        let tokens = try NamedTokens(parsing: "backend:0123456789abcdef0123,support:fedcba9876543210fedc")
         #expect(tokens.client(presenting: "fedcba9876543210fedc") == "support")
         #expect(tokens.client(presenting: "0123456789abcdef012") == nil)
         #expect(!"\(tokens)".contains("0123456789abcdef"))

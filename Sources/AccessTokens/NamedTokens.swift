@@ -1,42 +1,47 @@
 import Crypto
+import Foundation
 
-/// The bearer tokens that may call the API, each with a name for logs and rate limits. Tokens
-/// come from configuration (RECEIPTFLEET_API_TOKENS or the file named by `api-tokens-file`),
-/// never from a flag; they print redacted, and only their names are ever logged.
-public struct APITokens: Sendable, CustomStringConvertible {
+/// Secret tokens, each with a name for logs and rate limits: the API's bearer tokens and the ops
+/// console's operator tokens (two settings, never shared). Tokens come from configuration (an
+/// environment variable or a file), never from a flag; they print redacted, and only their names
+/// are ever logged.
+public struct NamedTokens: Sendable, CustomStringConvertible {
     private struct Entry: Sendable {
         let name: String
         let digest: [UInt8]
     }
 
     private let entries: [Entry]
+    /// What they are, for messages: "API tokens", "console tokens".
+    private let kind: String
 
     /// The shortest token accepted: shorter ones are guessable.
     public static let minimumLength = 16
 
     /// Reads `name:token` entries separated by commas or new lines, e.g.
     /// `backend:9f2c…,support:51ab…`. Names are letters, digits, `.`, `_` or `-`.
-    public init(parsing text: String) throws(APITokensError) {
+    public init(parsing text: String, kind: String = "API tokens") throws(NamedTokensError) {
         var entries: [Entry] = []
         let items = text.split(whereSeparator: { $0 == "," || $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }
         for (index, item) in items.enumerated() where !item.isEmpty {
             guard let colon = item.firstIndex(of: ":") else {
-                throw APITokensError("entry \(index + 1) is not NAME:TOKEN")
+                throw NamedTokensError(kind, "entry \(index + 1) is not NAME:TOKEN")
             }
             let name = String(item[..<colon])
             let token = item[item.index(after: colon)...]
             guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
-                throw APITokensError("entry \(index + 1) has a name that is not 1 to 64 letters, digits, '.', '_' or '-'")
+                throw NamedTokensError(kind, "entry \(index + 1) has a name that is not 1 to 64 letters, digits, '.', '_' or '-'")
             }
             guard token.count >= Self.minimumLength, !token.contains(where: \.isWhitespace) else {
-                throw APITokensError("the token named '\(name)' is shorter than \(Self.minimumLength) characters or holds spaces; "
+                throw NamedTokensError(kind, "the token named '\(name)' is shorter than \(Self.minimumLength) characters or holds spaces; "
                     + "make one with `openssl rand -hex 32`")
             }
-            guard !entries.contains(where: { $0.name == name }) else { throw APITokensError("the name '\(name)' is given twice") }
+            guard !entries.contains(where: { $0.name == name }) else { throw NamedTokensError(kind, "the name '\(name)' is given twice") }
             entries.append(Entry(name: name, digest: Array(SHA256.hash(data: Array(token.utf8)))))
         }
-        guard !entries.isEmpty else { throw APITokensError("no token is given") }
+        guard !entries.isEmpty else { throw NamedTokensError(kind, "no token is given") }
         self.entries = entries
+        self.kind = kind
     }
 
     /// The name of the token `presented`, or nil. Compares in constant time: every configured
@@ -50,18 +55,22 @@ public struct APITokens: Sendable, CustomStringConvertible {
 
     public var names: [String] { entries.map(\.name) }
 
-    public var description: String { "<\(entries.count) API tokens (\(names.joined(separator: ", "))), redacted>" }
+    public var description: String { "<\(entries.count) \(kind) (\(names.joined(separator: ", "))), redacted>" }
 }
 
-public struct APITokensError: Error, Sendable, CustomStringConvertible {
+public struct NamedTokensError: Error, Sendable, CustomStringConvertible {
+    public let kind: String
     public let message: String
-    init(_ message: String) { self.message = message }
-    public var description: String { "API tokens: \(message)" }
+    init(_ kind: String, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+    public var description: String { "\(kind): \(message)" }
 }
 
 /// Whether two SHA-256 digests are equal, in time that does not depend on where they differ.
 /// Secrets are compared as digests, so their lengths do not show either.
-func digestsEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+public func digestsEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     var difference: UInt8 = 0
     for index in a.indices { difference |= a[index] ^ b[index] }

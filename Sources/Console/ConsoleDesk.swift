@@ -1,0 +1,31 @@
+import EventRelay
+import Fleet
+import JobQueue
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// A console lane's own connections: everything a page reads or an action changes, used from
+/// that lane's thread only. `status` is the reading `receiptfleet status` and the metrics use.
+final class ConsoleDesk {
+    let status: FleetStatusReader
+    let store: ConsoleStore
+    let queue: JobQueue
+    let gate: FleetGate
+    let ledger: Ledger
+    let webhooks: WebhookRegistry
+    let settings: FleetSettings
+
+    init(settings: FleetSettings) throws {
+        self.settings = settings
+        status = FleetStatusReader(settings: settings)
+        let redis = try RedisConnection(settings.redisConfiguration())
+        let keys = try QueueKeys(prefix: settings.keyPrefix)
+        store = ConsoleStore(connection: redis, prefix: settings.keyPrefix)
+        queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -8))
+        gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit)
+        let database = try PostgresConnection(configuration: settings.postgresConfiguration())
+        ledger = Ledger(database)
+        webhooks = WebhookRegistry(database: database)
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import Lanes
+import Logging
+import ServiceLifecycle
+
+/// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps an hour
+/// of them in Redis for the console's charts. Every replica runs one; the store keeps one sample
+/// per interval whichever replica comes first, so the charts are the same on every replica.
+public struct ConsoleSampler: Service {
+    let lanes: LanePool<ConsoleDesk>
+    let interval: Duration
+    let logger: Logger
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await takeSample()
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One sample; a fleet that cannot be read leaves a gap in the charts, and a line in the log.
+    func takeSample() async {
+        let interval = self.interval
+        do {
+            try await lanes.run { desk in
+                let status = try desk.status.read(.live).status()
+                let queue = status.queue
+                try desk.store.addSample(
+                    ConsoleSample(at: 0, ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
+                                  dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted),
+                    interval: interval, keep: .seconds(3_600) + interval * 2)
+            }
+        } catch {
+            logger.warning("console: no sample of the fleet this time", metadata: ["error": "\(error)"])
+        }
+    }
+}

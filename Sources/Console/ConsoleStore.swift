@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import JobQueue
+import RedisClient
+
+/// What the console keeps in Redis, so that every `serve` replica shows the same page: operators'
+/// sessions, and an hour of samples of the fleet's status for the charts. Blocking: used on a lane.
+///
+/// Keys (all under the deployment's hash tag, so they work on Redis Cluster):
+///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF", expiring with the session
+///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms)
+struct ConsoleStore {
+    let connection: RedisConnection
+    let prefix: String
+
+    // MARK: Sessions
+
+    /// A logged-in operator: who, and the token every form of theirs must carry back.
+    struct Session: Sendable, Equatable {
+        var operatorName: String
+        var csrfToken: String
+    }
+
+    /// Starts a session for `operatorName`; returns its id (the cookie's value), which is stored
+    /// only as its SHA-256 digest, so that Redis's contents do not let anyone in.
+    func startSession(for operatorName: String, lifetime: Duration) throws -> (id: String, session: Session) {
+        let id = Self.randomToken()
+        let session = Session(operatorName: operatorName, csrfToken: Self.randomToken())
+        try connection.command(
+            "SET", sessionKey(id), "\(session.operatorName) \(session.csrfToken)", "PX", lifetime.wholeMilliseconds)
+        return (id, session)
+    }
+
+    /// The session with this id, or nil when it never was, has expired or was ended.
+    func session(id: String) throws -> Session? {
+        guard Self.isToken(id), let value = try connection.command("GET", sessionKey(id)).string else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { return nil }
+        return Session(operatorName: parts[0], csrfToken: parts[1])
+    }
+
+    func endSession(id: String) throws {
+        guard Self.isToken(id) else { return }
+        try connection.command("DEL", sessionKey(id))
+    }
+
+    private func sessionKey(_ id: String) -> String {
+        "\(prefix):console:session:" + SHA256.hash(data: Array(id.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// 32 random bytes, hex: a session id or a CSRF token.
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    static func isToken(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    // MARK: Samples
+
+    private var samplesKey: String { "\(prefix):console:samples" }
+
+    /// Adds `sample` for the current bucket of `interval` (by Redis's clock) unless a replica
+    /// already did, and drops samples older than `keep`. Returns whether it was added.
+    @discardableResult
+    func addSample(_ sample: ConsoleSample, interval: Duration, keep: Duration) throws -> Bool {
+        try connection.run(
+            Self.addSampleScript, keys: [samplesKey],
+            arguments: [interval.wholeMilliseconds, keep.wholeMilliseconds, sample.fields]).int == 1
+    }
+
+    /// The samples of the last `window`, oldest first.
+    func samples(within window: Duration) throws -> [ConsoleSample] {
+        let now = try connection.command("TIME").array?.first?.string.flatMap { Int64($0) } ?? 0
+        let reply = try connection.command("ZRANGEBYSCORE", samplesKey, (now * 1000) - window.wholeMilliseconds, "+inf", "WITHSCORES")
+        guard let flat = reply.array else { return [] }
+        return stride(from: 0, to: flat.count - 1, by: 2).compactMap { index in
+            guard let fields = flat[index].string, let at = flat[index + 1].string.flatMap(Double.init) else { return nil }
+            return ConsoleSample(at: Int64(at), fields: fields)
+        }
+    }
+
+    /// KEYS[1]  the samples' sorted set
+    /// ARGV[1]  the bucket width in ms; ARGV[2] how long samples are kept, in ms; ARGV[3] the sample's fields
+    /// Adds ARGV[3] scored by the current bucket (Redis's clock), member "BUCKET|FIELDS", unless the
+    /// bucket has a sample already; removes samples older than ARGV[2]. Returns 1 if it added, else 0.
+    static let addSampleScript = RedisScript("""
+        local clock = redis.call('TIME')
+        local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+        local width = tonumber(ARGV[1])
+        local bucket = now - (now % width)
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[2])))
+        if redis.call('ZCOUNT', KEYS[1], bucket, bucket) > 0 then return 0 end
+        local text = string.format('%d', bucket)
+        redis.call('ZADD', KEYS[1], text, text .. '|' .. ARGV[3])
+        return 1
+        """)
+}
+
+/// The fleet at one moment, as the charts need it.
+struct ConsoleSample: Sendable, Equatable {
+    /// The bucket's start, ms since the epoch (Redis's clock).
+    var at: Int64
+    var ready: Int
+    var reserved: Int
+    var delayed: Int
+    var dead: Int
+    /// Tokens the fleet-wide limiter has ever granted: the rate between two samples is Apple's request rate.
+    var tokensGranted: Int64
+
+    init(at: Int64, ready: Int, reserved: Int, delayed: Int, dead: Int, tokensGranted: Int64) {
+        (self.at, self.ready, self.reserved, self.delayed, self.dead, self.tokensGranted) = (at, ready, reserved, delayed, dead, tokensGranted)
+    }
+
+    /// Jobs not yet settled: the chart's queue depth.
+    var depth: Int { ready + reserved + delayed }
+
+    /// "ready reserved delayed dead granted", as stored after the bucket.
+    var fields: String { "\(ready) \(reserved) \(delayed) \(dead) \(tokensGranted)" }
+
+    /// Reads a stored member ("BUCKET|FIELDS"); nil when it is not one.
+    init?(at: Int64, fields member: String) {
+        guard let bar = member.firstIndex(of: "|") else { return nil }
+        let numbers = member[member.index(after: bar)...].split(separator: " ").compactMap { Int64($0) }
+        guard numbers.count == 5 else { return nil }
+        self.init(at: at, ready: Int(numbers[0]), reserved: Int(numbers[1]), delayed: Int(numbers[2]),
+                  dead: Int(numbers[3]), tokensGranted: numbers[4])
+    }
+}

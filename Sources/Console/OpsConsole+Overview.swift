@@ -1,0 +1,64 @@
+import Fleet
+import Foundation
+import Hummingbird
+
+/// The overview, and pausing and resuming the fleet.
+extension OpsConsole {
+    func overview(_ request: Request) async throws -> Response {
+        let viewer = try await viewer(request)
+        let (status, samples) = try await lanes.run { desk in
+            (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)))
+        }
+        return page("overview", OverviewView(status: status, samples: samples, now: Date(), viewer: viewer, notice: Notice(request)?.text))
+    }
+
+    /// Halts the fleet, as `receiptfleet pause` does.
+    func pause(_ request: Request) async throws -> Response {
+        let (who, form) = try await operatorActing(request)
+        let typed = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let reason = String((typed.isEmpty ? "paused from the console" : typed).prefix(200)) + " (by \(who.name))"
+        try await lanes.run { desk in try desk.gate.halt(reason: reason) }
+        logger.notice("console: paused the fleet", metadata: ["operator": "\(who.name)", "reason": "\(reason)"])
+        return Self.redirect(to: "/console?done=paused")
+    }
+
+    /// Lifts a pause at once; a halt only once the operator has confirmed it (the confirmation
+    /// page names the halt's reason), as `receiptfleet resume` does.
+    func resume(_ request: Request) async throws -> Response {
+        let (who, form) = try await operatorActing(request)
+        let fleet = self.fleet
+        if form["confirm"] != "yes", let reason = try await lanes.run({ desk in try desk.status.read(.live).status().queue.haltedReason }) {
+            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, reason: reason))
+        }
+        let replayed = try await lanes.run { _ in try resumeFleet(settings: fleet) }
+        logger.notice("console: resumed the fleet", metadata: ["operator": "\(who.name)", "replayed": "\(replayed)"])
+        return Self.redirect(to: "/console?done=resumed")
+    }
+}
+
+struct ConfirmResumeView {
+    let title = "Resume from a halt?"
+    var operatorName: String
+    var csrf: String
+    var reason: String
+}
+
+/// What an action did, carried to the next page in the redirect's query as a fixed code and a
+/// count, never as text: a link cannot make the console say anything else.
+struct Notice {
+    var text: String
+
+    init?(_ request: Request) {
+        let query = request.uri.queryParameters
+        let count = query["n"].flatMap { Int($0) } ?? 0
+        switch query["done"].map(String.init) {
+        case "paused": text = "The fleet is paused: workers keep their jobs until you resume."
+        case "resumed": text = "The fleet is running."
+        case "replayed": text = "Replayed \(count) dead letter\(count == 1 ? "" : "s"): they are queued again."
+        case "purged": text = "Purged \(count) dead letter\(count == 1 ? "" : "s")."
+        case "verified": text = "Verified with Apple just now."
+        case "not-verified": text = "Not verified: the fleet is paused or halted, or Apple did not answer usefully; see the verifications below."
+        default: return nil
+        }
+    }
+}

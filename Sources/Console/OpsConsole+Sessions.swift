@@ -1,0 +1,97 @@
+import AccessTokens
+import Crypto
+import Foundation
+import Hummingbird
+
+/// Logging in with an operator token, the session cookie, and the CSRF token every action carries.
+extension OpsConsole {
+    static let cookieName = "rf_console"
+
+    /// The operator behind a request's session cookie: who, the session's CSRF token, and its id.
+    struct Operator: Sendable {
+        var name: String
+        var csrf: String
+        var sessionID: String
+    }
+
+    func loginPage(_ request: Request) async throws -> Response {
+        page("login", LoginView(problem: nil))
+    }
+
+    func logIn(_ request: Request) async throws -> Response {
+        let form = try await Form(request)
+        guard let name = settings.operators.client(presenting: form["token"] ?? "") else {
+            // Slows guessing down; a real token is 16 characters or more, so guessing cannot win anyway.
+            try await Task.sleep(for: .seconds(1))
+            logger.warning("console: a login with a token that is not an operator's")
+            return page("login", LoginView(problem: "That is not an operator token. Operator tokens are set by console-tokens, not api-tokens."),
+                        status: .unauthorized)
+        }
+        let lifetime = settings.sessionLifetime
+        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: name, lifetime: lifetime) }
+        logger.notice("console: logged in", metadata: ["operator": "\(name)"])
+        return Self.redirect(to: "/console", cookie: sessionCookie(id, maxAge: Int(lifetime.components.seconds)))
+    }
+
+    func logOut(_ request: Request) async throws -> Response {
+        let who = try await operatorActing(request)
+        try await lanes.run { desk in try desk.store.endSession(id: who.operator.sessionID) }
+        logger.notice("console: logged out", metadata: ["operator": "\(who.operator.name)"])
+        return Self.redirect(to: "/console/login", cookie: sessionCookie("", maxAge: 0))
+    }
+
+    /// The operator looking at a page; throws `ConsoleProblem.loginNeeded` without a live session.
+    func viewer(_ request: Request) async throws -> Operator {
+        guard let id = request.cookies[Self.cookieName]?.value, !id.isEmpty,
+              let session = try await lanes.run({ desk in try desk.store.session(id: id) })
+        else { throw ConsoleProblem.loginNeeded }
+        return Operator(name: session.operatorName, csrf: session.csrfToken, sessionID: id)
+    }
+
+    /// The operator posting a form, and the form: its CSRF token must be the session's.
+    func operatorActing(_ request: Request) async throws -> (operator: Operator, form: Form) {
+        let who = try await viewer(request)
+        let form = try await Form(request)
+        guard let presented = form["csrf"], digestsEqual(Self.digest(presented), Self.digest(who.csrf)) else {
+            logger.warning("console: a form with a stale or missing CSRF token", metadata: ["operator": "\(who.name)", "path": "\(request.uri.path)"])
+            throw ConsoleProblem.staleForm
+        }
+        return (who, form)
+    }
+
+    private func sessionCookie(_ value: String, maxAge: Int) -> Cookie {
+        Cookie(name: Self.cookieName, value: value, maxAge: maxAge, path: "/console", secure: settings.secureCookies,
+               httpOnly: true, sameSite: .strict)
+    }
+
+    private static func digest(_ text: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(text.utf8)))
+    }
+}
+
+struct LoginView {
+    let title = "Log in"
+    var problem: String?
+}
+
+/// A posted form (application/x-www-form-urlencoded), at most 16 KiB.
+struct Form: Sendable {
+    private var fields: [String: String] = [:]
+
+    init(_ request: Request) async throws {
+        let body = try await request.body.collect(upTo: 16 * 1024)
+        for pair in String(buffer: body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : "") else {
+                throw ConsoleProblem.badRequest("The form could not be read; reload the page and try again.")
+            }
+            if fields[name] == nil { fields[name] = value }
+        }
+    }
+
+    private static func decode(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    subscript(_ name: String) -> String? { fields[name] }
+}

@@ -1,0 +1,149 @@
+import Fleet
+import Foundation
+import Hummingbird
+import Ledger
+
+/// Looking a subscription up by id or original_transaction_id: its state, entitlement and event
+/// timeline; verifying it now.
+extension OpsConsole {
+    func findSubscription(_ request: Request) async throws -> Response {
+        let viewer = try await viewer(request)
+        let query = (request.uri.queryParameters["q"].map(String.init) ?? "").trimmingCharacters(in: .whitespaces)
+        guard !query.isEmpty else {
+            return page("subscriptions", SubscriptionPageView(viewer: viewer, query: "", notice: nil))
+        }
+        let found = try await lanes.run { desk -> [SubscriptionRecord] in
+            let byID = try Int64(query).flatMap { try desk.ledger.subscription(id: $0) }.map { [$0] } ?? []
+            let byTransaction = try desk.ledger.subscriptions(originalTransactionID: query)
+            return byID + byTransaction.filter { candidate in !byID.contains { $0.id == candidate.id } }
+        }
+        switch found.count {
+        case 0:
+            throw ConsoleProblem.notFound("No subscription has the id or original_transaction_id '\(query.prefix(80))'.")
+        case 1:
+            return Self.redirect(to: "/console/subscriptions/\(found[0].id)")
+        default:
+            var view = SubscriptionPageView(viewer: viewer, query: query, notice: nil)
+            view.choices = .init(items: found.map { .init(id: $0.id, app: $0.app, environment: $0.environment.rawValue) })
+            return page("subscriptions", view)
+        }
+    }
+
+    func subscription(_ request: Request, id text: String) async throws -> Response {
+        let viewer = try await viewer(request)
+        let id = try Self.subscriptionID(text)
+        guard let detail = try await lanes.run({ desk in try desk.ledger.detail(id: id, events: 100, verifications: 10) }) else {
+            throw ConsoleProblem.notFound("No subscription has id \(id).")
+        }
+        var view = SubscriptionPageView(viewer: viewer, query: String(id), notice: Notice(request)?.text)
+        view.subscription = .init(detail, now: Date())
+        return page("subscriptions", view)
+    }
+
+    /// Verifies the subscription with Apple now, by the worker's own use case (`receiptfleet verify`).
+    func verify(_ request: Request, id text: String) async throws -> Response {
+        let (who, _) = try await operatorActing(request)
+        let id = try Self.subscriptionID(text)
+        let (fleet, logger) = (self.fleet, self.logger)
+        let settlement = try await lanes.run { desk -> Settlement? in
+            guard try desk.ledger.subscription(id: id) != nil else { return nil }
+            return try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: logger)
+        }
+        guard let settlement else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
+        logger.notice("console: verified a subscription now", metadata: [
+            "operator": "\(who.name)", "subscription": "\(id)", "result": "\(settlement)",
+        ])
+        let verified = if case .ack = settlement { true } else { false }
+        return Self.redirect(to: "/console/subscriptions/\(id)?done=\(verified ? "verified" : "not-verified")")
+    }
+
+    private static func subscriptionID(_ text: String) throws -> Int64 {
+        guard let id = Int64(text), id > 0 else {
+            throw ConsoleProblem.notFound("'\(text.prefix(40))' is not a subscription id (a positive whole number).")
+        }
+        return id
+    }
+}
+
+struct SubscriptionPageView {
+    let title = "Subscriptions"
+    let onSubscriptions = true
+    var operatorName: String
+    var csrf: String
+    var notice: String?
+    var query: String
+    var subscription: Subscription?
+    var choices: Choices?
+
+    init(viewer: OpsConsole.Operator, query: String, notice: String?) {
+        (operatorName, csrf, self.query, self.notice) = (viewer.name, viewer.csrf, query, notice)
+    }
+
+    struct Choices {
+        var items: [Item]
+        struct Item {
+            var id: Int64
+            var app: String
+            var environment: String
+        }
+    }
+
+    struct Subscription {
+        var id: Int64
+        var originalTransactionID: String
+        var app: String
+        var environment: String
+        var backend: String
+        var account: String
+        var status: String
+        var entitlement: String
+        var product: String
+        var autoRenew: String
+        var lastVerified: String
+        var nextCheck: String
+        var events: [Event]
+        var verifications: [Attempt]
+
+        struct Event {
+            var type: String
+            var occurredAt: String
+            var delivery: String
+        }
+
+        struct Attempt {
+            var at: String
+            var outcome: String
+            var backend: String
+            var apple: String
+            var error: String
+        }
+
+        init(_ detail: SubscriptionDetail, now: Date) {
+            let record = detail.subscription
+            id = record.id
+            originalTransactionID = record.originalTransactionID
+            app = record.app
+            environment = record.environment.rawValue
+            backend = record.backend.map { "\($0)" } ?? "the deployment's default"
+            account = record.accountID ?? "-"
+            status = record.status?.rawValue ?? "unverified"
+            let entitlement = record.entitlement(at: now)
+            self.entitlement = entitlement.active
+                ? "active" + (entitlement.until.map { " until \($0)" } ?? "")
+                : "none"
+            product = record.state?.productID ?? "-"
+            autoRenew = record.state?.autoRenew.map { $0 ? "on" : "off" } ?? "-"
+            lastVerified = record.lastVerifiedAt.map { OverviewView.time($0) + " (\(record.lastOutcome?.rawValue ?? "-"))" } ?? "never"
+            nextCheck = record.nextCheckAt.map(OverviewView.time) ?? "on notification only"
+            events = detail.events.map { stored in
+                Event(type: stored.event.type.rawValue, occurredAt: "\(stored.event.occurredAt)",
+                      delivery: stored.publishedAt == nil ? "not yet published" : "published")
+            }
+            verifications = detail.verifications.map { attempt in
+                Attempt(at: OverviewView.time(attempt.attemptedAt), outcome: attempt.outcome.rawValue,
+                        backend: attempt.backend.map { "\($0)" } ?? "-", apple: attempt.appleStatus.map(String.init) ?? "-",
+                        error: attempt.error ?? "")
+            }
+        }
+    }
+}

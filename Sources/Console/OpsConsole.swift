@@ -1,0 +1,101 @@
+import Fleet
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Lanes
+import Logging
+import Mustache
+
+/// The ops console (docs/operations.md): one web page of the queue, Apple, dead letters,
+/// subscriptions and webhooks, with the operator's actions. `receiptfleet serve` mounts it under
+/// /console; `receiptfleet console` serves it alone (`ConsoleServer`).
+///
+///     GET  /console                      the queue, Apple, tonight's run; pause and resume
+///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…); replay, purge
+///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id}
+///     GET  /console/webhooks             endpoints and their delivery health
+///     GET|POST /console/login, POST /console/logout
+///
+/// Every number comes from `FleetStatusReader`, as in `receiptfleet status` and the metrics. The
+/// pages read and act on lanes (threads with their own connections), never on Swift's cooperative pool.
+public final class OpsConsole: Sendable {
+    let settings: ConsoleSettings
+    let fleet: FleetSettings
+    let logger: Logger
+    let lanes: LanePool<ConsoleDesk>
+    let pages: MustacheLibrary
+    /// Samples the fleet for the charts while the server runs: add it to the application's services.
+    public let sampler: ConsoleSampler
+
+    public init(settings: ConsoleSettings, fleet: FleetSettings, logger: Logger) throws {
+        self.settings = settings
+        self.fleet = fleet
+        self.logger = logger
+        pages = try Templates.library()
+        lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet) }
+        sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, logger: logger)
+    }
+
+    /// Closes the lanes' connections; blocks until the work in hand is done (call it off the cooperative pool).
+    public func shutdown() {
+        lanes.shutdown()
+    }
+
+    /// Adds the console's routes, all under /console, to `router`.
+    public func addRoutes<Context: RequestContext>(to router: some RouterMethods<Context>) {
+        let console = router.group("/console").add(middleware: ConsolePagesMiddleware<Context>(console: self))
+        console.get("/assets/console.css") { _, _ in Self.asset(Assets.css, type: "text/css; charset=utf-8") }
+        console.get("/assets/console.js") { _, _ in Self.asset(Assets.javascript, type: "text/javascript; charset=utf-8") }
+        console.get("/login") { request, _ in try await self.loginPage(request) }
+        console.post("/login") { request, _ in try await self.logIn(request) }
+        console.post("/logout") { request, _ in try await self.logOut(request) }
+        console.get { request, _ in try await self.overview(request) }
+        console.post("/gate/pause") { request, _ in try await self.pause(request) }
+        console.post("/gate/resume") { request, _ in try await self.resume(request) }
+        console.get("/dead") { request, _ in try await self.deadLetters(request) }
+        console.post("/dead/replay") { request, _ in try await self.replayDeadLetters(request) }
+        console.post("/dead/purge") { request, _ in try await self.purgeDeadLetters(request) }
+        console.get("/subscriptions") { request, _ in try await self.findSubscription(request) }
+        console.get("/subscriptions/:id") { request, context in
+            try await self.subscription(request, id: context.parameters.get("id") ?? "")
+        }
+        console.post("/subscriptions/:id/verify") { request, context in
+            try await self.verify(request, id: context.parameters.get("id") ?? "")
+        }
+        console.get("/webhooks") { request, _ in try await self.webhooks(request) }
+        console.get("**") { request, _ -> Response in
+            throw ConsoleProblem.notFound("There is no console page at \(request.uri.path).")
+        }
+    }
+
+    // MARK: Rendering
+
+    /// A page: the template's output with the headers every console page carries.
+    func page(_ template: String, _ view: Any, status: HTTPResponse.Status = .ok) -> Response {
+        let html = pages.render(view, withTemplate: template) ?? "template \(template) is missing"
+        return Response(status: status, headers: Self.pageHeaders, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    static func redirect(to location: String, cookie: Cookie? = nil) -> Response {
+        var response = Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+        if let cookie { response.setCookie(cookie) }
+        return response
+    }
+
+    private static func asset(_ text: String, type: String) -> Response {
+        Response(status: .ok, headers: [.contentType: type, .cacheControl: "max-age=300", .xContentTypeOptions: "nosniff"],
+                 body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// Nothing from another host, no framing, no caching of pages that show the fleet.
+    static let pageHeaders: HTTPFields = [
+        .contentType: "text/html; charset=utf-8",
+        .contentSecurityPolicy: "default-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        .xContentTypeOptions: "nosniff", .xFrameOptions: "DENY", .referrerPolicy: "same-origin", .cacheControl: "no-store",
+    ]
+}
+
+extension HTTPField.Name {
+    static let xFrameOptions = Self("X-Frame-Options")!
+    static let referrerPolicy = Self("Referrer-Policy")!
+}

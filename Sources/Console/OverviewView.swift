@@ -1,0 +1,133 @@
+import Fleet
+import Foundation
+
+/// The overview page: the queue, Apple, tonight's run; built from one `FleetStatus` reading and
+/// the hour of samples.
+struct OverviewView {
+    let title = "Overview"
+    let onOverview = true
+    var operatorName: String
+    var csrf: String
+    var notice: String?
+    var queue: FleetStatus.Queue
+    var delayed: Int
+    var oldestAge: String
+    var gateText: String
+    var gateClass: String
+    var serverAPIHalt: String?
+    var requestRate: String
+    var rateLimit: String
+    var verifiedLastMinute: Int
+    var answers: [Answer]
+    var run: Run?
+    var depthChart: Chart
+    var rateChart: Chart
+
+    struct Answer {
+        var status: String
+        var meaning: String
+        var count: Int
+    }
+
+    struct Run {
+        var runID: String
+        var found: Int
+        var enqueued: Int
+        var done: Int
+        var percent: Int
+        var eta: String
+    }
+
+    init(status: FleetStatus, samples: [ConsoleSample], now: Date, viewer: OpsConsole.Operator, notice: String?) {
+        operatorName = viewer.name
+        csrf = viewer.csrf
+        self.notice = notice
+        queue = status.queue
+        delayed = status.queue.delayedDue + status.queue.delayedLater
+        oldestAge = status.queue.oldestReadyAgeSeconds.map(Self.duration) ?? "none waiting"
+        if let reason = status.queue.haltedReason {
+            (gateText, gateClass) = ("Halted: \(reason)", "halted")
+        } else if let until = status.queue.pausedUntil {
+            (gateText, gateClass) = ("Paused until \(Self.time(until)): Apple is unavailable; one probe per period finds out when it is back", "paused")
+        } else {
+            (gateText, gateClass) = ("Open: workers call Apple", "open")
+        }
+        serverAPIHalt = status.serverAPI.haltedReason
+
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        let rates = Self.rates(samples)
+        requestRate = rates.last.map { Self.number($0.value) } ?? "-"
+        rateLimit = Self.number(status.rateLimit.perSecond)
+        verifiedLastMinute = status.verifiedLastMinute
+        answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
+            Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
+        }
+        let hour: Int64 = 3_600_000
+        depthChart = Chart(label: "jobs not yet done", values: samples.map { ($0.at, Double($0.depth)) }, now: nowMs, windowMs: hour,
+                           format: { String(Int($0)) })
+        rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Self.number)
+
+        if let last = status.lastSchedulerRun, last.enqueued > 0 {
+            let outstanding = status.queue.outstanding
+            let done = max(0, last.enqueued - outstanding)
+            // At the last minute's pace; none while nothing was verified.
+            let perSecond = Double(status.verifiedLastMinute) / 60
+            let eta: String = if outstanding == 0 {
+                "Done."
+            } else if perSecond > 0 {
+                "Ends around \(Self.time(now + Double(outstanding) / perSecond)) at the last minute's pace."
+            } else {
+                "Nothing was verified in the last minute, so no end can be estimated."
+            }
+            run = Run(runID: last.runID, found: last.found, enqueued: last.enqueued, done: done,
+                      percent: done * 100 / last.enqueued, eta: eta)
+        }
+    }
+
+    /// Apple's request rate between consecutive samples: the limiter's tokens granted per second.
+    static func rates(_ samples: [ConsoleSample]) -> [(at: Int64, value: Double)] {
+        zip(samples, samples.dropFirst()).compactMap { earlier, later in
+            let seconds = Double(later.at - earlier.at) / 1000
+            // A count that fell means Redis lost it: no rate for that step.
+            guard seconds > 0, later.tokensGranted >= earlier.tokensGranted else { return nil }
+            return (later.at, Double(later.tokensGranted - earlier.tokensGranted) / seconds)
+        }
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<120: "\(Int(seconds)) s"
+        case ..<7_200: "\(Int(seconds / 60)) min"
+        default: String(format: "%.1f h", seconds / 3_600)
+        }
+    }
+
+    static func time(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false)) + " UTC"
+    }
+}
+
+/// What Apple's verifyReceipt statuses mean, for the answer mix.
+enum AppleStatusMeaning {
+    static func of(_ status: String) -> String {
+        switch status {
+        case "0": "valid"
+        case "none": "no answer (timeout, error page, connection)"
+        case "21000": "the request was malformed"
+        case "21002": "the receipt data was malformed"
+        case "21003": "the receipt could not be authenticated"
+        case "21004": "the shared secret does not match"
+        case "21005": "Apple's server was unavailable"
+        case "21006": "valid, but the subscription has expired"
+        case "21007": "a sandbox receipt sent to production"
+        case "21008": "a production receipt sent to the sandbox"
+        case "21009": "Apple's internal data access error"
+        case "21010": "the account was not found or was deleted"
+        default: status.hasPrefix("211") ? "Apple's internal error" : "other"
+        }
+    }
+}

@@ -1,0 +1,283 @@
+import Mustache
+
+/// The console's pages as Mustache templates, compiled into the binary so that an installed
+/// `receiptfleet` needs no files beside it. Every page extends `layout`; `{{x}}` escapes HTML.
+enum Templates {
+    static func library() throws -> MustacheLibrary {
+        var library = MustacheLibrary()
+        for (name, text) in [
+            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume),
+            ("dead", dead), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
+        ] {
+            try library.register(text, named: name)
+        }
+        return library
+    }
+
+    static let layout = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{title}} · ReceiptFleet</title>
+        <link rel="stylesheet" href="/console/assets/console.css">
+        <script src="/console/assets/console.js" defer></script>
+        </head>
+        <body>
+        <header>
+          <a class="brand" href="/console">ReceiptFleet</a>
+          {{#operatorName}}
+          <nav>
+            <a href="/console"{{#onOverview}} aria-current="page"{{/onOverview}}>Overview</a>
+            <a href="/console/dead"{{#onDead}} aria-current="page"{{/onDead}}>Dead letters</a>
+            <a href="/console/subscriptions"{{#onSubscriptions}} aria-current="page"{{/onSubscriptions}}>Subscriptions</a>
+            <a href="/console/webhooks"{{#onWebhooks}} aria-current="page"{{/onWebhooks}}>Webhooks</a>
+          </nav>
+          <form method="post" action="/console/logout" class="logout">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            <span>{{operatorName}}</span> <button type="submit">Log out</button>
+          </form>
+          {{/operatorName}}
+        </header>
+        <main>
+        {{#notice}}<p class="notice" role="status" id="notice">{{notice}}</p>{{/notice}}
+        {{$main}}{{/main}}
+        </main>
+        </body>
+        </html>
+        """
+
+    static let login = """
+        {{<layout}}{{$main}}
+        <h1>Log in</h1>
+        {{#problem}}<p class="problem" role="alert" id="problem">{{problem}}</p>{{/problem}}
+        <form method="post" action="/console/login" class="login">
+          <label for="token">Operator token</label>
+          <input id="token" name="token" type="password" autocomplete="current-password" required>
+          <button type="submit">Log in</button>
+        </form>
+        <p class="hint">Operator tokens come from RECEIPTFLEET_CONSOLE_TOKENS or console-tokens-file (NAME:TOKEN); API tokens do not open the console.</p>
+        {{/main}}{{/layout}}
+        """
+
+    static let error = """
+        {{<layout}}{{$main}}
+        <h1 id="error-title">{{heading}}</h1>
+        <p class="problem" id="error-message">{{message}}</p>
+        <p><a href="{{back}}">{{backLabel}}</a></p>
+        {{/main}}{{/layout}}
+        """
+
+    static let overview = """
+        {{<layout}}{{$main}}
+        <div id="live" data-refresh="5">
+        <section aria-labelledby="queue-h">
+          <h2 id="queue-h">Queue</h2>
+          <dl class="figures">
+            <div><dt>Ready</dt><dd id="queue-ready">{{queue.ready}}</dd></div>
+            <div><dt>In flight</dt><dd id="queue-reserved">{{queue.reserved}}</dd></div>
+            <div><dt>Delayed</dt><dd id="queue-delayed">{{delayed}}</dd></div>
+            <div><dt>Dead</dt><dd id="queue-dead"><a href="/console/dead">{{queue.dead}}</a></dd></div>
+            <div><dt>Oldest job</dt><dd id="queue-oldest">{{oldestAge}}</dd></div>
+            <div><dt>Live workers</dt><dd id="queue-workers">{{queue.liveWorkers}}</dd></div>
+          </dl>
+          <figure>
+            <figcaption>Jobs not yet done, last hour (peak {{depthChart.peak}})</figcaption>
+            {{#depthChart}}{{> chart}}{{/depthChart}}
+          </figure>
+          <h3>Tonight's run</h3>
+          {{#run}}
+          <p id="run">Run {{runID}}: {{done}} of {{enqueued}} jobs done ({{found}} due). {{eta}}</p>
+          <progress max="{{enqueued}}" value="{{done}}">{{percent}} %</progress>
+          {{/run}}
+          {{^run}}<p id="run">No scheduler run is recorded yet.</p>{{/run}}
+        </section>
+
+        <section aria-labelledby="apple-h">
+          <h2 id="apple-h">Apple</h2>
+          <p id="gate" class="gate {{gateClass}}">{{gateText}}</p>
+          {{#serverAPIHalt}}<p class="gate halted" id="server-api-gate">App Store Server API halted: {{serverAPIHalt}}</p>{{/serverAPIHalt}}
+          <dl class="figures">
+            <div><dt>Requests per second</dt><dd id="apple-rate">{{requestRate}}</dd></div>
+            <div><dt>Fleet-wide limit</dt><dd id="apple-limit">{{rateLimit}}</dd></div>
+            <div><dt>Verified, last minute</dt><dd id="apple-verified">{{verifiedLastMinute}}</dd></div>
+          </dl>
+          <figure>
+            <figcaption>verifyReceipt requests per second, last hour (limit {{rateLimit}})</figcaption>
+            {{#rateChart}}{{> chart}}{{/rateChart}}
+          </figure>
+          <table id="apple-mix">
+            <caption>Answers in the last minute</caption>
+            <thead><tr><th>Status</th><th>Meaning</th><th>Answers</th></tr></thead>
+            <tbody>
+            {{#answers}}<tr><td>{{status}}</td><td>{{meaning}}</td><td>{{count}}</td></tr>{{/answers}}
+            {{^answers}}<tr><td colspan="3">No answers in the last minute.</td></tr>{{/answers}}
+            </tbody>
+          </table>
+        </section>
+        </div>
+
+        <section aria-labelledby="gate-h">
+          <h2 id="gate-h">Pause and resume</h2>
+          <form method="post" action="/console/gate/pause" class="inline">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            <label for="reason">Reason</label>
+            <input id="reason" name="reason" value="paused from the console" maxlength="200">
+            <button type="submit" id="pause">Pause the fleet</button>
+          </form>
+          <form method="post" action="/console/gate/resume" class="inline">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            <button type="submit" id="resume">Resume</button>
+          </form>
+          <p class="hint">Pausing halts every worker, as <code>receiptfleet pause</code> does; jobs wait, uncharged, until you resume.</p>
+        </section>
+        {{/main}}{{/layout}}
+        """
+
+    /// One line chart: `points` in a 600 × 120 box, drawn as SVG (no script, no other host).
+    static let chart = """
+        <svg class="chart" viewBox="0 0 600 120" preserveAspectRatio="none" role="img" aria-label="{{label}}">
+          <polyline points="{{points}}" />
+        </svg>
+        """
+
+    static let confirmResume = """
+        {{<layout}}{{$main}}
+        <h1>Resume from a halt?</h1>
+        <p class="problem" id="halt-reason">The fleet is halted: {{reason}}</p>
+        <p>A fleet halts itself when Apple says its configuration is wrong (a wrong shared secret, 21004), so that no
+        subscription is marked invalid for it. Resume only once the cause is fixed.</p>
+        <form method="post" action="/console/gate/resume">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="confirm" value="yes">
+          <button type="submit" id="confirm-resume">Resume from the halt</button>
+          <a href="/console">Cancel</a>
+        </form>
+        {{/main}}{{/layout}}
+        """
+
+    static let dead = """
+        {{<layout}}{{$main}}
+        <h1>Dead letters</h1>
+        <form method="get" action="/console/dead" class="filters">
+          <label>Error class <input name="error_class" value="{{filter.errorClass}}" placeholder="apple.21002"></label>
+          <label>Run <input name="run" value="{{filter.run}}" placeholder="2026-11-24"></label>
+          <label>Subscription <input name="subscription" value="{{filter.subscription}}" inputmode="numeric"></label>
+          <button type="submit">Filter</button>
+        </form>
+        <p id="dead-count">{{summary}}</p>
+        {{#hasLetters}}
+        <div class="actions">
+          <form method="post" action="/console/dead/replay" class="inline">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            {{#filter}}{{> filter-fields}}{{/filter}}
+            <button type="submit" id="replay-matching">Replay {{scope}}</button>
+          </form>
+          <form method="post" action="/console/dead/purge" class="inline">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            {{#filter}}{{> filter-fields}}{{/filter}}
+            <label><input type="checkbox" name="confirm" value="yes" required> I mean it</label>
+            <button type="submit" id="purge-matching" class="danger">Purge {{scope}}</button>
+          </form>
+        </div>
+        <div class="scroll">
+        <table id="dead-letters">
+          <thead><tr><th>Subscription</th><th>Run</th><th>Reason</th><th>Attempts</th><th>Last error</th><th>Buried</th><th></th></tr></thead>
+          <tbody>
+          {{#letters}}
+          <tr data-id="{{id}}">
+            <td>{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</td>
+            <td>{{run}}</td><td>{{errorClass}}</td><td>{{attempts}}</td><td class="message">{{message}}</td><td>{{buried}}</td>
+            <td class="row-actions">
+              <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
+              <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
+            </td>
+          </tr>
+          {{/letters}}
+          </tbody>
+        </table>
+        </div>
+        {{/hasLetters}}
+        {{/main}}{{/layout}}
+        """
+
+    static let filterFields = """
+        <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="subscription" value="{{subscription}}">
+        """
+
+    static let subscriptions = """
+        {{<layout}}{{$main}}
+        <h1>Subscriptions</h1>
+        <form method="get" action="/console/subscriptions" class="filters">
+          <label for="q">Id or original_transaction_id</label>
+          <input id="q" name="q" value="{{query}}" required inputmode="numeric">
+          <button type="submit" id="look-up">Look up</button>
+        </form>
+        {{#subscription}}
+        <h2 id="subscription-title">Subscription {{id}}</h2>
+        <dl class="facts" id="subscription">
+          <div><dt>original_transaction_id</dt><dd>{{originalTransactionID}}</dd></div>
+          <div><dt>App</dt><dd>{{app}}</dd></div>
+          <div><dt>Environment</dt><dd>{{environment}}</dd></div>
+          <div><dt>Backend</dt><dd>{{backend}}</dd></div>
+          <div><dt>Account</dt><dd>{{account}}</dd></div>
+          <div><dt>State</dt><dd id="subscription-status">{{status}}</dd></div>
+          <div><dt>Entitlement</dt><dd id="subscription-entitlement">{{entitlement}}</dd></div>
+          <div><dt>Product</dt><dd>{{product}}</dd></div>
+          <div><dt>Auto-renew</dt><dd>{{autoRenew}}</dd></div>
+          <div><dt>Last verified</dt><dd>{{lastVerified}}</dd></div>
+          <div><dt>Next check</dt><dd>{{nextCheck}}</dd></div>
+        </dl>
+        <form method="post" action="/console/subscriptions/{{id}}/verify">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <button type="submit" id="verify-now">Verify now</button>
+        </form>
+        <h3>Events</h3>
+        <ol class="timeline" id="events">
+          {{#events}}<li><strong>{{type}}</strong> <time>{{occurredAt}}</time> <span class="muted">{{delivery}}</span></li>{{/events}}
+          {{^events}}<li>No events yet.</li>{{/events}}
+        </ol>
+        <h3>Recent verifications</h3>
+        <div class="scroll">
+        <table id="verifications">
+          <thead><tr><th>When</th><th>Outcome</th><th>Backend</th><th>Apple</th><th>Error</th></tr></thead>
+          <tbody>{{#verifications}}<tr><td>{{at}}</td><td>{{outcome}}</td><td>{{backend}}</td><td>{{apple}}</td><td class="message">{{error}}</td></tr>{{/verifications}}</tbody>
+        </table>
+        </div>
+        {{/subscription}}
+        {{#choices}}
+        <p>Several subscriptions have this original_transaction_id:</p>
+        <ul id="choices">{{#items}}<li><a href="/console/subscriptions/{{id}}">{{id}}</a> ({{app}}, {{environment}})</li>{{/items}}</ul>
+        {{/choices}}
+        {{/main}}{{/layout}}
+        """
+
+    static let webhooks = """
+        {{<layout}}{{$main}}
+        <h1>Webhooks</h1>
+        <p class="hint">Deliveries of the last 24 hours. Add, disable or remove endpoints with <code>receiptfleet webhooks</code>.</p>
+        {{^endpoints}}<p id="no-webhooks">No webhook endpoints.</p>{{/endpoints}}
+        {{#endpoints}}
+        <section class="endpoint" id="webhook-{{id}}">
+          <h2>{{url}}</h2>
+          <p class="gate {{stateClass}}">{{state}} · {{types}}</p>
+          <dl class="figures">
+            <div><dt>Delivered</dt><dd>{{delivered}}</dd></div>
+            <div><dt>Failed</dt><dd>{{failed}}</dd></div>
+            <div><dt>Pending</dt><dd>{{pending}}</dd></div>
+            <div><dt>Last delivered</dt><dd>{{lastDelivered}}</dd></div>
+          </dl>
+          {{#hasFailures}}
+          <div class="scroll">
+          <table><caption>Latest failed attempts</caption>
+            <thead><tr><th>When</th><th>Status</th><th>Error</th></tr></thead>
+            <tbody>{{#failures}}<tr><td>{{at}}</td><td>{{status}}</td><td class="message">{{error}}</td></tr>{{/failures}}</tbody>
+          </table>
+          </div>
+          {{/hasFailures}}
+        </section>
+        {{/endpoints}}
+        {{/main}}{{/layout}}
+        """
+}

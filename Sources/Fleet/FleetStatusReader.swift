@@ -1,0 +1,147 @@
+import Foundation
+import JobQueue
+import Ledger
+import PostgresClient
+import RedisClient
+
+/// Reads `FleetStatus` on connections of its own, made when first needed and again after a
+/// failure to connect (a broken connection reconnects by itself). Blocking: call it from a
+/// thread of its own (a `Lane`), never from Swift's cooperative pool.
+public final class FleetStatusReader {
+    /// How much to read: `live` is cheap enough for every metrics scrape and every page refresh
+    /// (Redis, and PostgreSQL through indexes); `full` adds the whole-table counts of `status`.
+    public enum Scope: Sendable {
+        case live, full
+    }
+
+    private let settings: FleetSettings
+    private let timeouts: (connect: Duration, command: Duration)?
+    private var redis: (connection: RedisConnection, queue: JobQueue)?
+    private var ledger: Ledger?
+
+    /// `quick`: short timeouts, for a scrape or a probe that must answer within seconds, reachable or not.
+    public init(settings: FleetSettings, quick: Bool = false) {
+        self.settings = settings
+        timeouts = quick ? (.seconds(2), .seconds(5)) : nil
+    }
+
+    /// One reading. A source that does not answer leaves its part out and says why in `problems`.
+    public func read(_ scope: Scope, now: Date = Date()) -> FleetReading {
+        var reading = FleetReading()
+        do {
+            reading.redisSide = try readRedis()
+        } catch {
+            redis = nil
+            reading.problems.append("cannot read Redis: \(error)")
+        }
+        do {
+            reading.ledgerSide = try readLedger(scope, now: now)
+        } catch {
+            ledger = nil
+            reading.problems.append("cannot read PostgreSQL: \(error)")
+        }
+        return reading
+    }
+
+    private func readRedis() throws -> FleetReading.RedisSide {
+        let (connection, queue) = try redis ?? connectRedis()
+        redis = (connection, queue)
+        let stats = try queue.stats()
+        var throttled: [String: Double] = [:]
+        for budget in settings.serverAPIBudgets {
+            if let ms = try connection.command("PTTL", queue.keys.throttled(budget.name)).int, ms > 0 {
+                throttled[budget.name] = Double(ms) / 1000
+            }
+        }
+        return FleetReading.RedisSide(
+            queue: FleetStatus.Queue(
+                ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,
+                delayedDue: stats.delayedDue, delayedLater: stats.delayedLater, dead: stats.dead,
+                oldestReadyAgeSeconds: stats.oldestReadyAge?.seconds, liveWorkers: stats.liveWorkers,
+                consumers: stats.consumers.count,
+                pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+                haltedReason: stats.haltedReason),
+            rateLimit: FleetStatus.RateLimitReading(perSecond: settings.rateLimit.perSecond, tokensGranted: stats.limiterGranted),
+            serverAPI: FleetStatus.ServerAPIGate(
+                haltedReason: try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string,
+                throttledSeconds: throttled),
+            lastSchedulerRun: try ScheduleSummary.last(on: connection, keys: queue.keys))
+    }
+
+    private func readLedger(_ scope: Scope, now: Date) throws -> FleetReading.LedgerSide {
+        let ledger = try self.ledger ?? connectPostgres()
+        self.ledger = ledger
+        let backlog = try ledger.outboxBacklog(now: now)
+        var side = FleetReading.LedgerSide(
+            outbox: FleetStatus.Outbox(unpublished: backlog.unpublished, oldestUnpublishedAgeSeconds: backlog.oldestAge),
+            verifiedLastMinute: try ledger.verifiedCount(since: now - 60),
+            appleStatusLastMinute: try ledger.appleStatusMix(since: now - 60))
+        if scope == .full {
+            let counts = try ledger.counts(now: now, since: now - 3_600)
+            (side.subscriptions, side.dueNow, side.eventsLastHour) = (counts.subscriptionsByStatus, counts.dueNow, counts.eventsByType)
+        }
+        return side
+    }
+
+    private func connectRedis() throws -> (RedisConnection, JobQueue) {
+        var configuration = try settings.redisConfiguration()
+        if let timeouts {
+            configuration.connectTimeout = timeouts.connect
+            configuration.commandTimeout = timeouts.command
+        }
+        let connection = try RedisConnection(configuration)
+        let queue = try JobQueue(
+            connection: connection, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
+        return (connection, queue)
+    }
+
+    private func connectPostgres() throws -> Ledger {
+        var configuration = try settings.postgresConfiguration()
+        if let timeouts {
+            configuration.connectTimeout = timeouts.connect
+            configuration.callTimeout = timeouts.command
+        }
+        return Ledger(try PostgresConnection(configuration: configuration))
+    }
+}
+
+/// One reading of the fleet, in its two halves: what Redis holds and what PostgreSQL holds. A
+/// half whose server did not answer is nil.
+public struct FleetReading: Sendable {
+    public struct RedisSide: Sendable {
+        public var queue: FleetStatus.Queue
+        public var rateLimit: FleetStatus.RateLimitReading
+        public var serverAPI: FleetStatus.ServerAPIGate
+        public var lastSchedulerRun: ScheduleSummary?
+    }
+
+    public struct LedgerSide: Sendable {
+        public var outbox: FleetStatus.Outbox
+        public var verifiedLastMinute: Int
+        public var appleStatusLastMinute: [String: Int]
+        public var subscriptions: [String: Int]?
+        public var dueNow: Int?
+        public var eventsLastHour: [String: Int]?
+    }
+
+    public var redisSide: RedisSide?
+    public var ledgerSide: LedgerSide?
+    /// What could not be read, for people; never holds a password.
+    public var problems: [String] = []
+
+    /// The whole status, or an error naming what could not be read.
+    public func status() throws(FleetUnreadable) -> FleetStatus {
+        guard let redisSide, let ledgerSide else { throw FleetUnreadable(problems: problems) }
+        return FleetStatus(
+            queue: redisSide.queue, rateLimit: redisSide.rateLimit, serverAPI: redisSide.serverAPI,
+            lastSchedulerRun: redisSide.lastSchedulerRun, verifiedLastMinute: ledgerSide.verifiedLastMinute,
+            appleStatusLastMinute: ledgerSide.appleStatusLastMinute, outbox: ledgerSide.outbox,
+            subscriptions: ledgerSide.subscriptions, dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour)
+    }
+}
+
+/// The fleet's status could not be read: Redis or PostgreSQL did not answer.
+public struct FleetUnreadable: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public var description: String { problems.joined(separator: "; ") }
+}

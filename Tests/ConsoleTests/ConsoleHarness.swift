@@ -1,0 +1,184 @@
+import AccessTokens
+import AppStore
+import AppStoreSimulator
+import Console
+import Fleet
+import Foundation
+import HTTPClient
+import JobQueue
+import Ledger
+import Logging
+import PostgresClient
+import RedisClient
+import TestSupport
+
+/// The ops console for one test: its own database and Redis prefix, the App Store simulator, a few
+/// simulated subscriptions, and `replicas` consoles on free loopback ports, spoken to over real HTTP.
+struct ConsoleHarness: Sendable {
+    let database: TestDatabase
+    let simulator: LiveSimulator
+    let fleet: FleetSettings
+    let ports: [Int]
+    let operatorToken: String
+    /// The first simulated receipt's subscription: monthly, renewing for ever.
+    let firstOriginalTransactionID: String
+
+    static let seed: UInt64 = 11
+
+    static func with<T: Sendable>(
+        replicas: Int = 1, sampleInterval: Duration = .seconds(3_600), _ body: (ConsoleHarness) async throws -> T
+    ) async throws -> T {
+        // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
+        let startMs = (Int64(Date().timeIntervalSince1970) - 65 * 86_400) * 1000
+        return try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: startMs) { simulator in
+                let receipts = SimulatedReceipt.fleet(count: 4, seed: seed, anchorMs: startMs)
+                _ = try await onOwnThread {
+                    let connection = try database.connect()
+                    try Migrator.migrate(connection)
+                    try Ledger(connection).addSubscriptions(receipts.flatMap(\.subscriptions).map(\.newSubscription))
+                }
+                let fleet = FleetSettings(
+                    redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfcon"))}",
+                    endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
+                    sharedSecret: SharedSecret("console-test-secret"), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
+                    concurrency: 2, visibilityTimeout: .seconds(5))
+                let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+                let settings = ConsoleSettings(
+                    operators: try NamedTokens(parsing: "ops-alice:\(token)", kind: "console tokens"), sampleInterval: sampleInterval)
+                var ports: [Int] = []
+                var running: [Task<Void, any Error>] = []
+                defer { for task in running { task.cancel() } }
+                for _ in 0..<replicas {
+                    let server = try ConsoleServer(settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: Logger(label: "console-test"))
+                    let (bound, listening) = AsyncStream.makeStream(of: Int.self)
+                    running.append(Task { try await server.run { listening.yield($0) } })
+                    guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
+                    ports.append(port)
+                }
+                return try await body(ConsoleHarness(
+                    database: database, simulator: simulator, fleet: fleet, ports: ports, operatorToken: token,
+                    firstOriginalTransactionID: receipts[0].subscriptions[0].newSubscription.originalTransactionID))
+            }
+        }
+    }
+
+    struct ServerDidNotStart: Error {}
+
+    func baseURL(_ replica: Int = 0) -> String { "http://127.0.0.1:\(ports[replica])" }
+
+    // MARK: Over HTTP
+
+    struct Reply: Sendable {
+        let status: Int
+        let headers: HTTPHeaders
+        let body: String
+
+        var location: String? { headers["Location"] }
+        /// The session cookie's value when the answer sets one.
+        var sessionCookie: String? {
+            headers.fields.first { $0.name.lowercased() == "set-cookie" && $0.value.hasPrefix("rf_console=") }
+                .map { String($0.value.dropFirst("rf_console=".count).prefix { $0 != ";" }) }
+        }
+        /// The CSRF token the page's forms carry.
+        var csrf: String? {
+            body.range(of: #"name="csrf" value="[0-9a-f]+""#, options: .regularExpression).map {
+                String(body[$0].dropFirst(#"name="csrf" value=""#.count).dropLast())
+            }
+        }
+
+        /// The text of the element with this id (tags inside it removed), if the page has one.
+        func text(id: String) -> String? {
+            guard let open = body.range(of: #"id="\#(id)"[^>]*>"#, options: .regularExpression) else { return nil }
+            let rest = body[open.upperBound...]
+            let end = rest.range(of: "</")?.lowerBound ?? rest.endIndex
+            return rest[..<end].replacingOccurrences(of: #"<[^>]+>"#, with: "", options: .regularExpression)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+    }
+
+    /// A logged-in operator's cookie and CSRF token.
+    struct Session: Sendable {
+        let cookie: String
+        let csrf: String
+    }
+
+    func get(_ path: String, session: Session? = nil, replica: Int = 0) async throws -> Reply {
+        let (url, headers) = (baseURL(replica) + path, Self.headers(session))
+        return try await onOwnThread {
+            let response = try HTTPClient().get(url: url, headers: headers)
+            return Reply(status: response.status, headers: response.headers, body: String(decoding: response.body, as: UTF8.self))
+        }
+    }
+
+    func post(_ path: String, _ form: [String: String], session: Session? = nil, replica: Int = 0) async throws -> Reply {
+        var headers = Self.headers(session)
+        headers.append(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+        let body = form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
+        let (url, sent) = (baseURL(replica) + path, headers)
+        return try await onOwnThread {
+            let response = try HTTPClient().post(url: url, json: Array(body.utf8), headers: sent)
+            return Reply(status: response.status, headers: response.headers, body: String(decoding: response.body, as: UTF8.self))
+        }
+    }
+
+    /// Logs in through `replica` and reads the CSRF token off the overview.
+    func logIn(replica: Int = 0) async throws -> Session {
+        let login = try await post("/console/login", ["token": operatorToken], replica: replica)
+        guard login.status == 303, let cookie = login.sessionCookie else { throw LoginFailed(status: login.status) }
+        let overview = try await get("/console", session: Session(cookie: cookie, csrf: ""), replica: replica)
+        guard let csrf = overview.csrf else { throw LoginFailed(status: overview.status) }
+        return Session(cookie: cookie, csrf: csrf)
+    }
+
+    struct LoginFailed: Error { let status: Int }
+
+    private static func headers(_ session: Session?) -> HTTPHeaders {
+        session.map { ["Cookie": "rf_console=\($0.cookie)"] } ?? [:]
+    }
+
+    // MARK: The fleet behind it
+
+    func status() async throws -> FleetStatus {
+        let fleet = fleet
+        return try await onOwnThread { try FleetStatus.read(settings: fleet) }
+    }
+
+    func onQueue<T: Sendable>(_ body: @escaping @Sendable (JobQueue) throws -> T) async throws -> T {
+        let fleet = fleet
+        return try await onOwnThread {
+            try body(try JobQueue(
+                connection: RedisConnection(fleet.redisConfiguration()), keys: QueueKeys(prefix: fleet.keyPrefix),
+                consumer: JobQueue.consumerName(thread: 90)))
+        }
+    }
+
+    func onLedger<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
+        let database = database
+        return try await onOwnThread { try body(Ledger(try database.connect())) }
+    }
+
+    /// Schedules every subscription (the queue fills; no worker runs), then buries one job, as a
+    /// worker does with a receipt Apple rejects for good. Returns the dead letter's id and its subscription.
+    func queueWithADeadLetter() async throws -> (letter: String, subscription: Int64) {
+        let fleet = fleet
+        _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(runID: "console-test"), now: Date()) }
+        return try await onQueue { queue in
+            let reserved = try queue.reserve(count: 1, block: .milliseconds(100))[0]
+            try queue.bury(reserved, failure: JobFailure(errorClass: "apple.21010", message: "the account was not found"))
+            let letter = try queue.deadLetters()[0]
+            return (letter.id, reserved.job.subscriptionID)
+        }
+    }
+
+    /// A subscription verified twice: a baseline a month and more ago, then now, with the events between.
+    func subscriptionWithHistory() async throws -> SubscriptionRecord {
+        let (fleet, simulator, original) = (fleet, simulator, firstOriginalTransactionID)
+        let id = try await onLedger { try $0.subscriptions(originalTransactionID: original)[0].id }
+        try await onOwnThread { _ = try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: Logger(label: "console-test")) }
+        simulator.store.clock.set(nowMs: Int64(Date().timeIntervalSince1970 * 1000))
+        try await onOwnThread { _ = try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: Logger(label: "console-test")) }
+        return try await onLedger { try $0.subscription(id: id)! }
+    }
+}

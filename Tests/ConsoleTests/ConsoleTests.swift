@@ -1,0 +1,192 @@
+import Console
+import Fleet
+import Foundation
+import JobQueue
+import RedisClient
+import TestSupport
+import Testing
+
+/// The console over HTTP: who may log in, what a session and a CSRF token guard, that the page's
+/// numbers are `status`'s, and that its actions are the CLI's.
+@Suite struct ConsoleTests {
+    @Test func onlyAnOperatorTokenLogsIn() async throws {
+        try await ConsoleHarness.with { console in
+            let wrong = try await console.post("/console/login", ["token": "an-api-token-is-not-an-operator-token"])
+            #expect(wrong.status == 401)
+            #expect(wrong.sessionCookie == nil)
+            #expect(wrong.text(id: "problem")?.contains("not an operator token") == true)
+
+            let right = try await console.post("/console/login", ["token": console.operatorToken])
+            #expect(right.status == 303 && right.location == "/console")
+            let cookie = try #require(right.headers.fields.first { $0.name.lowercased() == "set-cookie" }?.value)
+            #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/console"))
+            #expect(!cookie.contains("Secure"), "plain http here: a Secure cookie would never come back")
+
+            // Without a session every page sends the operator to the login form.
+            let anonymous = try await console.get("/console/dead")
+            #expect(anonymous.status == 303 && anonymous.location == "/console/login")
+            let forged = try await console.get("/console", session: .init(cookie: String(repeating: "ab", count: 32), csrf: ""))
+            #expect(forged.status == 303 && forged.location == "/console/login")
+        }
+    }
+
+    @Test func aSessionIsTheFleetsNotAReplicas() async throws {
+        try await ConsoleHarness.with(replicas: 2) { console in
+            let session = try await console.logIn(replica: 0)
+            let elsewhere = try await console.get("/console", session: session, replica: 1)
+            #expect(elsewhere.status == 200)
+            #expect(elsewhere.body.contains("ops-alice"))
+
+            // Logging out through the other replica ends it everywhere.
+            let out = try await console.post("/console/logout", ["csrf": session.csrf], session: session, replica: 1)
+            #expect(out.status == 303 && out.location == "/console/login")
+            #expect(try await console.get("/console", session: session, replica: 0).status == 303)
+        }
+    }
+
+    @Test func theOverviewShowsWhatStatusReads() async throws {
+        try await ConsoleHarness.with { console in
+            _ = try await console.queueWithADeadLetter()
+            let session = try await console.logIn()
+            let page = try await console.get("/console", session: session)
+            let status = try await console.status()
+            #expect(status.queue.ready > 0 && status.queue.dead == 1)
+            #expect(page.text(id: "queue-ready") == "\(status.queue.ready)")
+            #expect(page.text(id: "queue-reserved") == "\(status.queue.reserved)")
+            #expect(page.text(id: "queue-delayed") == "\(status.queue.delayedDue + status.queue.delayedLater)")
+            #expect(page.text(id: "queue-dead") == "1")
+            #expect(page.text(id: "apple-limit") == "1000")
+            #expect(page.text(id: "run")?.contains("Run console-test") == true)
+            #expect(page.text(id: "gate")?.hasPrefix("Open") == true)
+            #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'self'") == true)
+        }
+    }
+
+    @Test func aStaleFormChangesNothing() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let stale = try await console.post("/console/gate/pause", ["csrf": String(repeating: "0", count: 64), "reason": "x"], session: session)
+            #expect(stale.status == 403)
+            #expect(stale.text(id: "error-title") == "This form is out of date")
+            let missing = try await console.post("/console/gate/pause", ["reason": "x"], session: session)
+            #expect(missing.status == 403)
+            #expect(try await console.status().queue.haltedReason == nil, "nothing was halted")
+
+            // A form posted after the session ended is told so, not sent to a login form silently.
+            let ended = try await console.post("/console/gate/pause", ["csrf": session.csrf], session: .init(cookie: String(repeating: "cd", count: 32), csrf: ""))
+            #expect(ended.status == 401)
+            #expect(try await console.status().queue.haltedReason == nil)
+        }
+    }
+
+    @Test func pauseIsTheFleetsHaltAndResumeFromAHaltAsksFirst() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let paused = try await console.post("/console/gate/pause", ["csrf": session.csrf, "reason": "Apple maintenance"], session: session)
+            #expect(paused.status == 303)
+            let reason = try #require(try await console.status().queue.haltedReason)
+            #expect(reason == "Apple maintenance (by ops-alice)")
+
+            let asked = try await console.post("/console/gate/resume", ["csrf": session.csrf], session: session)
+            #expect(asked.status == 200)
+            #expect(asked.text(id: "halt-reason")?.contains("Apple maintenance") == true)
+            #expect(try await console.status().queue.haltedReason != nil, "not resumed before the confirmation")
+
+            let resumed = try await console.post("/console/gate/resume", ["csrf": session.csrf, "confirm": "yes"], session: session)
+            #expect(resumed.status == 303 && resumed.location == "/console?done=resumed")
+            #expect(try await console.status().queue.haltedReason == nil)
+        }
+    }
+
+    @Test func deadLettersAreReplayedOneAtATimeAndPurgedByFilter() async throws {
+        try await ConsoleHarness.with { console in
+            let (letter, subscription) = try await console.queueWithADeadLetter()
+            let session = try await console.logIn()
+            let list = try await console.get("/console/dead?error_class=apple.21010", session: session)
+            #expect(list.body.contains(#"data-id="\#(letter)""#))
+            #expect(list.body.contains("the account was not found"))
+            #expect(try await console.get("/console/dead?error_class=timeout", session: session).text(id: "dead-count")
+                == "No dead letters matching the filter.")
+
+            let readyBefore = try await console.status().queue.ready
+            let replayed = try await console.post("/console/dead/replay", ["csrf": session.csrf, "id": letter], session: session)
+            #expect(replayed.location == "/console/dead?done=replayed&n=1")
+            let status = try await console.status()
+            #expect(status.queue.dead == 0 && status.queue.ready == readyBefore + 1)
+            #expect(try await console.onQueue { try $0.deadLetters() }.isEmpty)
+
+            // Bury it again; purging needs the confirmation, then takes what the filter matches.
+            try await console.onQueue { queue in
+                var reserved: [ReservedJob] = []
+                while let job = try queue.reserve(count: 1, block: .milliseconds(50)).first { reserved.append(job) }
+                let again = try #require(reserved.first { $0.job.subscriptionID == subscription })
+                try queue.bury(again, failure: JobFailure(errorClass: "apple.21010", message: "gone"))
+            }
+            let unconfirmed = try await console.post("/console/dead/purge", ["csrf": session.csrf, "subscription": "\(subscription)"], session: session)
+            #expect(unconfirmed.status == 400)
+            #expect(try await console.status().queue.dead == 1)
+            let purged = try await console.post(
+                "/console/dead/purge", ["csrf": session.csrf, "subscription": "\(subscription)", "confirm": "yes"], session: session)
+            #expect(purged.location == "/console/dead?done=purged&n=1")
+            #expect(try await console.status().queue.dead == 0)
+        }
+    }
+
+    @Test func aSubscriptionShowsItsStateEntitlementAndEvents() async throws {
+        try await ConsoleHarness.with { console in
+            let record = try await console.subscriptionWithHistory()
+            let session = try await console.logIn()
+            let found = try await console.get("/console/subscriptions?q=\(record.originalTransactionID)", session: session)
+            #expect(found.status == 303 && found.location == "/console/subscriptions/\(record.id)")
+            let page = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(page.text(id: "subscription-status") == record.status?.rawValue)
+            #expect(page.text(id: "subscription-entitlement")?.hasPrefix("active") == true)
+            let events = try await console.onLedger { try $0.detail(id: record.id)!.events }
+            #expect(!events.isEmpty)
+            for stored in events { #expect(page.body.contains("<strong>\(stored.event.type.rawValue)</strong>")) }
+
+            let verified = try await console.post("/console/subscriptions/\(record.id)/verify", ["csrf": session.csrf], session: session)
+            #expect(verified.location == "/console/subscriptions/\(record.id)?done=verified")
+            let attempts = try await console.onLedger { try $0.detail(id: record.id)!.verifications.count }
+            #expect(attempts == 3, "the baseline, tonight's, and the operator's")
+        }
+    }
+
+    @Test func badInputGetsAPageNotATrace() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            for (path, status, title) in [
+                ("/console/subscriptions?q=999999999", 404, "Not found"),
+                ("/console/subscriptions/not-a-number", 404, "Not found"),
+                ("/console/dead?subscription=-3", 400, "Cannot do that"),
+                ("/console/no-such-page", 404, "Not found"),
+            ] {
+                let page = try await console.get(path, session: session)
+                #expect(page.status == status, "\(path)")
+                #expect(page.text(id: "error-title") == title, "\(path)")
+                #expect(page.headers["Content-Type"]?.hasPrefix("text/html") == true, "\(path)")
+            }
+            let garbled = try await console.post("/console/gate/pause", ["csrf": session.csrf, "reason": "x"], session: session)
+            #expect(garbled.status == 303, "a well-formed form still works")
+            _ = try await console.post("/console/gate/resume", ["csrf": session.csrf, "confirm": "yes"], session: session)
+            let verifyMissing = try await console.post("/console/subscriptions/999999/verify", ["csrf": session.csrf], session: session)
+            #expect(verifyMissing.status == 404)
+        }
+    }
+
+    @Test func everyReplicaKeepsOneSamplePerInterval() async throws {
+        try await ConsoleHarness.with(replicas: 3) { console in
+            let key = "\(console.fleet.keyPrefix):console:samples"
+            let fleet = console.fleet
+            // Each replica samples when it starts; with an hour's interval all three fall in one bucket.
+            var count = 0
+            for _ in 0..<100 where count == 0 {
+                try await Task.sleep(for: .milliseconds(50))
+                count = try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            count = try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) }
+            #expect(count == 1)
+        }
+    }
+}
