@@ -180,7 +180,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [
-            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
             "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -189,7 +189,7 @@ let package = Package(
         ], resources: [.copy("Fixtures")]),
         // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
         .testTarget(name: "ConsoleTests", dependencies: [
-            "AccessTokens", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            "AccessTokens", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -110,7 +110,7 @@ struct DeadLettersView {
         self.letters = letters.map { letter in
             Row(id: letter.id, subscriptionID: letter.job?.subscriptionID, run: letter.job?.runID ?? "-",
                 errorClass: letter.failure.errorClass, message: letter.failure.message, attempts: letter.attempts,
-                buried: OverviewView.time(Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)))
+                buried: Shown.time(Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)))
         }
     }
 }

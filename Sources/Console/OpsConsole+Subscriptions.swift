@@ -129,18 +129,18 @@ struct SubscriptionPageView {
             status = record.status?.rawValue ?? "unverified"
             let entitlement = record.entitlement(at: now)
             self.entitlement = entitlement.active
-                ? "active" + (entitlement.until.map { " until \($0)" } ?? "")
+                ? "active" + (entitlement.until.map { " until \(Shown.time($0))" } ?? "")
                 : "none"
             product = record.state?.productID ?? "-"
             autoRenew = record.state?.autoRenew.map { $0 ? "on" : "off" } ?? "-"
-            lastVerified = record.lastVerifiedAt.map { OverviewView.time($0) + " (\(record.lastOutcome?.rawValue ?? "-"))" } ?? "never"
-            nextCheck = record.nextCheckAt.map(OverviewView.time) ?? "on notification only"
+            lastVerified = record.lastVerifiedAt.map { Shown.time($0) + " (\(record.lastOutcome?.rawValue ?? "-"))" } ?? "never"
+            nextCheck = record.nextCheckAt.map(Shown.time) ?? "on notification only"
             events = detail.events.map { stored in
-                Event(type: stored.event.type.rawValue, occurredAt: "\(stored.event.occurredAt)",
+                Event(type: stored.event.type.rawValue, occurredAt: Shown.time(stored.event.occurredAt),
                       delivery: stored.publishedAt == nil ? "not yet published" : "published")
             }
             verifications = detail.verifications.map { attempt in
-                Attempt(at: OverviewView.time(attempt.attemptedAt), outcome: attempt.outcome.rawValue,
+                Attempt(at: Shown.time(attempt.attemptedAt), outcome: attempt.outcome.rawValue,
                         backend: attempt.backend.map { "\($0)" } ?? "-", apple: attempt.appleStatus.map(String.init) ?? "-",
                         error: attempt.error ?? "")
             }

@@ -40,20 +40,26 @@ struct WebhooksView {
         var error: String
     }
 
+    /// The URL without its query (receivers often take a token there) and with any password masked.
+    static func shown(_ url: String) -> String {
+        let base = String(url.prefix { $0 != "?" && $0 != "#" })
+        return Redact.url(base) + (base.count < url.count ? "?…" : "")
+    }
+
     init(viewer: OpsConsole.Operator, health: [WebhookHealth]) {
         (operatorName, csrf) = (viewer.name, viewer.csrf)
         endpoints = health.map { item in
             let endpoint = item.endpoint
             return Endpoint(
-                id: endpoint.id, url: Redact.url(endpoint.url),
+                id: endpoint.id, url: Self.shown(endpoint.url),
                 types: endpoint.eventTypes.isEmpty ? "every event type" : endpoint.eventTypes.joined(separator: ", "),
                 state: endpoint.isEnabled ? "enabled" : "disabled: \(endpoint.disabledReason ?? "-")",
                 stateClass: endpoint.isEnabled ? (item.recentFailures.isEmpty ? "open" : "paused") : "halted",
                 delivered: item.delivered, failed: item.failed, pending: item.pending,
-                lastDelivered: item.lastDeliveredAt.map(OverviewView.time) ?? "never",
+                lastDelivered: item.lastDeliveredAt.map(Shown.time) ?? "never",
                 hasFailures: !item.recentFailures.isEmpty,
                 failures: item.recentFailures.map { failure in
-                    Failure(at: OverviewView.time(failure.attemptedAt), status: failure.status.map(String.init) ?? "no answer",
+                    Failure(at: Shown.time(failure.attemptedAt), status: failure.status.map(String.init) ?? "no answer",
                             error: failure.error ?? "")
                 })
         }

@@ -44,11 +44,11 @@ struct OverviewView {
         self.notice = notice
         queue = status.queue
         delayed = status.queue.delayedDue + status.queue.delayedLater
-        oldestAge = status.queue.oldestReadyAgeSeconds.map(Self.duration) ?? "none waiting"
+        oldestAge = status.queue.oldestReadyAgeSeconds.map(Shown.duration) ?? "none waiting"
         if let reason = status.queue.haltedReason {
             (gateText, gateClass) = ("Halted: \(reason)", "halted")
         } else if let until = status.queue.pausedUntil {
-            (gateText, gateClass) = ("Paused until \(Self.time(until)): Apple is unavailable; one probe per period finds out when it is back", "paused")
+            (gateText, gateClass) = ("Paused until \(Shown.time(until)): Apple is unavailable; one probe per period finds out when it is back", "paused")
         } else {
             (gateText, gateClass) = ("Open: workers call Apple", "open")
         }
@@ -56,8 +56,8 @@ struct OverviewView {
 
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         let rates = Self.rates(samples)
-        requestRate = rates.last.map { Self.number($0.value) } ?? "-"
-        rateLimit = Self.number(status.rateLimit.perSecond)
+        requestRate = rates.last.map { Shown.number($0.value) } ?? "-"
+        rateLimit = Shown.number(status.rateLimit.perSecond)
         verifiedLastMinute = status.verifiedLastMinute
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
@@ -65,7 +65,7 @@ struct OverviewView {
         let hour: Int64 = 3_600_000
         depthChart = Chart(label: "jobs not yet done", values: samples.map { ($0.at, Double($0.depth)) }, now: nowMs, windowMs: hour,
                            format: { String(Int($0)) })
-        rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Self.number)
+        rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Shown.number)
 
         if let last = status.lastSchedulerRun, last.enqueued > 0 {
             let outstanding = status.queue.outstanding
@@ -75,7 +75,7 @@ struct OverviewView {
             let eta: String = if outstanding == 0 {
                 "Done."
             } else if perSecond > 0 {
-                "Ends around \(Self.time(now + Double(outstanding) / perSecond)) at the last minute's pace."
+                "Ends around \(Shown.time(now + Double(outstanding) / perSecond)) at the last minute's pace."
             } else {
                 "Nothing was verified in the last minute, so no end can be estimated."
             }
@@ -92,22 +92,6 @@ struct OverviewView {
             guard seconds > 0, later.tokensGranted >= earlier.tokensGranted else { return nil }
             return (later.at, Double(later.tokensGranted - earlier.tokensGranted) / seconds)
         }
-    }
-
-    static func number(_ value: Double) -> String {
-        value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
-    }
-
-    static func duration(_ seconds: Double) -> String {
-        switch seconds {
-        case ..<120: "\(Int(seconds)) s"
-        case ..<7_200: "\(Int(seconds / 60)) min"
-        default: String(format: "%.1f h", seconds / 3_600)
-        }
-    }
-
-    static func time(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false)) + " UTC"
     }
 }
 

@@ -31,7 +31,7 @@ struct Demo: ParsableCommand {
             Examples:
               scripts/demo                              (starts the servers, builds, runs this)
               receiptfleet demo --subscriptions 50000
-              receiptfleet demo --keep-running          (leave the fleet up to explore)
+              receiptfleet demo --keep-running          (leave the fleet up to explore, with the ops console)
               receiptfleet demo --backend server-api    (the App Store Server API instead of verifyReceipt)
               receiptfleet demo --fault kill-worker --json
               receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
@@ -59,8 +59,11 @@ struct Demo: ParsableCommand {
     @Option(help: "Where the child processes' logs go.")
     var logDirectory = ".run/demo"
 
-    @Flag(help: "Keep the fleet running after the summary, until Ctrl-C.")
+    @Flag(help: "Keep the fleet running after the summary, with the ops console, until Ctrl-C.")
     var keepRunning = false
+
+    @Option(help: "The ops console's port with --keep-running.")
+    var consolePort = 8081
 
     @Option(help: "Which of Apple's services the fleet asks: verify-receipt (receipts) or server-api (transaction ids, signed answers).")
     var backend = "verify-receipt"
@@ -111,6 +114,11 @@ struct Demo: ParsableCommand {
         try stage.prepare()
         let monthAgo = Date().addingTimeInterval(-30 * 86_400)
         try stage.startSimulator(clockAt: monthAgo, latency: latency)
+        // Up before the nights, so that its charts show them.
+        let consoleToken = keepRunning ? try stage.startConsole(port: consolePort) : nil
+        if let consoleToken {
+            say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
+        }
         stage.drawFleet(count: subscriptions)
         try stage.addSubscriptions(boughtBy: monthAgo)
 
@@ -137,7 +145,8 @@ struct Demo: ParsableCommand {
         } else {
             print(summary)
         }
-        if keepRunning {
+        if let consoleToken {
+            say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
             say("the fleet keeps running; Ctrl-C stops it")
             _ = signals.wait()
         }

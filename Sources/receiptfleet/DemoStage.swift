@@ -305,6 +305,21 @@ final class DemoStage {
     }
 
     /// Asks every process it started to stop (SIGTERM: workers drain), then kills what is left.
+    /// Starts the ops console on `port` with a fresh operator token, waits until it answers, and
+    /// returns the token.
+    func startConsole(port: Int) throws -> String {
+        let token = (0..<4).map { _ in String(format: "%016llx", UInt64.random(in: 0...UInt64.max)) }.joined()
+        try start("console", ["console", "--address", "127.0.0.1:\(port)"], environment: [
+            "RECEIPTFLEET_CONSOLE_TOKENS": "demo:\(token)", "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
+        ])
+        let http = try HTTPClient()
+        for _ in 0..<100 {
+            if (try? http.get(url: "http://127.0.0.1:\(port)/console/login"))?.status == 200 { return token }
+            try pause(.milliseconds(100))
+        }
+        throw ValidationError("The console did not start on port \(port); see \(logDirectory.path)/console.log (is the port taken? use --console-port).")
+    }
+
     func stopAll() {
         let processes = children.map(\.process)
         for process in processes where process.isRunning { process.terminate() }

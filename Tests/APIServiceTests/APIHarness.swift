@@ -2,6 +2,7 @@ import AccessTokens
 import APIService
 import AppStore
 import AppStoreSimulator
+import Console
 import Fleet
 import Foundation
 import HTTPClient
@@ -34,11 +35,13 @@ struct APIHarness: Sendable {
     static let seed: UInt64 = 7
 
     /// Runs `body` while a server configured by `configure` (and `configureFleet`) serves, or
-    /// `replicas` of them; it logs into `log` when given. With `serverAPI`, the simulator serves
+    /// `replicas` of them; it logs into `log` when given; with `console`, `/console` is the ops
+    /// console's. With `serverAPI`, the simulator serves
     /// the App Store Server API too and the fleet has its key.
     static func with<T: Sendable>(
         configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
-        replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, _ body: (APIHarness) async throws -> T
+        replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, console: ConsoleSettings? = nil,
+        _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
         // Whole seconds, as the Server API's simulation draws the receipts' lifecycles.
@@ -66,7 +69,7 @@ struct APIHarness: Sendable {
                 var running: [Task<Void, any Error>] = []
                 defer { for task in running { task.cancel() } }
                 for _ in 0..<replicas {
-                    let server = try APIServer(settings: settings, fleet: fleet, logger: logger, metrics: metrics)
+                    let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics)
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     running.append(Task { try await server.run { listening.yield($0) } })
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
@@ -107,8 +110,10 @@ struct APIHarness: Sendable {
         try await post(path, bytes: Array(try JSONSerialization.data(withJSONObject: object)), auth: auth)
     }
 
-    func post(_ path: String, bytes: [UInt8], auth: Auth = .token) async throws -> Reply {
-        let (url, headers) = (baseURL + path, headers(auth))
+    func post(_ path: String, bytes: [UInt8], auth: Auth = .token, contentType: String? = nil) async throws -> Reply {
+        var fields = headers(auth)
+        if let contentType { fields.append(name: "Content-Type", value: contentType) }
+        let (url, headers) = (baseURL + path, fields)
         return try await onOwnThread {
             let response = try HTTPClient().post(url: url, json: bytes, headers: headers)
             return Reply(status: response.status, headers: response.headers, body: response.body)

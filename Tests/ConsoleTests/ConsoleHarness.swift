@@ -25,8 +25,11 @@ struct ConsoleHarness: Sendable {
 
     static let seed: UInt64 = 11
 
+    /// `sampleInterval`: by default so long (11 days) that every replica's first sample falls in one bucket.
+    /// `log` receives what the consoles log; `secureCookies` is the setting for consoles behind TLS.
     static func with<T: Sendable>(
-        replicas: Int = 1, sampleInterval: Duration = .seconds(3_600), _ body: (ConsoleHarness) async throws -> T
+        replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
+        _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
         let startMs = (Int64(Date().timeIntervalSince1970) - 65 * 86_400) * 1000
@@ -45,12 +48,14 @@ struct ConsoleHarness: Sendable {
                     concurrency: 2, visibilityTimeout: .seconds(5))
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 let settings = ConsoleSettings(
-                    operators: try NamedTokens(parsing: "ops-alice:\(token)", kind: "console tokens"), sampleInterval: sampleInterval)
+                    operators: try NamedTokens(parsing: "ops-alice:\(token)", kind: "console tokens"), secureCookies: secureCookies,
+                    sampleInterval: sampleInterval)
+                let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")
                 var ports: [Int] = []
                 var running: [Task<Void, any Error>] = []
                 defer { for task in running { task.cancel() } }
                 for _ in 0..<replicas {
-                    let server = try ConsoleServer(settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: Logger(label: "console-test"))
+                    let server = try ConsoleServer(settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger)
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     running.append(Task { try await server.run { listening.yield($0) } })
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
@@ -85,6 +90,14 @@ struct ConsoleHarness: Sendable {
             body.range(of: #"name="csrf" value="[0-9a-f]+""#, options: .regularExpression).map {
                 String(body[$0].dropFirst(#"name="csrf" value=""#.count).dropLast())
             }
+        }
+
+        /// The HTML of the `<section>` with this id, if the page has one.
+        func section(id: String) -> String? {
+            guard let open = body.range(of: #"<section[^>]*id="\#(id)""#, options: .regularExpression),
+                  let close = body[open.upperBound...].range(of: "</section>")
+            else { return nil }
+            return String(body[open.lowerBound..<close.upperBound])
         }
 
         /// The text of the element with this id (tags inside it removed), if the page has one.
@@ -155,8 +168,12 @@ struct ConsoleHarness: Sendable {
     }
 
     func onLedger<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
+        try await onOwnDatabase { try body(Ledger($0)) }
+    }
+
+    func onOwnDatabase<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
         let database = database
-        return try await onOwnThread { try body(Ledger(try database.connect())) }
+        return try await onOwnThread { try body(try database.connect()) }
     }
 
     /// Schedules every subscription (the queue fills; no worker runs), then buries one job, as a

@@ -1,4 +1,5 @@
 import Console
+import EventRelay
 import Fleet
 import Foundation
 import JobQueue
@@ -27,6 +28,14 @@ import Testing
             #expect(anonymous.status == 303 && anonymous.location == "/console/login")
             let forged = try await console.get("/console", session: .init(cookie: String(repeating: "ab", count: 32), csrf: ""))
             #expect(forged.status == 303 && forged.location == "/console/login")
+        }
+    }
+
+    @Test func behindTLSTheCookieIsSecure() async throws {
+        try await ConsoleHarness.with(secureCookies: true) { console in
+            let login = try await console.post("/console/login", ["token": console.operatorToken])
+            let cookie = try #require(login.headers.fields.first { $0.name.lowercased() == "set-cookie" }?.value)
+            #expect(cookie.contains("Secure") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"))
         }
     }
 
@@ -80,7 +89,8 @@ import Testing
     }
 
     @Test func pauseIsTheFleetsHaltAndResumeFromAHaltAsksFirst() async throws {
-        try await ConsoleHarness.with { console in
+        let log = CapturedLog()
+        try await ConsoleHarness.with(log: log) { console in
             let session = try await console.logIn()
             let paused = try await console.post("/console/gate/pause", ["csrf": session.csrf, "reason": "Apple maintenance"], session: session)
             #expect(paused.status == 303)
@@ -95,6 +105,12 @@ import Testing
             let resumed = try await console.post("/console/gate/resume", ["csrf": session.csrf, "confirm": "yes"], session: session)
             #expect(resumed.status == 303 && resumed.location == "/console?done=resumed")
             #expect(try await console.status().queue.haltedReason == nil)
+            // Each action logged with who did it.
+            let pauseLine = log.text.split(separator: "\n").first { $0.contains("console: paused the fleet") }
+            #expect(pauseLine?.contains(#""operator": ops-alice"#) == true && pauseLine?.contains("Apple maintenance") == true)
+            let resumeLine = log.text.split(separator: "\n").first { $0.contains("console: resumed the fleet") }
+            #expect(resumeLine?.contains(#""operator": ops-alice"#) == true)
+            #expect(!log.text.contains(console.operatorToken), "the token is never logged")
         }
     }
 
@@ -152,6 +168,41 @@ import Testing
         }
     }
 
+    @Test func webhooksShowTheirDeliveriesAndLatestFailures() async throws {
+        try await ConsoleHarness.with { console in
+            let record = try await console.subscriptionWithHistory()
+            let (healthy, failing) = try await console.onOwnDatabase { database in
+                let registry = WebhookRegistry.local(database)
+                let healthy = try registry.add(url: "https://crm.example.com/hooks?key=s3cret", eventTypes: []).endpoint.id
+                let failing = try registry.add(url: "https://billing.example.com/in", eventTypes: ["renewed"]).endpoint.id
+                let event = try database.query("SELECT id::text AS id FROM events WHERE subscription_id = $1 LIMIT 1", [.int64(record.id)])[0]
+                // One delivery made; one given up after the receiver answered 500, then did not answer at all.
+                for (endpoint, state) in [(healthy, "delivered"), (failing, "failed")] {
+                    let delivery = try database.query("""
+                        INSERT INTO webhook_deliveries (endpoint_id, event_id, state, attempts, delivered_at)
+                        VALUES ($1, $2::uuid, $3, 2, CASE WHEN $3 = 'delivered' THEN now() END) RETURNING id
+                        """, [.int64(endpoint), .text(try event["id"].text() ?? ""), .text(state)])[0]["id"].int64() ?? 0
+                    let attempts: [(Int?, String?)] = state == "delivered" ? [(204, nil)] : [(500, nil), (nil, "timed out after 10 s")]
+                    for (status, error) in attempts {
+                        try database.execute(
+                            "INSERT INTO webhook_attempts (delivery_id, response_status, error, latency_ms) VALUES ($1, $2::integer, $3, 12)",
+                            [.int64(delivery), status.map { .int64(Int64($0)) } ?? .null, error.map { .text($0) } ?? .null])
+                    }
+                }
+                return (healthy, failing)
+            }
+            let session = try await console.logIn()
+            let page = try await console.get("/console/webhooks", session: session)
+            let first = try #require(page.section(id: "webhook-\(healthy)"))
+            #expect(first.contains("<dt>Delivered</dt><dd>1</dd>") && first.contains("<dt>Failed</dt><dd>0</dd>"))
+            #expect(!first.contains("s3cret") && first.contains("https://crm.example.com/hooks?…"), "a webhook's query is not shown")
+            #expect(!first.contains("Latest failed attempts"))
+            let second = try #require(page.section(id: "webhook-\(failing)"))
+            #expect(second.contains("<dt>Failed</dt><dd>1</dd>") && second.contains("renewed"))
+            #expect(second.contains("<td>500</td>") && second.contains("timed out after 10 s") && second.contains("no answer"))
+        }
+    }
+
     @Test func badInputGetsAPageNotATrace() async throws {
         try await ConsoleHarness.with { console in
             let session = try await console.logIn()
@@ -178,7 +229,7 @@ import Testing
         try await ConsoleHarness.with(replicas: 3) { console in
             let key = "\(console.fleet.keyPrefix):console:samples"
             let fleet = console.fleet
-            // Each replica samples when it starts; with an hour's interval all three fall in one bucket.
+            // Each replica samples when it starts; with the harness's long interval all three fall in one bucket.
             var count = 0
             for _ in 0..<100 where count == 0 {
                 try await Task.sleep(for: .milliseconds(50))

@@ -1,0 +1,27 @@
+import AppStore
+import Foundation
+
+/// How the console writes numbers, times and durations: the same way on every page.
+enum Shown {
+    static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<120: "\(Int(seconds)) s"
+        case ..<7_200: "\(Int(seconds / 60)) min"
+        default: String(format: "%.1f h", seconds / 3_600)
+        }
+    }
+
+    /// "2026-11-24 02:00:00 UTC".
+    static func time(_ date: Date) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        return String(format: "%04d-%02d-%02d %02d:%02d:%02d UTC", parts.year!, parts.month!, parts.day!, parts.hour!, parts.minute!, parts.second!)
+    }
+
+    static func time(_ instant: Instant) -> String { time(instant.date) }
+}

@@ -1,0 +1,43 @@
+import AccessTokens
+import Console
+import Foundation
+import Testing
+
+/// `serve` with operator tokens: /console is the ops console's, with its own login, and the API's
+/// tokens open neither it nor does its session open the API.
+@Suite struct ConsoleMountTests {
+    static let operatorToken = "console-operator-token-0123456789"
+
+    @Test func serveMountsTheConsoleBesideTheAPI() async throws {
+        let operators = try NamedTokens(parsing: "night-ops:\(Self.operatorToken)", kind: "console tokens")
+        let console = ConsoleSettings(operators: operators)
+        try await APIHarness.with(console: console) { api in
+            let login = try await api.get("/console/login", auth: .none)
+            #expect(login.status == 200)
+            #expect(login.headers["Content-Type"]?.hasPrefix("text/html") == true)
+            #expect(try await api.get("/console", auth: .none).status == 303, "a page without a session goes to the login form")
+
+            // An API token is not an operator token.
+            let withAPIToken = try await api.post(
+                "/console/login", bytes: Array("token=\(api.token)".utf8), auth: .none, contentType: "application/x-www-form-urlencoded")
+            #expect(withAPIToken.status == 401)
+            let withOperatorToken = try await api.post(
+                "/console/login", bytes: Array("token=\(Self.operatorToken)".utf8), auth: .none,
+                contentType: "application/x-www-form-urlencoded")
+            #expect(withOperatorToken.status == 303)
+
+            // The API still wants its token.
+            #expect(try await api.get("/v1/subscriptions/1", auth: .none).status == 401)
+            #expect(try await api.get("/v1/subscriptions/1").status == 404)
+        }
+    }
+
+    @Test func withoutOperatorTokensThereIsNoConsole() async throws {
+        try await APIHarness.with { api in
+            let anonymous = try await api.get("/console/login", auth: .none)
+            #expect(anonymous.status == 401, "only the API, which wants a token")
+            let withToken = try await api.get("/console/login")
+            #expect(withToken.status == 404)
+        }
+    }
+}

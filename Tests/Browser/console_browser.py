@@ -1,0 +1,166 @@
+"""The ops console in a real browser: Debian's chromium, driven by Selenium through chromium-driver.
+
+Run by Tests/ConsoleTests/ConsoleBrowserTests.swift, which starts a console over a fleet of its own
+and passes what it set up in the environment:
+
+  CONSOLE_URL, CONSOLE_TOKEN       where the console is, an operator token
+  CONSOLE_OPERATOR                 and its name
+  DEAD_LETTER_ID                   a dead letter whose subscription is not queued
+  SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
+  RECEIPTFLEET_BINARY              the receiptfleet binary, for `receiptfleet status --json`
+  RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
+  SCREENSHOTS                      where the screenshots go (one per page and width)
+
+Every step asserts; the first that fails ends the run with its message and exit status 1.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as loaded
+from selenium.webdriver.support.ui import WebDriverWait
+
+URL = os.environ["CONSOLE_URL"].rstrip("/")
+SHOTS = os.environ["SCREENSHOTS"]
+WIDTHS = (1280, 375)
+
+
+def status():
+    """What `receiptfleet status --json` says, the command operators trust."""
+    out = subprocess.run([os.environ["RECEIPTFLEET_BINARY"], "status", "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"receiptfleet status --json failed: {out.stderr}"
+    return json.loads(out.stdout)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,900"):
+        options.add_argument(argument)
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")), options=options)
+    driver.set_page_load_timeout(30)
+    return driver
+
+
+def text(driver, element_id):
+    return driver.find_element(By.ID, element_id).text.strip()
+
+
+def submit(driver, button):
+    """Clicks a form's button and waits for the page it leads to."""
+    old = driver.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(driver, 30).until(loaded.staleness_of(old))
+
+
+def check_layout(driver, name):
+    """At each width: nothing wider than the screen (no horizontal scrolling), and a screenshot."""
+    for width in WIDTHS:
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
+        assert overflow <= 0, f"{name} at {width} px scrolls sideways by {overflow} px"
+        driver.save_screenshot(os.path.join(SHOTS, f"{name}-{width}.png"))
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    driver = browser()
+    try:
+        # A wrong token gets the login form back with the reason; an operator token gets in.
+        driver.get(URL + "/console")
+        assert driver.current_url.endswith("/console/login"), f"not sent to the login form: {driver.current_url}"
+        check_layout(driver, "login")
+        driver.find_element(By.ID, "token").send_keys("not-an-operator-token-at-all")
+        submit(driver, driver.find_element(By.CSS_SELECTOR, "form.login button"))
+        assert "not an operator token" in text(driver, "problem")
+        driver.find_element(By.ID, "token").send_keys(os.environ["CONSOLE_TOKEN"])
+        submit(driver, driver.find_element(By.CSS_SELECTOR, "form.login button"))
+        assert driver.current_url.endswith("/console"), driver.current_url
+        print("logged in")
+
+        # The queue as `status --json` reads it.
+        queue = status()["queue"]
+        shown = {key: int(text(driver, f"queue-{key}")) for key in ("ready", "reserved", "delayed", "dead")}
+        expected = {"ready": queue["ready"], "reserved": queue["reserved"],
+                    "delayed": queue["delayedDue"] + queue["delayedLater"], "dead": queue["dead"]}
+        assert shown == expected, f"the page shows {shown}, status --json {expected}"
+        assert queue["ready"] > 0 and queue["dead"] == 1, queue
+        check_layout(driver, "overview")
+        print(f"the queue matches status --json: {shown}")
+
+        # A form whose CSRF token is not the session's does nothing, and says so.
+        driver.execute_script("document.querySelector('form[action=\"/console/gate/pause\"] input[name=csrf]').value = 'stale';")
+        submit(driver, driver.find_element(By.ID, "pause"))
+        assert text(driver, "error-title") == "This form is out of date", driver.page_source[:500]
+        assert status()["queue"].get("haltedReason") is None, "a stale form halted the fleet"
+        check_layout(driver, "stale-form")
+        print("a stale form is refused")
+
+        # Pause: the same halt as `receiptfleet pause`; resume asks first, then lifts it.
+        driver.get(URL + "/console")
+        reason = driver.find_element(By.ID, "reason")
+        reason.clear()
+        reason.send_keys("browser test")
+        submit(driver, driver.find_element(By.ID, "pause"))
+        halted = status()["queue"].get("haltedReason")
+        assert halted == f"browser test (by {os.environ['CONSOLE_OPERATOR']})", f"status says halted: {halted!r}"
+        assert text(driver, "gate").startswith("Halted: browser test"), text(driver, "gate")
+        submit(driver, driver.find_element(By.ID, "resume"))
+        assert "browser test" in text(driver, "halt-reason")
+        check_layout(driver, "confirm-resume")
+        assert status()["queue"].get("haltedReason") is not None, "resumed before the confirmation"
+        submit(driver, driver.find_element(By.ID, "confirm-resume"))
+        assert status()["queue"].get("haltedReason") is None, "still halted after resuming"
+        assert text(driver, "gate").startswith("Open"), text(driver, "gate")
+        print("paused and resumed")
+
+        # Replay the dead letter: it leaves the dead letters and its job is queued.
+        before = status()["queue"]
+        driver.get(URL + "/console/dead")
+        check_layout(driver, "dead-letters")
+        row = driver.find_element(By.CSS_SELECTOR, f"tr[data-id=\"{os.environ['DEAD_LETTER_ID']}\"]")
+        submit(driver, row.find_element(By.CSS_SELECTOR, "button.replay-one"))
+        assert text(driver, "notice").startswith("Replayed 1 dead letter"), text(driver, "notice")
+        after = status()["queue"]
+        assert after["dead"] == before["dead"] - 1 and after["ready"] == before["ready"] + 1, f"{before} -> {after}"
+        print("replayed a dead letter; it is queued")
+
+        # Look a subscription up by its original_transaction_id and see its events; verify it now.
+        driver.get(URL + "/console/subscriptions")
+        driver.find_element(By.ID, "q").send_keys(os.environ["SUBSCRIPTION_OTID"])
+        submit(driver, driver.find_element(By.ID, "look-up"))
+        events = [event.text for event in driver.find_elements(By.CSS_SELECTOR, "#events li strong")]
+        assert events, "no events on the subscription's page"
+        assert text(driver, "subscription-entitlement").startswith("active"), text(driver, "subscription-entitlement")
+        check_layout(driver, "subscription")
+        submit(driver, driver.find_element(By.ID, "verify-now"))
+        assert text(driver, "notice") == "Verified with Apple just now.", text(driver, "notice")
+        print(f"looked up a subscription: {', '.join(events)}")
+
+        # An unknown subscription gets a page that says so.
+        driver.get(URL + "/console/subscriptions?q=999999999")
+        assert text(driver, "error-title") == "Not found"
+        check_layout(driver, "not-found")
+
+        driver.get(URL + "/console/webhooks")
+        assert driver.find_elements(By.CSS_SELECTOR, "section.endpoint"), "no webhook endpoint listed"
+        check_layout(driver, "webhooks")
+        print("every page fits 1280 px and 375 px without sideways scrolling")
+    except AssertionError as failure:
+        driver.save_screenshot(os.path.join(SHOTS, "failure.png"))
+        print(f"FAILED at {driver.current_url}: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        driver.quit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+import EventRelay
+import Foundation
+import TestSupport
+import Testing
+
+/// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
+/// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, replay a
+/// dead letter, look a subscription up; every page at 1280 px and 375 px without sideways
+/// scrolling, with screenshots under .run/console-screenshots for review.
+@Suite struct ConsoleBrowserTests {
+    static var python: String {
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"] ?? (environment["HOME"] ?? "/root") + "/.cache"
+        return (environment["RECEIPTFLEET_TOOLS"] ?? cache + "/receiptfleet") + "/venv/bin/python"
+    }
+
+    @Test func anOperatorWorksTheFleetFromTheBrowser() async throws {
+        for program in [Self.python, "/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            try #require(FileManager.default.isExecutableFile(atPath: program), "\(program) is missing: run scripts/bootstrap")
+        }
+        try await ConsoleHarness.with(sampleInterval: .seconds(1)) { console in
+            let (letter, _) = try await console.queueWithADeadLetter()
+            _ = try await console.subscriptionWithHistory()
+            _ = try await console.onOwnDatabase { database in
+                try WebhookRegistry.local(database).add(url: "http://127.0.0.1:9/hooks", eventTypes: ["renewed", "refunded"])
+            }
+            var environment = ProcessInfo.processInfo.environment.merging(console.fleet.processEnvironment) { $1 }
+            environment.merge([
+                "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
+                "DEAD_LETTER_ID": letter, "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
+                "RECEIPTFLEET_BINARY": FleetProcess.binary.path, "RECEIPTFLEET_LOG_LEVEL": "error",
+                "SCREENSHOTS": TestServers.repositoryRoot + "/.run/console-screenshots",
+            ]) { $1 }
+            let script = TestServers.repositoryRoot + "/Tests/Browser/console_browser.py"
+            let sent = environment
+            let (status, output) = try await onOwnThread {
+                try runProgram("/usr/bin/timeout", ["300", Self.python, script], environment: sent)
+            }
+            #expect(status == 0, "the browser test failed (screenshots in .run/console-screenshots):\n\(output.suffix(4_000))")
+        }
+    }
+}
