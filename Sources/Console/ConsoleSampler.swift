@@ -28,7 +28,7 @@ public struct ConsoleSampler: Service {
                 let status = try desk.status.read(.live).status()
                 let queue = status.queue
                 try desk.store.addSample(
-                    ConsoleSample(at: 0, ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
+                    ConsoleSample(at: 0 /* Redis's clock decides */, ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
                                   dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted),
                     interval: interval, keep: .seconds(3_600) + interval * 2)
             }

@@ -62,8 +62,9 @@ struct ConsoleStore {
 
     private var samplesKey: String { "\(prefix):console:samples" }
 
-    /// Adds `sample` for the current bucket of `interval` (by Redis's clock) unless a replica
-    /// already did, and drops samples older than `keep`. Returns whether it was added.
+    /// Adds `sample` for the current bucket of `interval` unless a replica already did, and drops
+    /// samples older than `keep`. The bucket comes from Redis's clock (the sample's `at` is not
+    /// sent), so replicas with skewed clocks still agree. Returns whether it was added.
     @discardableResult
     func addSample(_ sample: ConsoleSample, interval: Duration, keep: Duration) throws -> Bool {
         try connection.run(

@@ -2,6 +2,7 @@ import Console
 import EventRelay
 import Fleet
 import Foundation
+import HTTPClient
 import JobQueue
 import RedisClient
 import TestSupport
@@ -238,6 +239,38 @@ import Testing
             try await Task.sleep(for: .milliseconds(500))
             count = try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) }
             #expect(count == 1)
+        }
+    }
+}
+
+/// `receiptfleet console` as operators start it.
+@Suite struct ConsoleCommandTests {
+    @Test func theCommandServesTheConsoleAloneAndRefusesWithoutOperatorTokens() async throws {
+        try await ConsoleHarness.with { console in
+            let environment = console.fleet.processEnvironment.merging(["RECEIPTFLEET_METRICS_ADDRESS": "off"]) { $1 }
+            let refused = try await runFleetCommand(["console", "--address", "127.0.0.1:0"], environment: environment)
+            #expect(refused.status != 0)
+            #expect(refused.output.contains("the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS"))
+
+            let token = "cli-operator-token-0123456789abcdef"
+            let process = try FleetProcess(
+                ["console", "--address", "127.0.0.1:0"], environment: environment.merging(["RECEIPTFLEET_CONSOLE_TOKENS": "cli-ops:\(token)"]) { $1 })
+            var port: Int?
+            for _ in 0..<200 where port == nil {
+                try await Task.sleep(for: .milliseconds(50))
+                port = process.log.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)\/console/).flatMap { Int($0.1) }
+            }
+            let bound = try #require(port, "the console did not say where it listens:\n\(process.log)")
+            let root = try await onOwnThread { try HTTPClient().get(url: "http://127.0.0.1:\(bound)/") }
+            #expect(root.status == 303 && root.headers["Location"] == "/console")
+            let login = try await onOwnThread {
+                try HTTPClient().post(url: "http://127.0.0.1:\(bound)/console/login", json: Array("token=\(token)".utf8),
+                                      headers: ["Content-Type": "application/x-www-form-urlencoded"])
+            }
+            #expect(login.status == 303)
+            process.send(SIGTERM)
+            #expect(try await process.exitStatus(within: .seconds(10)) == 0)
+            #expect(!process.log.contains(token))
         }
     }
 }
