@@ -3,7 +3,7 @@ import PackageDescription
 
 // Layers, bottom to top (imports only point down; see docs/architecture.md):
 //   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
-//   thin clients     Lanes, Redaction, AccessTokens, RedisClient, HTTPClient, PostgresClient
+//   thin clients     Lanes, Redaction, AccessTokens, BuildInfo, RedisClient, HTTPClient, PostgresClient
 //   domain           AppStore, JobQueue, Ledger
 //   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
 //                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
@@ -48,6 +48,9 @@ let package = Package(
         .target(name: "Lanes"),
         // Masks the secrets in URLs and conninfo strings, for both clients and every command.
         .target(name: "Redaction"),
+        // What the binary is (version, commit, build date), stamped at each build by the BuildStamp plugin.
+        .target(name: "BuildInfo", plugins: ["BuildStamp"]),
+        .plugin(name: "BuildStamp", capability: .buildTool()),
         // Named secret tokens compared in constant time: the API's bearer tokens, the console's operator tokens.
         .target(name: "AccessTokens", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
@@ -72,7 +75,7 @@ let package = Package(
 
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
-            "AppStore", "AppStoreClients", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient",
+            "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient",
             "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -121,7 +124,7 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AccessTokens", "APIService", "Console", "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
+            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -175,7 +178,7 @@ let package = Package(
         // schema validators that scripts/bootstrap installs.
         .testTarget(name: "DeployTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
+            "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
             "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,4 +1,5 @@
 import AppStore
+import BuildInfo
 import EventRelay
 import Metrics
 import Synchronization
@@ -64,7 +65,7 @@ public final class FleetMetrics: Sendable {
             let response = AppleResponse(status: "0", environment: $0.label)
             return (response, counter(MetricName.appleResponses, response.dimensions))
         }))
-        Gauge(label: MetricName.buildInfo, dimensions: [("version", BuildInfo.version), ("swift", BuildInfo.swift)],
+        Gauge(label: MetricName.buildInfo, dimensions: [("version", BuildInfo.version), ("commit", BuildInfo.commit), ("swift", BuildInfo.swift)],
               factory: factory).record(1)
     }
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Fleet
+import BuildInfo
 
 /// The `receiptfleet` command line.
 @main
@@ -7,7 +7,7 @@ struct ReceiptFleet: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receiptfleet",
         abstract: "Re-verifies App Store subscriptions at fleet scale.",
-        version: BuildInfo.version,
+        version: BuildInfo.description,
         subcommands: [
             Worker.self, Relay.self, Serve.self, ConsoleCommand.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Config.self, Pause.self, Resume.self, Migrate.self, Inspect.self,
             SimulateAppStore.self, Demo.self,

@@ -1,3 +1,4 @@
+import BuildInfo
 import Fleet
 import Foundation
 import JobQueue

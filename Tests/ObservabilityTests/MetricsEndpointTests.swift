@@ -1,4 +1,5 @@
 import AppStore
+import BuildInfo
 import EventRelay
 import Fleet
 import Foundation
@@ -52,7 +53,7 @@ import Testing
                 #expect(abs((scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") ?? 0) - finishedAt) < 0.01)
                 #expect(scrape.value("receiptfleet_fleet_paused") == 0)
                 #expect(scrape.value("receiptfleet_fleet_halted") == 0)
-                #expect(scrape.value("receiptfleet_build_info", ["version": BuildInfo.version]) == 1)
+                #expect(scrape.value("receiptfleet_build_info", ["version": BuildInfo.version, "commit": BuildInfo.commit]) == 1)
             }
         }
     }

@@ -1,0 +1,130 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The Debian package scripts/package builds (scripts/test builds it first and names it in
+/// RECEIPTFLEET_PACKAGE): its contents, its dependencies, lintian, the unpacked binary run with
+/// the Swift toolchain out of reach, its units under systemd-analyze, and its postinst.
+@Suite("the Debian package: contents, lintian, a binary without the toolchain, units, postinst")
+struct DebianPackageTests {
+    static func package() throws -> String {
+        let path = ProcessInfo.processInfo.environment["RECEIPTFLEET_PACKAGE"] ?? ""
+        guard !path.isEmpty, FileManager.default.fileExists(atPath: path) else {
+            throw MissingPackage()
+        }
+        return path
+    }
+
+    struct MissingPackage: Error, CustomStringConvertible {
+        var description: String {
+            "no package: build one with scripts/package and name it in RECEIPTFLEET_PACKAGE (scripts/test does both)"
+        }
+    }
+
+    /// The package unpacked into a folder of its own.
+    static func unpacked() async throws -> URL {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("deb-root"))
+        let result = try await run("dpkg-deb", ["-x", try package(), root.path], from: "dpkg")
+        #expect(result.succeeded, "\(result)")
+        return root
+    }
+
+    @Test func itHoldsWhatAServerNeeds() async throws {
+        let contents = try await run("dpkg-deb", ["--contents", try Self.package()], from: "dpkg")
+        #expect(contents.succeeded, "\(contents)")
+        for path in [
+            "./usr/bin/receiptfleet", "./lib/systemd/system/receiptfleet-api.service", "./lib/systemd/system/receiptfleet-worker@.service",
+            "./lib/systemd/system/receiptfleet-schedule.timer", "./lib/systemd/system/receiptfleet.target",
+            "./lib/systemd/system/receiptfleet-.service.d/10-receiptfleet.conf",
+            "./usr/share/doc/receiptfleet/examples/receiptfleet.json", "./usr/share/doc/receiptfleet/examples/receiptfleet.env.example",
+            "./usr/share/doc/receiptfleet/copyright", "./usr/share/man/man1/receiptfleet.1.gz",
+            "./usr/share/bash-completion/completions/receiptfleet", "./usr/share/zsh/vendor-completions/_receiptfleet",
+            "./usr/share/fish/vendor_completions.d/receiptfleet.fish",
+        ] {
+            #expect(contents.output.contains(" \(path)\n"), "the package lacks \(path)")
+        }
+        #expect(contents.output.contains("-rwxr-xr-x root/root"), "the binary is root's and executable")
+        #expect(!contents.output.contains(" ./etc/"), "configuration is the operator's: postinst makes it, the package ships none")
+    }
+
+    @Test func itDependsOnTheRuntimeLibrariesNotTheirDevelopmentPackages() async throws {
+        let depends = try await run("dpkg-deb", ["--field", try Self.package(), "Depends"], from: "dpkg")
+        for library in ["libhiredis0.14", "libcurl4", "libpq5"] {
+            #expect(depends.output.contains(library), "Depends: \(depends.output)")
+        }
+        #expect(!depends.output.contains("-dev"), "Depends: \(depends.output)")
+    }
+
+    @Test func lintianFindsNoErrors() async throws {
+        let result = try await run("lintian", ["--no-tag-display-limit", try Self.package()], from: "lintian")
+        let errors = result.output.split(separator: "\n").filter { $0.hasPrefix("E: ") }
+        #expect(errors.isEmpty, "lintian:\n\(result.output)")
+    }
+
+    @Test func theUnpackedBinaryNeedsNoToolchain() async throws {
+        let root = try await Self.unpacked()
+        let binary = root.appendingPathComponent("usr/bin/receiptfleet").path
+        let libraries = try await run("ldd", [binary], from: "libc-bin")
+        #expect(libraries.succeeded, "\(libraries)")
+        #expect(!libraries.output.contains("/opt/swift") && !libraries.output.contains("not found"), "ldd:\n\(libraries.output)")
+        #expect(!libraries.output.contains("libswift") && !libraries.output.contains("libFoundation"), "ldd:\n\(libraries.output)")
+        let dynamic = try await run("readelf", ["--dynamic", binary], from: "binutils")
+        #expect(!dynamic.output.contains("/opt/swift"), "a run path into the toolchain:\n\(dynamic.output)")
+
+        // Nothing of the toolchain in reach: no PATH into it, no library path.
+        let bare = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"]
+        let version = try await onOwnThread { try runProgram("/usr/bin/env", ["-i"] + bare.map { "\($0.key)=\($0.value)" } + [binary, "--version"]) }
+        #expect(version.status == 0)
+        #expect(version.output.range(of: #"^\d+\.\d+\.\d+ \(commit [0-9a-f]{12}, built \d{4}-\d{2}-\d{2}, Swift \d"#, options: .regularExpression) != nil,
+                "--version says: \(version.output)")
+        let servers = [
+            "RECEIPTFLEET_REDIS_URL": TestServers.redisURL, "RECEIPTFLEET_POSTGRES_URL": TestServers.postgresURL,
+            "RECEIPTFLEET_SHARED_SECRET": "package-test-secret",
+        ]
+        let check = try await onOwnThread {
+            try runProgram("/usr/bin/env", ["-i"] + bare.merging(servers) { $1 }.map { "\($0.key)=\($0.value)" } + [binary, "config", "check"])
+        }
+        #expect(check.status == 0 && check.output.contains("The configuration is valid."), "config check:\n\(check.output)")
+    }
+
+    /// systemd-analyze checks that ExecStart's binary exists on this machine, where /usr/bin has no
+    /// receiptfleet: the units are checked in a copy that runs the unpacked binary from where it is.
+    @Test func systemdAcceptsThePackagedUnits() async throws {
+        let root = try await Self.unpacked()
+        let units = root.appendingPathComponent("lib/systemd/system")
+        let binary = root.appendingPathComponent("usr/bin/receiptfleet").path
+        for unit in try Repository.files(in: units, endingIn: [".service"]) {
+            let text = try String(contentsOf: unit, encoding: .utf8)
+            #expect(text.contains("ExecStart=/usr/bin/receiptfleet "), "\(unit.lastPathComponent) runs something else")
+            try text.replacingOccurrences(of: "ExecStart=/usr/bin/receiptfleet ", with: "ExecStart=\(binary) ")
+                .write(to: unit, atomically: true, encoding: .utf8)
+        }
+        let result = try await systemdAnalyze(["verify", "--man=no"] + SystemdUnitTests.units.map { units.appendingPathComponent($0).path })
+        #expect(result.succeeded && result.output.isEmpty, "\(result)")
+    }
+
+    @Test func postinstMakesTheConfigurationOnceAndStartsNothing() async throws {
+        let root = try await Self.unpacked()
+        let control = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("deb-control"))
+        #expect(try await run("dpkg-deb", ["--control", try Self.package(), control.path], from: "dpkg").succeeded)
+        let script = control.appendingPathComponent("postinst").path
+        let text = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(!text.contains("systemctl start") && !text.contains("systemctl enable") && !text.contains("deb-systemd-invoke"))
+
+        let postinst = { @Sendable in try runProgram("/usr/bin/env", ["DPKG_ROOT=\(root.path)", "/bin/sh", script, "configure"]) }
+        #expect(try await onOwnThread(postinst).status == 0)
+        let config = root.appendingPathComponent("etc/receiptfleet")
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: config.appendingPathComponent(path).path)[.posixPermissions] as? Int) ?? -1
+        }
+        #expect(try mode("") == 0o755)
+        #expect(try mode("receiptfleet.json") == 0o644)
+        #expect(try mode("receiptfleet.env") == 0o600, "the environment file holds the database passwords")
+
+        // Run again (an upgrade): the operator's edits stay.
+        let env = config.appendingPathComponent("receiptfleet.env")
+        try "RECEIPTFLEET_REDIS_URL=redis://:mine@redis/0\n".write(to: env, atomically: true, encoding: .utf8)
+        #expect(try await onOwnThread(postinst).status == 0)
+        #expect(try String(contentsOf: env, encoding: .utf8) == "RECEIPTFLEET_REDIS_URL=redis://:mine@redis/0\n")
+    }
+}
