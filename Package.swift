@@ -176,7 +176,7 @@ let package = Package(
         ]),
         // Deployment files (dashboards/, deploy/, Dockerfile), checked with promtool, systemd-analyze and
         // schema validators that scripts/bootstrap installs.
-        .testTarget(name: "DeployTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
+        .testTarget(name: "DeployTests", dependencies: ["BuildInfo", "JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
             "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
             "PostgresClient", "RedisClient", "TestSupport",
