@@ -17,7 +17,7 @@ extension OpsConsole {
         let (who, form) = try await operatorActing(request)
         let typed = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         let reason = String((typed.isEmpty ? "paused from the console" : typed).prefix(200)) + " (by \(who.name))"
-        try await lanes.run { desk in try desk.gate.halt(reason: reason) }
+        try await audited(who, "fleet.pause", details: ["reason": reason]) { desk in try desk.gate.halt(reason: reason) }
         logger.notice("console: paused the fleet", metadata: ["operator": "\(who.name)", "reason": "\(reason)"])
         return Self.redirect(to: "/console?done=paused")
     }
@@ -30,7 +30,7 @@ extension OpsConsole {
         if form["confirm"] != "yes", let reason = try await lanes.run({ desk in try desk.status.read(.live).status().queue.haltedReason }) {
             return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, reason: reason))
         }
-        let replayed = try await lanes.run { _ in try resumeFleet(settings: fleet) }
+        let replayed = try await audited(who, "fleet.resume", results: { ["replayed": "\($0)"] }) { _ in try resumeFleet(settings: fleet) }
         logger.notice("console: resumed the fleet", metadata: ["operator": "\(who.name)", "replayed": "\(replayed)"])
         return Self.redirect(to: "/console?done=resumed")
     }

@@ -45,11 +45,12 @@ extension OpsConsole {
         let (who, _) = try await operatorActing(request)
         let id = try Self.subscriptionID(text)
         let (fleet, logger) = (self.fleet, self.logger)
-        let settlement = try await lanes.run { desk -> Settlement? in
-            guard try desk.ledger.subscription(id: id) != nil else { return nil }
-            return try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: logger)
+        guard try await lanes.run({ desk in try desk.ledger.subscription(id: id) != nil }) else {
+            throw ConsoleProblem.notFound("No subscription has id \(id).")
         }
-        guard let settlement else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
+        let settlement = try await audited(who, "subscriptions.verify", target: "subscription \(id)", results: { ["result": "\($0)"] }) { _ in
+            try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: logger)
+        }
         logger.notice("console: verified a subscription now", metadata: [
             "operator": "\(who.name)", "subscription": "\(id)", "result": "\(settlement)",
         ])

@@ -40,18 +40,12 @@ struct WebhooksView {
         var error: String
     }
 
-    /// The URL without its query (receivers often take a token there) and with any password masked.
-    static func shown(_ url: String) -> String {
-        let base = String(url.prefix { $0 != "?" && $0 != "#" })
-        return Redact.url(base) + (base.count < url.count ? "?…" : "")
-    }
-
     init(viewer: OpsConsole.Operator, health: [WebhookHealth]) {
         (operatorName, csrf) = (viewer.name, viewer.csrf)
         endpoints = health.map { item in
             let endpoint = item.endpoint
             return Endpoint(
-                id: endpoint.id, url: Self.shown(endpoint.url),
+                id: endpoint.id, url: Redact.urlWithoutQuery(endpoint.url),
                 types: endpoint.eventTypes.isEmpty ? "every event type" : endpoint.eventTypes.joined(separator: ", "),
                 state: endpoint.isEnabled ? "enabled" : "disabled: \(endpoint.disabledReason ?? "-")",
                 stateClass: endpoint.isEnabled ? (item.recentFailures.isEmpty ? "open" : "paused") : "halted",

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Lanes
+import Ledger
 import Logging
 import Mustache
 
@@ -65,6 +66,21 @@ public final class OpsConsole: Sendable {
         console.get("/webhooks") { request, _ in try await self.webhooks(request) }
         console.get("**") { request, _ -> Response in
             throw ConsoleProblem.notFound("There is no console page at \(request.uri.path).")
+        }
+    }
+
+    /// Runs an operator's action on a lane and records it in the audit trail as theirs; an action
+    /// whose record cannot be written has still happened, and the log says so.
+    func audited<T: Sendable>(
+        _ who: Operator, _ action: String, target: String? = nil, details: [String: String] = [:],
+        results: @escaping @Sendable (T) -> [String: String] = { _ in [:] }, _ body: @escaping @Sendable (ConsoleDesk) throws -> T
+    ) async throws -> T {
+        let logger = self.logger
+        let record = AuditRecord(actor: who.name, via: .console, action: action, target: target, details: details)
+        return try await lanes.run { desk in
+            try desk.ledger.audited(record, results: results, unrecorded: { error in
+                logger.warning("console: the audit trail did not record an action", metadata: ["action": "\(action)", "error": "\(error)"])
+            }) { try body(desk) }
         }
     }
 

@@ -290,5 +290,21 @@ enum Migrations {
             -- The backend that answered each attempt (NULL for attempts older than this column).
             ALTER TABLE verifications ADD COLUMN backend text;
             """),
+        Migration(version: 12, name: "audit trail", sql: """
+            -- Every operator action (pause, resume, dead letters, webhooks, backend moves, …), from the
+            -- command line, the API or the console: who, when, what, on what, and how it ended. Never
+            -- pruned with the rest of the data.
+            CREATE TABLE audit_log (
+                id        bigserial PRIMARY KEY,
+                at        timestamptz NOT NULL DEFAULT now(),
+                actor     text NOT NULL,
+                via       text NOT NULL CHECK (via IN ('cli', 'api', 'console')),
+                action    text NOT NULL,
+                target    text,
+                details   jsonb NOT NULL DEFAULT '{}',
+                outcome   text NOT NULL
+            );
+            CREATE INDEX audit_log_at ON audit_log (at);
+            """),
     ]
 }

@@ -19,6 +19,13 @@ extension Redact {
         return head + query(String(scalars[queryStart...]))
     }
 
+    /// A URL where it is shown to people who need only where it points (the console, the audit
+    /// trail): its password masked and its query left out as `?…` (receivers often take a token there).
+    public static func urlWithoutQuery(_ url: String) -> String {
+        let base = String(url.prefix { $0 != "?" && $0 != "#" })
+        return Self.url(base) + (base.count < url.count ? "?…" : "")
+    }
+
     /// `?a=1&password=…#fragment` with the secret parameters' values masked; the fragment as is.
     private static func query(_ rest: String) -> String {
         guard rest.hasPrefix("?") else { return rest }

@@ -21,7 +21,8 @@ struct Pause: ParsableCommand {
     var reason = "paused by an operator"
 
     func run() throws {
-        try gate(options).halt(reason: reason)
+        let settings = try options.settings()
+        try audited("fleet.pause", details: ["reason": reason], settings: settings) { try gate(settings).halt(reason: reason) }
         print("The fleet is halted: \(reason). Resume with `receiptfleet resume`.")
     }
 }
@@ -38,15 +39,17 @@ struct Resume: ParsableCommand {
     @OptionGroup var options: FleetOptions
 
     func run() throws {
-        let replayed = try resumeFleet(settings: try options.settings())
+        let settings = try options.settings()
+        let replayed = try audited("fleet.resume", settings: settings, results: { ["replayed": "\($0)"] }) {
+            try resumeFleet(settings: settings)
+        }
         print("The fleet is running.")
         if replayed > 0 { print("Replayed \(replayed) dead letters of receipts that answered the halt's error alone before it.") }
     }
 }
 
-private func gate(_ options: FleetOptions) throws -> FleetGate {
-    let settings = try options.settings()
-    return FleetGate(
+private func gate(_ settings: FleetSettings) throws -> FleetGate {
+    FleetGate(
         connection: try RedisConnection(settings.redisConfiguration()),
         keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit)
 }

@@ -36,6 +36,14 @@ struct Dead: ParsableCommand {
         @Option(help: "Only these dead letters, by the id `dead list` prints first (repeat the option).")
         var id: [String] = []
 
+        /// The filter as the audit trail names it: "all", or its criteria.
+        var description: String {
+            let parts = [errorClass.map { "error-class=\($0)" }, run.map { "run=\($0)" }]
+                + subscription.map { "subscription=\($0)" } + id.map { "id=\($0)" }
+            let named = parts.compactMap(\.self)
+            return named.isEmpty ? "all" : named.joined(separator: " ")
+        }
+
         var value: DeadLetterFilter {
             DeadLetterFilter(
                 errorClass: errorClass, runID: run, subscriptionIDs: subscription.isEmpty ? nil : Set(subscription),
@@ -50,7 +58,7 @@ struct Dead: ParsableCommand {
         @Option(help: "At most this many.") var limit = 100
 
         func run() throws {
-            let letters = try queue(options).deadLetters(matching: filter.value, limit: limit)
+            let letters = try queue(try options.settings()).deadLetters(matching: filter.value, limit: limit)
             if letters.isEmpty { print("No dead letters match.") }
             for letter in letters {
                 let buried = Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)
@@ -67,7 +75,11 @@ struct Dead: ParsableCommand {
         @OptionGroup var filter: Filter
 
         func run() throws {
-            print("Replayed \(try queue(options).replay(matching: filter.value)) dead letters.")
+            let settings = try options.settings()
+            let replayed = try audited("dead.replay", target: filter.description, settings: settings, results: { ["replayed": "\($0)"] }) {
+                try queue(settings).replay(matching: filter.value)
+            }
+            print("Replayed \(replayed) dead letters.")
         }
     }
 
@@ -77,14 +89,17 @@ struct Dead: ParsableCommand {
         @OptionGroup var filter: Filter
 
         func run() throws {
-            print("Purged \(try queue(options).purge(matching: filter.value)) dead letters.")
+            let settings = try options.settings()
+            let purged = try audited("dead.purge", target: filter.description, settings: settings, results: { ["purged": "\($0)"] }) {
+                try queue(settings).purge(matching: filter.value)
+            }
+            print("Purged \(purged) dead letters.")
         }
     }
 }
 
-private func queue(_ options: FleetOptions) throws -> JobQueue {
-    let settings = try options.settings()
-    return try JobQueue(
+private func queue(_ settings: FleetSettings) throws -> JobQueue {
+    try JobQueue(
         connection: RedisConnection(settings.redisConfiguration()),
         keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
 }

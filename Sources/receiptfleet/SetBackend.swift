@@ -58,6 +58,13 @@ struct SetBackend: ParsableCommand {
         }
     }
 
+    /// The subscriptions chosen, as the audit trail names them.
+    private var selectionDescription: String {
+        let parts = [id.map { "id=\($0)" }, originalTransactionID.map { "original_transaction_id=\($0)" }, all ? "all" : nil,
+                     app.map { "app=\($0)" }, environment.map { "environment=\($0)" }, from.map { "from=\($0)" }]
+        return parts.compactMap(\.self).joined(separator: " ")
+    }
+
     func run() throws {
         let target = try Self.parse(backend, "the backend")
         let settings = try options.settings()
@@ -82,8 +89,13 @@ struct SetBackend: ParsableCommand {
             guard selection.ids?.isEmpty == false else { throw ValidationError("No subscription has that original_transaction_id.") }
         }
         let progress = ProgressLine()
-        let move = try ledger.moveBackend(to: target, selection, dryRun: dryRun) { total in
-            progress.show("\(dryRun ? "would move" : "moved") \(total.moved)")
+        let move = try dryRun ? moveBackend() : audited(
+            "subscriptions.set-backend", target: selectionDescription, details: ["backend": backend], settings: settings,
+            results: { ["moved": "\($0.moved)", "without_receipt": "\($0.withoutReceipt)"] }, moveBackend)
+        func moveBackend() throws -> BackendMove {
+            try ledger.moveBackend(to: target, selection, dryRun: dryRun) { total in
+                progress.show("\(dryRun ? "would move" : "moved") \(total.moved)")
+            }
         }
         progress.finish()
         let verb = dryRun ? "Would move" : "Moved"

@@ -31,7 +31,11 @@ struct Webhooks: ParsableCommand {
 
         func run() throws {
             let types = events.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
-            let (endpoint, secret) = try registry(options).add(url: url, eventTypes: types)
+            let settings = try options.settings()
+            let (endpoint, secret) = try audited(
+                "webhooks.add", target: Redact.urlWithoutQuery(url), details: ["events": types.isEmpty ? "all" : types.joined(separator: ",")],
+                settings: settings, results: { ["endpoint": "\($0.endpoint.id)"] }
+            ) { try registry(settings).add(url: url, eventTypes: types) }
             print("Added webhook endpoint \(endpoint.id) for \(types.isEmpty ? "every event type" : types.joined(separator: ", ")).")
             print("Its signing secret, shown this once — store it with the receiver:")
             print(secret.text)
@@ -45,7 +49,7 @@ struct Webhooks: ParsableCommand {
         @OptionGroup var options: FleetOptions
 
         func run() throws {
-            let endpoints = try registry(options).list()
+            let endpoints = try registry(try options.settings()).list()
             if endpoints.isEmpty { print("No webhook endpoints.") }
             for endpoint in endpoints {
                 let types = endpoint.eventTypes.isEmpty ? "all events" : endpoint.eventTypes.joined(separator: ",")
@@ -63,7 +67,8 @@ struct Webhooks: ParsableCommand {
         @Argument(help: "The endpoint id.") var id: Int64
 
         func run() throws {
-            try registry(options).disable(id: id)
+            let settings = try options.settings()
+            try audited("webhooks.disable", target: "endpoint \(id)", settings: settings) { try registry(settings).disable(id: id) }
             print("Webhook endpoint \(id) is disabled.")
         }
     }
@@ -76,7 +81,8 @@ struct Webhooks: ParsableCommand {
         @Argument(help: "The endpoint id.") var id: Int64
 
         func run() throws {
-            try registry(options).remove(id: id)
+            let settings = try options.settings()
+            try audited("webhooks.remove", target: "endpoint \(id)", settings: settings) { try registry(settings).remove(id: id) }
             print("Webhook endpoint \(id) is removed.")
         }
     }
@@ -100,17 +106,20 @@ extension Webhooks {
         @OptionGroup var options: FleetOptions
 
         func run() throws {
-            let registry = try registry(options)
-            let (resealed, current) = try registry.rotateSecrets()
+            let settings = try options.settings()
+            let registry = try registry(settings)
+            let (resealed, current) = try audited(
+                "webhooks.rotate-key", details: ["key": registry.keyID ?? "-"], settings: settings,
+                results: { ["resealed": "\($0.0)", "already": "\($0.1)"] }
+            ) { try registry.rotateSecrets() }
             print("Encrypted \(resealed) webhook secret(s) again under key \(registry.keyID ?? "-"); "
                 + "\(current) already were. Previous keys are no longer needed for them.")
         }
     }
 }
 
-private func registry(_ options: FleetOptions) throws -> WebhookRegistry {
-    let settings = try options.settings()
-    return WebhookRegistry(
+private func registry(_ settings: FleetSettings) throws -> WebhookRegistry {
+    WebhookRegistry(
         database: try PostgresConnection(configuration: settings.postgresConfiguration()),
         keyring: settings.webhookSecretKeys, allowsPrivateNetworks: settings.allowPrivateWebhooks)
 }

@@ -112,6 +112,11 @@ import Testing
             let resumeLine = log.text.split(separator: "\n").first { $0.contains("console: resumed the fleet") }
             #expect(resumeLine?.contains(#""operator": ops-alice"#) == true)
             #expect(!log.text.contains(console.operatorToken), "the token is never logged")
+            // And recorded in the audit trail as the operator's.
+            let trail = try await console.onLedger { try $0.auditTrail(action: "fleet") }
+            #expect(trail.map(\.action) == ["fleet.resume", "fleet.pause"])
+            #expect(trail.allSatisfy { $0.actor == "ops-alice" && $0.via == .console && $0.outcome == "ok" })
+            #expect(trail.last?.details["reason"] == "Apple maintenance (by ops-alice)")
         }
     }
 

@@ -215,3 +215,41 @@ import Testing
         throw Timeout(what: "the metrics URL in the log: \(process.log)")
     }
 }
+
+/// The operator's commands leave an audit trail, as the OS user who ran them.
+@Suite struct AuditCommandTests {
+    @Test func operatorCommandsAreRecordedAndAuditListsThem() async throws {
+        try await Deployment.with { deployment in
+            let environment = deployment.settings.processEnvironment.merging(["RECEIPTFLEET_METRICS_ADDRESS": "off"]) { $1 }
+            func receiptfleet(_ arguments: String...) async throws -> (status: Int32, output: String) {
+                try await runFleetCommand(arguments, environment: environment)
+            }
+            #expect(try await receiptfleet("pause", "--reason", "database maintenance").status == 0)
+            #expect(try await receiptfleet("resume").status == 0)
+            let added = try await receiptfleet("webhooks", "add", "http://127.0.0.1:9/hooks?token=abc", "--events", "renewed")
+            #expect(added.status == 0, "\(added.output)")
+            #expect(try await receiptfleet("webhooks", "disable", "424242").status != 0, "no such endpoint")
+            #expect(try await receiptfleet("dead", "purge", "--error-class", "apple.21010").status == 0)
+
+            let listed = try await receiptfleet("audit", "--json")
+            #expect(listed.status == 0, "\(listed.output)")
+            let entries = listed.output.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            #expect(entries.map { $0["action"] as? String } == ["dead.purge", "webhooks.disable", "webhooks.add", "fleet.resume", "fleet.pause"])
+            let user = getpwuid(geteuid()).map { String(cString: $0.pointee.pw_name) } ?? ""
+            #expect(entries.allSatisfy { $0["via"] as? String == "cli" && ($0["actor"] as? String)?.hasPrefix(user) == true })
+            #expect((entries[4]["details"] as? [String: String])?["reason"] == "database maintenance")
+            #expect(entries[3]["outcome"] as? String == "ok")
+            #expect((entries[1]["outcome"] as? String)?.hasPrefix("failed: ") == true)
+            #expect(entries[2]["target"] as? String == "http://127.0.0.1:9/hooks?…", "the query (a token, often) is left out")
+            #expect(entries[0]["target"] as? String == "error-class=apple.21010" && (entries[0]["details"] as? [String: String])?["purged"] == "0")
+            #expect(!listed.output.contains("whsec_"), "a webhook's signing secret is never recorded")
+
+            let table = try await receiptfleet("audit", "--action", "fleet")
+            #expect(table.output.contains("fleet.pause") && table.output.contains("fleet.resume") && !table.output.contains("webhooks"))
+            let wrong = try await receiptfleet("audit", "--since", "yesterday-ish")
+            #expect(wrong.status != 0 && wrong.output.contains("--since 'yesterday-ish' is neither a day"))
+        }
+    }
+}

@@ -39,3 +39,15 @@ import Testing
         #expect(Redact.text("nothing to hide", hiding: "") == "nothing to hide")
     }
 }
+
+/// Where a URL points, for people who need no more (the console, the audit trail).
+@Suite struct RedactWithoutQueryTests {
+    @Test(arguments: [
+        ("https://crm.example.com/hooks?token=abc", "https://crm.example.com/hooks?…"),
+        ("https://user:pw@crm.example.com/hooks#part", "https://user:***@crm.example.com/hooks?…"),
+        ("https://crm.example.com/hooks", "https://crm.example.com/hooks"),
+    ])
+    func urls(url: String, shown: String) {
+        #expect(Redact.urlWithoutQuery(url) == shown)
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Fleet
+import Foundation
+import Ledger
+import PostgresClient
+
+/// Runs an operator's action from the command line and records it in the audit trail under the
+/// OS user who ran it. When PostgreSQL cannot be reached the action still happens (a pause in
+/// the middle of an incident must not wait for the database), with a warning that it went unrecorded.
+func audited<T>(
+    _ action: String, target: String? = nil, details: [String: String] = [:], settings: FleetSettings,
+    results: (T) -> [String: String] = { _ in [:] }, _ body: () throws -> T
+) throws -> T {
+    let record = AuditRecord(actor: osUser(), via: .cli, action: action, target: target, details: details)
+    let warn = { (error: any Error) in
+        FileHandle.standardError.write(Data("warning: the audit trail did not record \(action): \(error)\n".utf8))
+    }
+    let ledger: Ledger
+    do {
+        ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+    } catch {
+        warn(error)
+        return try body()
+    }
+    return try ledger.audited(record, results: results, unrecorded: warn, body)
+}
+
+/// Who runs this command: the OS user, and the one behind sudo when there is one.
+func osUser() -> String {
+    let name = getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
+        ?? ProcessInfo.processInfo.environment["USER"] ?? "uid \(geteuid())"
+    guard let sudoer = ProcessInfo.processInfo.environment["SUDO_USER"], sudoer != name else { return name }
+    return "\(sudoer) (as \(name) through sudo)"
+}
+
+/// `receiptfleet audit`
+struct Audit: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List the audit trail: who paused, resumed, replayed, purged, changed webhooks or moved backends.",
+        discussion: """
+            Every operator action from the command line (as its OS user), the API (as its client) or \
+            the console (as its operator) is recorded in PostgreSQL with when, what, on what and how it \
+            ended. The trail is never pruned. Newest first.
+
+            Examples:
+              receiptfleet audit
+              receiptfleet audit --since 2026-11-24 --action fleet
+              receiptfleet audit --action dead.purge --json
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Option(help: "Only entries at or after this time: 2026-11-24 or 2026-11-24T02:00:00Z.")
+    var since: String?
+
+    @Option(help: "Only this action and its sub-actions: fleet, fleet.pause, dead, webhooks.add, ….")
+    var action: String?
+
+    @Option(help: "At most this many entries.")
+    var limit = 100
+
+    @Flag(help: "Print JSON lines instead of a table.")
+    var json = false
+
+    func run() throws {
+        let settings = try options.settings()
+        let from = try since.map { text in
+            guard let date = Self.date(text) else {
+                throw ValidationError("--since '\(text)' is neither a day (2026-11-24) nor a time (2026-11-24T02:00:00Z).")
+            }
+            return date
+        }
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+        let entries = try ledger.auditTrail(since: from, action: action, limit: limit)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            for entry in entries { print(String(decoding: try encoder.encode(entry), as: UTF8.self)) }
+            return
+        }
+        if entries.isEmpty { print("No audit entries match.") }
+        for entry in entries {
+            let details = entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            print("\(entry.at.formatted(.iso8601))  \(entry.via.rawValue):\(entry.actor)  \(entry.action)"
+                + (entry.target.map { " \($0)" } ?? "") + "  \(entry.outcome)" + (details.isEmpty ? "" : "  \(details)"))
+        }
+    }
+
+    static func date(_ text: String) -> Date? {
+        if let time = try? Date(text, strategy: .iso8601) { return time }
+        return try? Date(text + "T00:00:00Z", strategy: .iso8601)
+    }
+}
