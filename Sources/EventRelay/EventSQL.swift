@@ -4,10 +4,14 @@ enum EventSQL {
     /// `occurred_at` as `YYYY-MM-DDTHH:MM:SS.mmmZ`, the form docs/events.md promises.
     static let occurredAt = #"to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#
 
+    /// The envelope's schema version (docs/events.md, "Compatibility"): fields are only added within
+    /// a version; renaming or removing one would make version 2.
+    static let schemaVersion = 1
+
     /// The whole event as one JSON object (json, not jsonb, so the keys keep this order). It names its
     /// subscription or its one-time purchase; the other id is null.
     static let envelope = """
-        json_build_object('id', e.id, 'type', e.type, 'subscription_id', e.subscription_id,
+        json_build_object('schema_version', \(schemaVersion), 'id', e.id, 'type', e.type, 'subscription_id', e.subscription_id,
             'purchase_id', e.purchase_id,
             'original_transaction_id', e.original_transaction_id, 'occurred_at', \(occurredAt),
             'payload', e.payload)::text

@@ -119,7 +119,7 @@ public final class OutboxRelay {
     private static func xadd(_ event: PostgresRow, to key: String, trimmingBefore minimumID: String) throws
         -> [any RedisArgument]
     {
-        var command: [any RedisArgument] = ["XADD", key, "MINID", "~", minimumID, "*"]
+        var command: [any RedisArgument] = ["XADD", key, "MINID", "~", minimumID, "*", "schema_version", EventSQL.schemaVersion]
         // An event is about a subscription or a purchase: only the id it has is a field.
         for field in ["id", "type", "subscription_id", "purchase_id", "original_transaction_id", "occurred_at", "payload"] {
             guard let value = try event[field].text() else { continue }

@@ -15,6 +15,8 @@ public enum WebhookError: Error, Sendable, Equatable, CustomStringConvertible {
     case unknownEventTypes([String])
     /// No endpoint has this id.
     case unknownEndpoint(Int64)
+    /// The endpoint is disabled: nothing is delivered to it.
+    case disabledEndpoint(Int64)
     /// A stored or given secret is not `whsec_` followed by base64.
     case malformedSecret
     case invalidConfiguration(String)
@@ -38,6 +40,8 @@ public enum WebhookError: Error, Sendable, Equatable, CustomStringConvertible {
                 + SubscriptionEventType.allCases.map(\.rawValue).joined(separator: ", ") + "; give none to receive all."
         case .unknownEndpoint(let id):
             "no webhook endpoint has id \(id); `receiptfleet webhooks list` shows them."
+        case .disabledEndpoint(let id):
+            "webhook endpoint \(id) is disabled, so nothing would be delivered to it; add its URL again to receive events."
         case .malformedSecret:
             "the webhook secret is not in the form whsec_<base64>; remove the endpoint and add it again."
         case .invalidConfiguration(let reason):

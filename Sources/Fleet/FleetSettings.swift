@@ -75,6 +75,9 @@ public struct FleetSettings: Sendable {
     /// Whether webhooks may go to loopback, private and other non-public addresses, and over plain
     /// http (`allow-private-webhooks`): for development and tests only.
     public var allowPrivateWebhooks = false
+    /// How long the `{rf}:events` stream keeps an event (`events-stream-retention`). The ledger
+    /// keeps every event longer, so `webhooks replay` reaches past the stream.
+    public var eventsStreamRetention: Duration = .seconds(7 * 86_400)
     /// The proxy webhook deliveries go through (`webhook-proxy`); nil goes direct, whatever the
     /// environment's proxy variables say.
     public var webhookProxy: String?

@@ -25,7 +25,7 @@ public final class RelayRunner: Sendable {
                 let relay = try OutboxRelay(
                     database: PostgresConnection(configuration: settings.relayPostgresConfiguration()),
                     redis: RedisConnection(settings.redisConfiguration()),
-                    configuration: RelayConfiguration(keyPrefix: settings.keyPrefix))
+                    configuration: RelayConfiguration(keyPrefix: settings.keyPrefix, retention: settings.eventsStreamRetention))
                 relay.run(
                     until: stop, onError: { logger.error("relay round failed", metadata: ["error": "\($0)"]) },
                     onPublished: metrics.published)

@@ -64,12 +64,7 @@ struct Audit: ParsableCommand {
 
     func run() throws {
         let settings = try options.settings()
-        let from = try since.map { text in
-            guard let date = Self.date(text) else {
-                throw ValidationError("--since '\(text)' is neither a day (2026-11-24) nor a time (2026-11-24T02:00:00Z).")
-            }
-            return date
-        }
+        let from = try since.map { try sinceArgument($0) }
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         let entries = try ledger.auditTrail(since: from, action: action, limit: limit)
         if json {
@@ -86,9 +81,11 @@ struct Audit: ParsableCommand {
                 + (entry.target.map { " \($0)" } ?? "") + "  \(entry.outcome)" + (details.isEmpty ? "" : "  \(details)"))
         }
     }
+}
 
-    static func date(_ text: String) -> Date? {
-        if let time = try? Date(text, strategy: .iso8601) { return time }
-        return try? Date(text + "T00:00:00Z", strategy: .iso8601)
-    }
+/// A `--since` argument: a day (2026-11-24, from its midnight UTC) or a time (2026-11-24T02:00:00Z).
+func sinceArgument(_ text: String) throws -> Date {
+    if let time = try? Date(text, strategy: .iso8601) { return time }
+    if let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
+    throw ValidationError("--since '\(text)' is neither a day (2026-11-24) nor a time (2026-11-24T02:00:00Z).")
 }

@@ -77,6 +77,7 @@ struct Config: ParsableCommand {
             row("non-renewing-products", settings.nonRenewingProductIDs.isEmpty
                 ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
             row("webhook-threads", "\(settings.webhookThreads)")
+            row("events-stream-retention-days", "\(Double(settings.eventsStreamRetention.components.seconds) / 86_400) (the ledger keeps events longer)")
             row("webhook-endpoint-concurrency", "\(settings.webhookEndpointConcurrency) in flight per endpoint")
             row("allow-private-webhooks", settings.allowPrivateWebhooks
                 ? "yes: webhooks may reach loopback and private addresses over plain http (development only)"

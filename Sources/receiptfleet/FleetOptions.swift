@@ -208,6 +208,8 @@ struct ResolvedConfiguration {
         try applyWebhookSettings(to: &settings)
         try applyServerAPISettings(to: &settings)
         settings.relayPostgresURL = value("relay-postgres-url")?.value
+        settings.eventsStreamRetention = .seconds(86_400 * (try number(
+            "events-stream-retention-days", default: 7.0, { $0 > 0 && $0 <= 3_650 }, "a number of days from 0 to 3650")))
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.
         settings.haltAfterTransportFailures = .seconds(try number(

@@ -4,12 +4,12 @@ import Fleet
 import PostgresClient
 import Redaction
 
-/// `receiptfleet webhooks add|list|disable|remove|rotate-key`
+/// `receiptfleet webhooks add|list|disable|remove|replay|rotate-key`
 struct Webhooks: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the HTTP endpoints that receive subscription events.",
         discussion: "Deliveries are signed (Standard Webhooks) and retried; see docs/webhooks.md.",
-        subcommands: [Add.self, List.self, Disable.self, Remove.self, RotateKey.self])
+        subcommands: [Add.self, List.self, Disable.self, Remove.self, Replay.self, RotateKey.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -89,6 +89,46 @@ struct Webhooks: ParsableCommand {
 }
 
 extension Webhooks {
+    struct Replay: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Deliver past events again to one endpoint (say, one added later), without touching the others.",
+            discussion: """
+                Queues a delivery to ENDPOINT for every published event recorded at or after --since that \
+                the endpoint subscribes to (only --event-type ones, when given): new ones for events it \
+                never had, and again for those it was sent before (its attempts reset). Deliveries still \
+                pending stay as they are. The relay delivers them as usual; receivers de-duplicate by the \
+                event id (docs/events.md). The ledger keeps events after the {rf}:events stream has \
+                dropped them, so a replay reaches further back than the stream.
+
+                Examples:
+                  receiptfleet webhooks replay 3 --since 2026-11-01
+                  receiptfleet webhooks replay 3 --since 2026-11-24T02:00:00Z --event-type refunded --event-type revoked
+                """)
+        @OptionGroup var options: FleetOptions
+        @Argument(help: "The endpoint id.") var endpoint: Int64
+        @Option(help: "Events recorded at or after this day (2026-11-24) or time (2026-11-24T02:00:00Z).") var since: String
+        @Option(help: "Only events of this type (repeat the option); default: every type the endpoint receives.")
+        var eventType: [String] = []
+
+        func run() throws {
+            let settings = try options.settings()
+            let from = try sinceArgument(since)
+            let progress = ProgressLine()
+            let replay = try audited(
+                "webhooks.replay", target: "endpoint \(endpoint)",
+                details: ["since": from.formatted(.iso8601), "event_types": eventType.isEmpty ? "all" : eventType.joined(separator: ",")],
+                settings: settings, results: { ["queued": "\($0.queued)", "again": "\($0.again)"] }
+            ) {
+                try registry(settings).replay(endpoint: endpoint, since: from, eventTypes: eventType) { total in
+                    progress.show("queued \(total.queued) deliveries")
+                }
+            }
+            progress.finish()
+            print("Queued \(replay.queued) deliveries to endpoint \(endpoint) (\(replay.again) of events it was sent before); "
+                + "the relay delivers them.")
+        }
+    }
+
     struct RotateKey: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-key",

@@ -18,7 +18,7 @@ import Testing
         #expect(entries[0].fields["purchase_id"] == String(purchase))
         #expect(entries[0].fields["type"] == "non_renewing_purchase")
         #expect(entries[0].fields["original_transaction_id"] == "5001")
-        #expect(Set(entries[0].fields.keys) == ["id", "type", "purchase_id", "original_transaction_id", "occurred_at", "payload"])
+        #expect(Set(entries[0].fields.keys) == ["schema_version", "id", "type", "purchase_id", "original_transaction_id", "occurred_at", "payload"])
     }
 
     /// Another relay's claim of a purchase's first event holds back its refund, not other events.

@@ -34,7 +34,8 @@ import Testing
         let payload = try JSONSerialization.jsonObject(with: Data((fields["payload"] ?? "").utf8)) as? [String: Any]
         #expect(payload?["cancellation_reason"] as? Int == 1)
         #expect(payload?["note"] as? String == "it's ✓")
-        #expect(Set(fields.keys) == ["id", "type", "subscription_id", "original_transaction_id", "occurred_at", "payload"])
+        #expect(fields["schema_version"] == "1")
+        #expect(Set(fields.keys) == ["schema_version", "id", "type", "subscription_id", "original_transaction_id", "occurred_at", "payload"])
     }
 
     /// Another relay's claim is simulated by a session holding the row lock of a subscription's

@@ -25,6 +25,7 @@ import Testing
         #expect(request.target == "/hooks")
         #expect(request.headers["content-type"] == "application/json")
         let event = try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+        #expect(event?["schema_version"] as? Int == 1)
         #expect(event?["id"] as? String == pending.eventID)
         #expect(event?["type"] as? String == "renewed")
         #expect(event?["original_transaction_id"] as? String == "otid-1")

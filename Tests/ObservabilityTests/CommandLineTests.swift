@@ -248,6 +248,13 @@ import Testing
 
             let table = try await receiptfleet("audit", "--action", "fleet")
             #expect(table.output.contains("fleet.pause") && table.output.contains("fleet.resume") && !table.output.contains("webhooks"))
+            let replayed = try await receiptfleet("webhooks", "replay", "1", "--since", "2026-01-01", "--event-type", "refunded")
+            #expect(replayed.status == 0 && replayed.output.contains("Queued 0 deliveries to endpoint 1"), "\(replayed.output)")
+            let replay = try await receiptfleet("audit", "--action", "webhooks.replay", "--json")
+            #expect(replay.output.contains(#""action":"webhooks.replay""#) && replay.output.contains(#""event_types":"refunded""#))
+            let retention = try await runFleetCommand(
+                ["config", "check"], environment: environment.merging(["RECEIPTFLEET_EVENTS_STREAM_RETENTION_DAYS": "30"]) { $1 })
+            #expect(retention.output.contains("events-stream-retention-days  30.0"), "\(retention.output)")
             let wrong = try await receiptfleet("audit", "--since", "yesterday-ish")
             #expect(wrong.status != 0 && wrong.output.contains("--since 'yesterday-ish' is neither a day"))
         }
