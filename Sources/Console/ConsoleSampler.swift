@@ -28,8 +28,9 @@ public struct ConsoleSampler: Service {
                 let status = try desk.status.read(.live).status()
                 let queue = status.queue
                 try desk.store.addSample(
-                    ConsoleSample(at: 0 /* Redis's clock decides */, ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
-                                  dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted),
+                    ConsoleSample.Figures(
+                        ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
+                        dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted),
                     interval: interval, keep: .seconds(3_600) + interval * 2)
             }
         } catch {

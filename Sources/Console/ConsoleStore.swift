@@ -62,14 +62,14 @@ struct ConsoleStore {
 
     private var samplesKey: String { "\(prefix):console:samples" }
 
-    /// Adds `sample` for the current bucket of `interval` unless a replica already did, and drops
-    /// samples older than `keep`. The bucket comes from Redis's clock (the sample's `at` is not
-    /// sent), so replicas with skewed clocks still agree. Returns whether it was added.
+    /// Adds `figures` as the sample of the current bucket of `interval` unless a replica already
+    /// did, and drops samples older than `keep`. The bucket comes from Redis's clock, so replicas
+    /// with skewed clocks still agree. Returns whether it was added.
     @discardableResult
-    func addSample(_ sample: ConsoleSample, interval: Duration, keep: Duration) throws -> Bool {
+    func addSample(_ figures: ConsoleSample.Figures, interval: Duration, keep: Duration) throws -> Bool {
         try connection.run(
             Self.addSampleScript, keys: [samplesKey],
-            arguments: [interval.wholeMilliseconds, keep.wholeMilliseconds, sample.fields]).int == 1
+            arguments: [interval.wholeMilliseconds, keep.wholeMilliseconds, figures.text]).int == 1
     }
 
     /// The samples of the last `window`, oldest first.
@@ -78,14 +78,14 @@ struct ConsoleStore {
         let reply = try connection.command("ZRANGEBYSCORE", samplesKey, (now * 1000) - window.wholeMilliseconds, "+inf", "WITHSCORES")
         guard let flat = reply.array else { return [] }
         return stride(from: 0, to: flat.count - 1, by: 2).compactMap { index in
-            guard let fields = flat[index].string, let at = flat[index + 1].string.flatMap(Double.init) else { return nil }
-            return ConsoleSample(at: Int64(at), fields: fields)
+            guard let member = flat[index].string, let at = flat[index + 1].string.flatMap(Double.init) else { return nil }
+            return ConsoleSample(at: Int64(at), member: member)
         }
     }
 
     /// KEYS[1]  the samples' sorted set
-    /// ARGV[1]  the bucket width in ms; ARGV[2] how long samples are kept, in ms; ARGV[3] the sample's fields
-    /// Adds ARGV[3] scored by the current bucket (Redis's clock), member "BUCKET|FIELDS", unless the
+    /// ARGV[1]  the bucket width in ms; ARGV[2] how long samples are kept, in ms; ARGV[3] the sample's figures
+    /// Adds ARGV[3] scored by the current bucket (Redis's clock), member "BUCKET|FIGURES", unless the
     /// bucket has a sample already; removes samples older than ARGV[2]. Returns 1 if it added, else 0.
     static let addSampleScript = RedisScript("""
         local clock = redis.call('TIME')
@@ -100,33 +100,35 @@ struct ConsoleStore {
         """)
 }
 
-/// The fleet at one moment, as the charts need it.
+/// The fleet at one moment, as the charts need it: when (the bucket, by Redis's clock), and what.
 struct ConsoleSample: Sendable, Equatable {
-    /// The bucket's start, ms since the epoch (Redis's clock).
+    /// The bucket's start, ms since the epoch.
     var at: Int64
-    var ready: Int
-    var reserved: Int
-    var delayed: Int
-    var dead: Int
-    /// Tokens the fleet-wide limiter has ever granted: the rate between two samples is Apple's request rate.
-    var tokensGranted: Int64
+    var figures: Figures
 
-    init(at: Int64, ready: Int, reserved: Int, delayed: Int, dead: Int, tokensGranted: Int64) {
-        (self.at, self.ready, self.reserved, self.delayed, self.dead, self.tokensGranted) = (at, ready, reserved, delayed, dead, tokensGranted)
+    /// What a sample records.
+    struct Figures: Sendable, Equatable {
+        var ready: Int
+        var reserved: Int
+        var delayed: Int
+        var dead: Int
+        /// Tokens the fleet-wide limiter has ever granted: the rate between two samples is Apple's request rate.
+        var tokensGranted: Int64
+
+        /// Jobs not yet settled: the chart's queue depth.
+        var depth: Int { ready + reserved + delayed }
+
+        /// "ready reserved delayed dead granted", as stored after the bucket.
+        var text: String { "\(ready) \(reserved) \(delayed) \(dead) \(tokensGranted)" }
     }
 
-    /// Jobs not yet settled: the chart's queue depth.
-    var depth: Int { ready + reserved + delayed }
-
-    /// "ready reserved delayed dead granted", as stored after the bucket.
-    var fields: String { "\(ready) \(reserved) \(delayed) \(dead) \(tokensGranted)" }
-
-    /// Reads a stored member ("BUCKET|FIELDS"); nil when it is not one.
-    init?(at: Int64, fields member: String) {
+    /// Reads a stored member ("BUCKET|FIGURES") scored `at`; nil when it is not one.
+    init?(at: Int64, member: String) {
         guard let bar = member.firstIndex(of: "|") else { return nil }
         let numbers = member[member.index(after: bar)...].split(separator: " ").compactMap { Int64($0) }
         guard numbers.count == 5 else { return nil }
-        self.init(at: at, ready: Int(numbers[0]), reserved: Int(numbers[1]), delayed: Int(numbers[2]),
-                  dead: Int(numbers[3]), tokensGranted: numbers[4])
+        self.at = at
+        figures = Figures(ready: Int(numbers[0]), reserved: Int(numbers[1]), delayed: Int(numbers[2]), dead: Int(numbers[3]),
+                          tokensGranted: numbers[4])
     }
 }

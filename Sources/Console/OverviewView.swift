@@ -63,7 +63,7 @@ struct OverviewView {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
         }
         let hour: Int64 = 3_600_000
-        depthChart = Chart(label: "jobs not yet done", values: samples.map { ($0.at, Double($0.depth)) }, now: nowMs, windowMs: hour,
+        depthChart = Chart(label: "jobs not yet done", values: samples.map { ($0.at, Double($0.figures.depth)) }, now: nowMs, windowMs: hour,
                            format: { String(Int($0)) })
         rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Shown.number)
 
@@ -89,8 +89,9 @@ struct OverviewView {
         zip(samples, samples.dropFirst()).compactMap { earlier, later in
             let seconds = Double(later.at - earlier.at) / 1000
             // A count that fell means Redis lost it: no rate for that step.
-            guard seconds > 0, later.tokensGranted >= earlier.tokensGranted else { return nil }
-            return (later.at, Double(later.tokensGranted - earlier.tokensGranted) / seconds)
+            let (before, after) = (earlier.figures.tokensGranted, later.figures.tokensGranted)
+            guard seconds > 0, after >= before else { return nil }
+            return (later.at, Double(after - before) / seconds)
         }
     }
 }
