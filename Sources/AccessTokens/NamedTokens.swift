@@ -19,7 +19,9 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
     public static let minimumLength = 16
 
     /// Reads `name:token` entries separated by commas or new lines, e.g.
-    /// `backend:9f2c…,support:51ab…`. Names are letters, digits, `.`, `_` or `-`.
+    /// `backend:9f2c…,support:51ab…`. Names are letters, digits, `.`, `_` or `-`. A name given with
+    /// two tokens is being rotated: both are accepted (the client moves to the new one, then the
+    /// old entry goes); a third, or the same token twice, is refused.
     public init(parsing text: String, kind: String = "API tokens") throws(NamedTokensError) {
         var entries: [Entry] = []
         let items = text.split(whereSeparator: { $0 == "," || $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -36,8 +38,14 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
                 throw NamedTokensError(kind, "the token named '\(name)' is shorter than \(Self.minimumLength) characters or holds spaces; "
                     + "make one with `openssl rand -hex 32`")
             }
-            guard !entries.contains(where: { $0.name == name }) else { throw NamedTokensError(kind, "the name '\(name)' is given twice") }
-            entries.append(Entry(name: name, digest: Array(SHA256.hash(data: Array(token.utf8)))))
+            let digest = Array(SHA256.hash(data: Array(token.utf8)))
+            guard !entries.contains(where: { digestsEqual($0.digest, digest) }) else {
+                throw NamedTokensError(kind, "a token is given twice (the second time as '\(name)'); give each client its own")
+            }
+            guard entries.count(where: { $0.name == name }) < 2 else {
+                throw NamedTokensError(kind, "the name '\(name)' has more than two tokens; two are for a rotation, the old and the new")
+            }
+            entries.append(Entry(name: name, digest: digest))
         }
         guard !entries.isEmpty else { throw NamedTokensError(kind, "no token is given") }
         self.entries = entries
@@ -53,7 +61,15 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         return match
     }
 
-    public var names: [String] { entries.map(\.name) }
+    /// Each name once, in the order given.
+    public var names: [String] {
+        var names: [String] = []
+        for entry in entries where !names.contains(entry.name) { names.append(entry.name) }
+        return names
+    }
+
+    /// The names with two tokens: rotations under way, for `config check`.
+    public var rotating: [String] { names.filter { name in entries.count(where: { $0.name == name }) == 2 } }
 
     public var description: String { "<\(entries.count) \(kind) (\(names.joined(separator: ", "))), redacted>" }
 }

@@ -92,7 +92,8 @@ struct Config: ParsableCommand {
                 let serve = try resolved.apiSettings()
                 row("address", "\(serve.host):\(serve.port)")
                 print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
-                    + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))")
+                    + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))"
+                    + (serve.tokens.rotating.isEmpty ? "" : "; rotating (old and new both accepted): \(serve.tokens.rotating.joined(separator: ", "))"))
                 row("apple-bundle-id", serve.bundleIDs.isEmpty ? "not set (V2 notifications are refused)" : serve.bundleIDs.sorted().joined(separator: ","))
                 row("apple-app-id", serve.appAppleID.map(String.init) ?? "not set (not checked)")
                 row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))
@@ -105,7 +106,8 @@ struct Config: ParsableCommand {
             }
             if let console = try resolved.consoleSettings() {
                 print("console-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
-                    + "\(console.operators.names.count) set (masked): \(console.operators.names.joined(separator: ", "))")
+                    + "\(console.operators.names.count) set (masked): \(console.operators.names.joined(separator: ", "))"
+                    + (console.operators.rotating.isEmpty ? "" : "; rotating: \(console.operators.rotating.joined(separator: ", "))"))
                 row("console-secure-cookies", console.secureCookies ? "yes (the session cookie goes over TLS only)" : "no (set it behind TLS)")
             } else {
                 print("console-tokens".padding(toLength: 30, withPad: " ", startingAt: 0) + "not set (no ops console)")

@@ -61,4 +61,16 @@ import Testing
         #expect(tokens.client(presenting: "0123456789abcdef012") == nil)
         #expect(!"\(tokens)".contains("0123456789abcdef"))
     }
+
+    /// A client's token rotates with an overlap: its old and its new token both work while both are listed.
+    @Test func aNameWithTwoTokensIsARotation() throws {
+        let (old, new) = ("backend-old-0123456789abcdef", "backend-new-fedcba9876543210")
+        let tokens = try NamedTokens(parsing: "backend:\(old),support:support-0123456789abcdef,backend:\(new)")
+        #expect(tokens.client(presenting: old) == "backend" && tokens.client(presenting: new) == "backend")
+        #expect(tokens.names == ["backend", "support"] && tokens.rotating == ["backend"])
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "backend:\(old),backend:\(new),backend:backend-third-0123456789") }
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "backend:\(old),support:\(old)") }
+        let after = try NamedTokens(parsing: "backend:\(new),support:support-0123456789abcdef")
+        #expect(after.client(presenting: old) == nil && after.client(presenting: new) == "backend")
+    }
 }
