@@ -21,8 +21,6 @@ struct ConsolePagesMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let problem as ConsoleProblem {
             return console.page(for: problem, method: request.method)
-        } catch let error as any HTTPResponseError where error.status == .notFound {
-            return console.page(for: .notFound("There is no console page at \(request.uri.path)."), method: request.method)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             return console.page(for: .badRequest("The form is too large."), method: request.method)
         } catch {

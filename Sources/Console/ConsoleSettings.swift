@@ -27,10 +27,3 @@ public struct ConsoleSettings: Sendable {
         self.lanes = lanes
     }
 }
-
-extension Duration {
-    var wholeMilliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
-    }
-}

@@ -19,7 +19,7 @@ extension OpsConsole {
     func replayDeadLetters(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
         let filter = try Self.filter(of: form)
-        let replayed = try await audited(who, "dead.replay", target: Self.describe(filter), results: { ["replayed": "\($0)"] }) { desk in
+        let replayed = try await audited(who, "dead.replay", target: filter.description, results: { ["replayed": "\($0)"] }) { desk in
             try desk.queue.replay(matching: filter)
         }
         logger.notice("console: replayed dead letters", metadata: ["operator": "\(who.name)", "filter": "\(filter)", "replayed": "\(replayed)"])
@@ -32,19 +32,11 @@ extension OpsConsole {
             throw ConsoleProblem.badRequest("Purging deletes dead letters for good: tick “I mean it” to confirm.")
         }
         let filter = try Self.filter(of: form)
-        let purged = try await audited(who, "dead.purge", target: Self.describe(filter), results: { ["purged": "\($0)"] }) { desk in
+        let purged = try await audited(who, "dead.purge", target: filter.description, results: { ["purged": "\($0)"] }) { desk in
             try desk.queue.purge(matching: filter)
         }
         logger.notice("console: purged dead letters", metadata: ["operator": "\(who.name)", "filter": "\(filter)", "purged": "\(purged)"])
         return Self.redirect(to: "/console/dead?done=purged&n=\(purged)")
-    }
-
-    /// The filter as the audit trail names it, as `receiptfleet dead` does: "all", or its criteria.
-    private static func describe(_ filter: DeadLetterFilter) -> String {
-        let parts = [filter.errorClass.map { "error-class=\($0)" }, filter.runID.map { "run=\($0)" }]
-            + (filter.subscriptionIDs ?? []).sorted().map { "subscription=\($0)" } + (filter.ids ?? []).sorted().map { "id=\($0)" }
-        let named = parts.compactMap(\.self)
-        return named.isEmpty ? "all" : named.joined(separator: " ")
     }
 
     /// One letter by its id, or the filter's fields (none: every letter).

@@ -18,7 +18,7 @@ public struct DeadLetter: Sendable, Hashable {
 }
 
 /// Which dead letters an operation applies to: those matching every criterion given.
-public struct DeadLetterFilter: Sendable, Hashable {
+public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
     public var errorClass: String?
     public var runID: String?
     public var subscriptionIDs: Set<Int64>?
@@ -34,6 +34,13 @@ public struct DeadLetterFilter: Sendable, Hashable {
 
     /// Every dead letter.
     public static let all = DeadLetterFilter()
+
+    /// "all", or the criteria as the audit trail and the logs name them: "error-class=apple.21002 run=…".
+    public var description: String {
+        let named = [errorClass.map { "error-class=\($0)" }, runID.map { "run=\($0)" }].compactMap(\.self)
+            + (subscriptionIDs ?? []).sorted().map { "subscription=\($0)" } + (ids ?? []).sorted().map { "id=\($0)" }
+        return named.isEmpty ? "all" : named.joined(separator: " ")
+    }
 
     func matches(_ letter: DeadLetter) -> Bool {
         if let ids, !ids.contains(letter.id) { return false }

@@ -43,7 +43,7 @@ public struct RetryPolicy: Sendable, Hashable {
 
 extension Duration {
     /// Whole milliseconds, rounded down.
-    var wholeMilliseconds: Int64 {
+    public var wholeMilliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }

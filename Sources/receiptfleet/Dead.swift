@@ -36,14 +36,6 @@ struct Dead: ParsableCommand {
         @Option(help: "Only these dead letters, by the id `dead list` prints first (repeat the option).")
         var id: [String] = []
 
-        /// The filter as the audit trail names it: "all", or its criteria.
-        var description: String {
-            let parts = [errorClass.map { "error-class=\($0)" }, run.map { "run=\($0)" }]
-                + subscription.map { "subscription=\($0)" } + id.map { "id=\($0)" }
-            let named = parts.compactMap(\.self)
-            return named.isEmpty ? "all" : named.joined(separator: " ")
-        }
-
         var value: DeadLetterFilter {
             DeadLetterFilter(
                 errorClass: errorClass, runID: run, subscriptionIDs: subscription.isEmpty ? nil : Set(subscription),
@@ -76,7 +68,7 @@ struct Dead: ParsableCommand {
 
         func run() throws {
             let settings = try options.settings()
-            let replayed = try audited("dead.replay", target: filter.description, settings: settings, results: { ["replayed": "\($0)"] }) {
+            let replayed = try audited("dead.replay", target: filter.value.description, settings: settings, results: { ["replayed": "\($0)"] }) {
                 try queue(settings).replay(matching: filter.value)
             }
             print("Replayed \(replayed) dead letters.")
@@ -90,7 +82,7 @@ struct Dead: ParsableCommand {
 
         func run() throws {
             let settings = try options.settings()
-            let purged = try audited("dead.purge", target: filter.description, settings: settings, results: { ["purged": "\($0)"] }) {
+            let purged = try audited("dead.purge", target: filter.value.description, settings: settings, results: { ["purged": "\($0)"] }) {
                 try queue(settings).purge(matching: filter.value)
             }
             print("Purged \(purged) dead letters.")

@@ -179,7 +179,7 @@ final class DemoStage {
                 progress.show("demo: \(runID): cannot read the fleet's status (\(error)); retrying")
                 continue
             }
-            let left = status.queue.ready + status.queue.reserved + status.queue.delayedDue + status.queue.delayedLater
+            let left = status.queue.outstanding
             let done = max(0, summary.enqueued - left)
             if let (fault, _) = fault, faultStarted == nil, done * 3 >= summary.enqueued {
                 faultStarted = .now

@@ -21,7 +21,7 @@ import sys
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions as loaded
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 URL = os.environ["CONSOLE_URL"].rstrip("/")
@@ -51,10 +51,13 @@ def text(driver, element_id):
 
 
 def submit(driver, button):
-    """Clicks a form's button and waits for the page it leads to."""
-    old = driver.find_element(By.TAG_NAME, "html")
+    """Clicks a form's button and waits for the page it leads to: a new document, which lacks the
+    mark set on the old one, fully loaded. (Watching the old page's element go stale races with
+    the navigation: chromium may answer that the node belongs to no document, as an error.)"""
+    driver.execute_script("window.rfBeforeSubmit = true;")
     button.click()
-    WebDriverWait(driver, 30).until(loaded.staleness_of(old))
+    WebDriverWait(driver, 30, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script("return window.rfBeforeSubmit === undefined && document.readyState === 'complete';"))
 
 
 def check_layout(driver, name):

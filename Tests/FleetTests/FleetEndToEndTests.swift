@@ -28,7 +28,7 @@ import Testing
                 #expect(again.enqueued == 0 && again.alreadyQueued == subscriptions.count)
 
                 let final = try await setup.work { status in
-                    status.queue.ready + status.queue.reserved + status.queue.delayedDue + status.queue.delayedLater == 0
+                    status.queue.outstanding == 0
                 }
                 #expect(final.queue.ready + final.queue.reserved + final.queue.delayedLater == 0, "every job settled")
                 #expect(final.queue.dead == 0)

@@ -203,6 +203,6 @@ struct FleetSetup: Sendable {
 extension FleetStatus {
     /// No job waits, runs or is delayed: the run is over (dead letters aside).
     var isSettled: Bool {
-        queue.ready + queue.reserved + queue.delayedDue + queue.delayedLater == 0
+        queue.outstanding == 0
     }
 }
