@@ -19,6 +19,7 @@ typealias APILanes = LanePool<Connections>
 ///     GET  /v1/subscriptions/{id}          one subscription with its history
 ///     GET  /v1/subscriptions?original_transaction_id=… | ?account_id=…
 ///     GET  /v1/purchases?transaction_id=… | ?account_id=…   one-time purchases (lifetime, non-renewing)
+///     DELETE /v1/accounts/{id}             forget an account's subscriptions and purchases (deletion requests)
 ///     POST /v1/notifications/apple         App Store Server Notifications V1 and V2 (no token: Apple signs)
 ///     /console                             the ops console, when operator tokens are configured (its own login)
 public final class APIServer: Sendable {
@@ -149,6 +150,14 @@ public final class APIServer: Sendable {
                 return try connections.ledger.purchases(accountID: byAccount ?? "", app: app)
             }
             return try Self.json(["purchases": records.map(PurchaseView.init)])
+        }
+        router.delete("/v1/accounts/:id") { _, context in
+            guard let account = context.parameters.get("id")?.removingPercentEncoding, !account.isEmpty else {
+                throw APIError.badRequest("invalid_account_id", "the account id must be a non-empty, percent-encoded path segment")
+            }
+            let deletion = try await AccountDeletion.forget(
+                account: account, app: self.settings.app, by: context.client ?? "unknown", in: self.lanes, logger: self.logger)
+            return try Self.json(deletion)
         }
         router.post(RouterPath(Self.notificationPath)) { request, context in
             try await self.receiveNotification(request, from: context.clientAddress)

@@ -78,6 +78,9 @@ public struct FleetSettings: Sendable {
     /// How long the `{rf}:events` stream keeps an event (`events-stream-retention`). The ledger
     /// keeps every event longer, so `webhooks replay` reaches past the stream.
     public var eventsStreamRetention: Duration = .seconds(7 * 86_400)
+    /// How long the ledger keeps attempts, events, webhook logs and long-expired receipts
+    /// (`retention-*-days`; `receiptfleet prune` applies it).
+    public var retention = RetentionPolicy()
     /// The proxy webhook deliveries go through (`webhook-proxy`); nil goes direct, whatever the
     /// environment's proxy variables say.
     public var webhookProxy: String?

@@ -42,6 +42,11 @@ public final class SubscriptionVerification {
     func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         guard let subject = subject(of: subscription) else {
+            if let status = subscription.state?.status, [.expired, .refunded].contains(status) {
+                // Retention dropped the receipt of a subscription over long ago: a returning customer's
+                // app registers a new one, which brings the subscription back to the schedule.
+                return .settle(.ack(.skipped))
+            }
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
         }
         if let verified = subscription.lastVerifiedAt, !job.reason.isHighPriority,

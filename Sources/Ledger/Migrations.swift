@@ -306,5 +306,16 @@ enum Migrations {
             );
             CREATE INDEX audit_log_at ON audit_log (at);
             """),
+        Migration(version: 13, name: "forgetting and retention", sql: """
+            -- A forgotten subscription or purchase (`Ledger.forget`) leaves one event behind, its tombstone,
+            -- which names the deleted row's id for consumers to delete their copies by: events outlive
+            -- their subject, so they no longer reference it. Nothing else deletes subscriptions or
+            -- purchases, and `forget` deletes their other events itself.
+            ALTER TABLE events DROP CONSTRAINT events_subscription_id_fkey;
+            ALTER TABLE events DROP CONSTRAINT events_purchase_id_fkey;
+            -- Deleting an event (forget, retention) deletes its deliveries: without this index each
+            -- deleted event would read the whole deliveries table.
+            CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
+            """),
     ]
 }

@@ -78,6 +78,11 @@ struct Config: ParsableCommand {
                 ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
             row("webhook-threads", "\(settings.webhookThreads)")
             row("events-stream-retention-days", "\(Double(settings.eventsStreamRetention.components.seconds) / 86_400) (the ledger keeps events longer)")
+            func kept(_ age: Duration?) -> String { age.map { "\(Double($0.components.seconds) / 86_400)" } ?? "0 (kept for ever)" }
+            row("retention-verifications-days", kept(settings.retention.verifications))
+            row("retention-events-days", kept(settings.retention.events) + " (published events; `webhooks replay` reaches this far)")
+            row("retention-webhook-logs-days", kept(settings.retention.webhookLogs))
+            row("retention-expired-receipts-days", kept(settings.retention.expiredReceipts) + " (after expiry or refund)")
             row("webhook-endpoint-concurrency", "\(settings.webhookEndpointConcurrency) in flight per endpoint")
             row("allow-private-webhooks", settings.allowPrivateWebhooks
                 ? "yes: webhooks may reach loopback and private addresses over plain http (development only)"

@@ -210,12 +210,29 @@ struct ResolvedConfiguration {
         settings.relayPostgresURL = value("relay-postgres-url")?.value
         settings.eventsStreamRetention = .seconds(86_400 * (try number(
             "events-stream-retention-days", default: 7.0, { $0 > 0 && $0 <= 3_650 }, "a number of days from 0 to 3650")))
+        settings.retention = try retention(streamRetention: settings.eventsStreamRetention)
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.
         settings.haltAfterTransportFailures = .seconds(try number(
             "halt-after-transport-failures", default: 600, { (30...86_400).contains($0) }, "a whole number of seconds from 30 to 86400"))
         settings.appleCAFile = try appleCAFile()
         return settings
+    }
+
+    /// The `retention-*-days` settings; 0 keeps for ever. Events stay in the ledger at least as long
+    /// as in the stream, so that a replay reaches everything a consumer could have missed.
+    private func retention(streamRetention: Duration) throws -> RetentionPolicy {
+        func days(_ key: String, default value: Double, atLeast minimum: Double = 1) throws -> Duration? {
+            let days = try number(key, default: value, { $0 == 0 || ($0 >= minimum && $0 <= 36_500) },
+                                  "0 (keep for ever) or a number of days from \(Int(minimum.rounded(.up))) to 36500")
+            return days == 0 ? nil : .days(days)
+        }
+        let streamDays = Double(streamRetention.components.seconds) / 86_400
+        return RetentionPolicy(
+            verifications: try days("retention-verifications-days", default: 90),
+            events: try days("retention-events-days", default: max(400, streamDays), atLeast: streamDays),
+            webhookLogs: try days("retention-webhook-logs-days", default: 30),
+            expiredReceipts: try days("retention-expired-receipts-days", default: 400))
     }
 
     /// The CA file for verifyReceipt, read now so a wrong path fails here rather than halting the fleet.

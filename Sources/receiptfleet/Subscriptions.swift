@@ -5,11 +5,11 @@ import Foundation
 import Ledger
 import PostgresClient
 
-/// `receiptfleet subscriptions import|show|set-backend`
+/// `receiptfleet subscriptions import|show|set-backend|forget`
 struct Subscriptions: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Load subscriptions into the ledger, look at one, or move them between backends.",
-        subcommands: [Import.self, Show.self, SetBackend.self])
+        abstract: "Load subscriptions into the ledger, look at one, move them between backends, or forget them.",
+        subcommands: [Import.self, Show.self, SetBackend.self, Forget.self])
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(

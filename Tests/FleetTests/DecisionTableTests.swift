@@ -383,6 +383,22 @@ import Testing
         #expect(store.written.map(\.attempt.backend) == [.serverAPI])
     }
 
+    /// verifyReceipt needs the receipt. Retention drops those of subscriptions over long ago: a job
+    /// for one (a notification's) is skipped, since the app registers the returning customer's new
+    /// receipt anyway. Any other subscription without one is a fault for the dead letters.
+    @Test func aSubscriptionWithoutAReceiptIsSkippedWhenOverAndBuriedOtherwise() throws {
+        let verifier = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        var active = Self.subscription
+        active.receipt = nil
+        active.state = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: Self.activeResponse(), originalTransactionID: active.originalTransactionID, now: Date()).state
+        var expired = active
+        expired.state?.status = .expired
+        #expect(try Self.run(verifier, subscription: expired).settlement == "ack skipped")
+        #expect(try Self.run(verifier, subscription: active).settlement == "bury")
+        #expect(verifier.calls == 0, "Apple is not asked without a receipt")
+    }
+
     /// A worker without a Server API key cannot ask about a subscription moved to it: that is the
     /// deployment's configuration, not the subscription's, so the Server API halts with the reason.
     @Test func aSubscriptionOnTheServerAPIWithoutAKeyHaltsTheServerAPI() throws {

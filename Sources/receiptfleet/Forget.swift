@@ -1,0 +1,80 @@
+import ArgumentParser
+import Fleet
+import Ledger
+import PostgresClient
+
+/// `receiptfleet subscriptions forget`
+struct Forget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete a customer's data: subscriptions, receipts, transactions, states and the account link.",
+        discussion: """
+            For a deletion request (GDPR and the like). Deletes, in one transaction, the subscriptions \
+            chosen with their receipts, transactions, verification attempts, notifications and events \
+            (with their webhook deliveries); with --account, the account's one-time purchases and pending \
+            claims too. Events already published stay with their consumers: each deleted subscription \
+            leaves one `subscription_forgotten` event (a purchase, `purchase_forgotten`) telling them to \
+            delete theirs (docs/events.md). Without --yes it only says what it would delete. Forgetting \
+            what is already gone deletes nothing and succeeds. Recorded in the audit trail.
+            The same for an account over the API: DELETE /v1/accounts/{id}.
+
+            Examples:
+              receiptfleet subscriptions forget --account user-8812
+              receiptfleet subscriptions forget --account user-8812 --app com.example.photos --yes
+              receiptfleet subscriptions forget --original-transaction-id 1000000218147500 --yes
+              receiptfleet subscriptions forget 42 --yes
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @Argument(help: "One subscription's id.")
+    var id: Int64?
+
+    @Option(name: .customLong("original-transaction-id"), help: "The subscriptions with this original_transaction_id.")
+    var originalTransactionID: String?
+
+    @Option(help: "Everything linked to this account of the app.")
+    var account: String?
+
+    @Option(help: "The app (--account: the app whose account it is; --original-transaction-id: only this app's).")
+    var app: String?
+
+    @Flag(help: "Delete. Without it, nothing is deleted: the command says what would be.")
+    var yes = false
+
+    func validate() throws {
+        guard [id != nil, originalTransactionID != nil, account != nil].filter({ $0 }).count == 1 else {
+            throw ValidationError("Name what to forget: an id, --original-transaction-id, or --account.")
+        }
+        if id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
+    }
+
+    private var target: ForgetTarget {
+        if let id { return .subscription(id: id) }
+        if let originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
+        return .account(id: account ?? "", app: app ?? "default")
+    }
+
+    func run() throws {
+        let settings = try options.settings()
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+        let target = target
+        guard yes else {
+            let would = try ledger.forget(target, dryRun: true)
+            print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(Self.describe(would)). Add --yes to delete.")
+            return
+        }
+        let forgotten = try audited(
+            "subscriptions.forget", target: target.description, settings: settings,
+            results: { ["subscriptions": "\($0.subscriptions.count)", "purchases": "\($0.purchases.count)", "claims": "\($0.claims)"] }
+        ) { try ledger.forget(target) }
+        print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(Self.describe(forgotten)).")
+    }
+
+    static func describe(_ forgotten: Forgotten) -> String {
+        var parts = ["\(forgotten.subscriptions.count) subscription(s)"
+            + (forgotten.subscriptions.isEmpty ? "" : " (\(forgotten.subscriptions.map(String.init).joined(separator: ", ")))")]
+        if !forgotten.purchases.isEmpty { parts.append("\(forgotten.purchases.count) one-time purchase(s)") }
+        if forgotten.claims > 0 { parts.append("\(forgotten.claims) pending claim(s)") }
+        return parts.joined(separator: ", ")
+    }
+}
