@@ -53,8 +53,14 @@ public final class HTTPClient {
         try perform(url: url, headers: headers, body: nil)
     }
 
-    /// Runs one request: a POST of `body`, or a GET when it is nil.
-    private func perform(url: String, headers: HTTPHeaders, body: [UInt8]?) throws(HTTPError) -> HTTPResponse {
+    /// DELETEs `url` and returns the server's answer, whatever its status. `headers` go out as
+    /// they do for `post`.
+    public func delete(url: String, headers: HTTPHeaders = [:]) throws(HTTPError) -> HTTPResponse {
+        try perform(url: url, headers: headers, body: nil, method: "DELETE")
+    }
+
+    /// Runs one request: a POST of `body`, or without one a GET (or `method`).
+    private func perform(url: String, headers: HTTPHeaders, body: [UInt8]?, method: String? = nil) throws(HTTPError) -> HTTPResponse {
         // Back to curl's defaults, so nothing of the previous request (method, body, headers)
         // carries over. Open connections, the DNS cache and TLS sessions stay.
         curl_easy_reset(handle)
@@ -92,6 +98,7 @@ public final class HTTPClient {
             rf_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, collector.curlContext),
             rf_curl_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, collectHeaderLine),
             rf_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, collector.curlContext),
+            method.map { rf_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, $0) } ?? CURLE_OK,
         ] + proxyOptions(config.proxy) + addressCheckOptions(config.publicAddressesOnly), url: url)
 
         let result: CURLcode
@@ -107,7 +114,7 @@ public final class HTTPClient {
                 ]
                 return options.first { $0 != CURLE_OK } ?? curl_easy_perform(handle)
             }
-        } else {  // a GET: curl_easy_reset made it the method again
+        } else {  // a GET (curl_easy_reset made it the method again), or `method`
             result = curl_easy_perform(handle)
         }
         // A body cut at the limit stops the transfer with a write error; the answer itself is whole.

@@ -132,6 +132,14 @@ struct APIHarness: Sendable {
         }
     }
 
+    func delete(_ path: String, auth: Auth = .token) async throws -> Reply {
+        let (url, headers) = (baseURL + path, headers(auth))
+        return try await onOwnThread {
+            let response = try HTTPClient().delete(url: url, headers: headers)
+            return Reply(status: response.status, headers: response.headers, body: response.body)
+        }
+    }
+
     private func headers(_ auth: Auth) -> HTTPHeaders {
         switch auth {
         case .token: ["Authorization": "Bearer \(token)"]
