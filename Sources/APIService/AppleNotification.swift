@@ -26,8 +26,9 @@ struct AppleNotification: Sendable {
 
 /// Reads notifications of both versions and checks that Apple sent them.
 struct NotificationReader: Sendable {
-    /// V1 carries the app's shared secret as `password`; nil: V1 notifications cannot be accepted.
-    let sharedSecret: AppStore.SharedSecret?
+    /// V1 carries the app's shared secret as `password`: the current one or, during a rotation, the
+    /// previous one (Apple may send either while the switch spreads). None: V1 notifications cannot be accepted.
+    let sharedSecrets: [AppStore.SharedSecret]
     /// nil (no trusted root configured): V2 notifications cannot be accepted.
     let verifier: SignedPayloadVerifier?
     /// The app's bundle ids (none configured: V2 notifications cannot be accepted) and Apple id.
@@ -53,12 +54,13 @@ struct NotificationReader: Sendable {
     }
 
     private func readV1(_ object: [String: Any], body: Data) throws(Failure) -> AppleNotification {
-        guard let sharedSecret else {
+        guard !sharedSecrets.isEmpty else {
             throw .unconfigured(version: 1, "V1 notifications need the shared secret (RECEIPTFLEET_SHARED_SECRET) to be checked")
         }
-        guard let password = object["password"] as? String,
-              digestsEqual(Array(SHA256.hash(data: Array(password.utf8))), Array(SHA256.hash(data: Array(sharedSecret.value.utf8))))
-        else {
+        let given = (object["password"] as? String).map { Array(SHA256.hash(data: Array($0.utf8))) }
+        // Every secret is compared, so the time taken says nothing about which one matched.
+        let matches = sharedSecrets.map { secret in given.map { digestsEqual($0, Array(SHA256.hash(data: Array(secret.value.utf8)))) } ?? false }
+        guard matches.contains(true) else {
             throw .unauthenticated(version: 1, "the password is not the app's shared secret")
         }
         // The hash of the content, keys sorted, so that a copy re-serialized on the way still matches.

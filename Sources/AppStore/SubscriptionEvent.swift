@@ -23,6 +23,10 @@ public enum SubscriptionEventType: String, Sendable, Codable, CaseIterable {
     case priceIncreaseConsent = "price_increase_consent"
     /// A one-time purchase (non-consumable or non-renewing subscription); see `OneTimePurchases`.
     case nonRenewingPurchase = "non_renewing_purchase"
+    /// The subscription's data was deleted (`Ledger.forget`): its tombstone, for consumers to do the same.
+    case subscriptionForgotten = "subscription_forgotten"
+    /// The one-time purchase's data was deleted with its account's.
+    case purchaseForgotten = "purchase_forgotten"
 }
 
 /// One change to one subscription, for the outbox and its consumers.

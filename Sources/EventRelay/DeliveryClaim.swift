@@ -63,6 +63,8 @@ enum DeliveryClaim {
           AND \(inFlight("$3")) < $2
           AND w.id = d.endpoint_id AND e.id = d.event_id
         RETURNING d.id, d.attempts, e.id::text AS event_id, w.id AS endpoint_id, w.url, w.secret, w.secret_key_id, w.secret_sealed,
+                  CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret_key_id END AS previous_secret_key_id,
+                  CASE WHEN w.previous_secret_until > $1 THEN w.previous_secret_sealed END AS previous_secret_sealed,
                   \(EventSQL.envelope) AS body
         """
 
@@ -85,6 +87,8 @@ struct ClaimedDelivery {
     let url: String
     /// The stored secret, opened only when signing, so it travels in no error.
     let secret: StoredSecret
+    /// The secret a rotation still signs with beside it, until its time is up.
+    let previousSecret: StoredSecret?
     let body: [UInt8]
     let leasedUntil: Date
 
@@ -95,6 +99,7 @@ struct ClaimedDelivery {
         endpointID = try row["endpoint_id"].int64() ?? 0
         url = try row["url"].text() ?? ""
         secret = try StoredSecret(row)
+        previousSecret = try StoredSecret(previousIn: row)
         body = Array((try row["body"].text() ?? "").utf8)
         self.leasedUntil = leasedUntil
     }

@@ -16,6 +16,15 @@ enum StoredSecret {
         }
     }
 
+    /// Reads the `previous_secret_key_id` and `previous_secret_sealed` columns of `row`: the secret
+    /// a rotation keeps signing beside the new one (migration 14), or nil.
+    init?(previousIn row: PostgresRow) throws {
+        guard let keyID = try row["previous_secret_key_id"].text(), let sealed = try row["previous_secret_sealed"].bytea() else {
+            return nil
+        }
+        self = .sealed(keyID: keyID, Array(sealed))
+    }
+
     var keyID: String? {
         if case .sealed(let keyID, _) = self { keyID } else { nil }
     }

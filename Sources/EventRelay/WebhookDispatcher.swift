@@ -87,12 +87,14 @@ public final class WebhookDispatcher {
     /// POSTs the event and classifies the answer. Never throws: every failure is an outcome to record.
     private func send(_ delivery: ClaimedDelivery, at attemptedAt: Date) -> AttemptOutcome {
         let started = ContinuousClock.now
-        let secret: WebhookSecret
+        let secrets: [WebhookSecret]
         do {
             // Checked again at every attempt: the policy may have changed since the endpoint was added.
             try WebhookDestination.check(
                 delivery.url, allowsPrivateNetworks: configuration.allowsPrivateNetworks, resolving: false)
-            secret = try delivery.secret.open(with: configuration.secretKeys, endpointID: delivery.endpointID)
+            secrets = try [delivery.secret, delivery.previousSecret].compactMap(\.self).map { stored throws(WebhookError) in
+                try stored.open(with: configuration.secretKeys, endpointID: delivery.endpointID)
+            }
         } catch {
             return AttemptOutcome(failure: "\(error)", latency: .zero)
         }
@@ -100,7 +102,9 @@ public final class WebhookDispatcher {
         let headers: HTTPHeaders = [
             "webhook-id": delivery.eventID,
             "webhook-timestamp": String(timestamp),
-            "webhook-signature": secret.signature(id: delivery.eventID, timestamp: timestamp, body: delivery.body),
+            // During a rotation, one signature per secret, the new one first, space-separated.
+            "webhook-signature": secrets.map { $0.signature(id: delivery.eventID, timestamp: timestamp, body: delivery.body) }
+                .joined(separator: " "),
         ]
         do {
             let response = try http.post(url: delivery.url, json: delivery.body, headers: headers)

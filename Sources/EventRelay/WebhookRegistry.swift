@@ -12,6 +12,8 @@ public struct WebhookEndpoint: Sendable, Equatable {
     /// Why it was disabled (by an operator, or by a 410 Gone from the receiver).
     public let disabledReason: String?
     public let createdAt: Date
+    /// Until when its previous signing secret still signs beside the current one (a rotation), if it does.
+    public let previousSecretUntil: Date?
 }
 
 /// Adds, lists, disables and removes webhook endpoints (`receiptfleet webhooks …`), through a
@@ -97,7 +99,8 @@ public struct WebhookRegistry {
     }
 
     private static let columns = """
-        id, url, array_to_string(event_types, ',') AS event_types, enabled, disabled_reason, created_at
+        id, url, array_to_string(event_types, ',') AS event_types, enabled, disabled_reason, created_at,
+        CASE WHEN previous_secret_until > now() THEN previous_secret_until END AS previous_secret_until
         """
 
     private static func endpoint(_ row: PostgresRow) throws -> WebhookEndpoint {
@@ -108,6 +111,7 @@ public struct WebhookRegistry {
             eventTypes: types.isEmpty ? [] : types.split(separator: ",").map(String.init),
             isEnabled: try row["enabled"].bool() ?? false,
             disabledReason: try row["disabled_reason"].text(),
-            createdAt: try row["created_at"].timestamptz() ?? Date(timeIntervalSince1970: 0))
+            createdAt: try row["created_at"].timestamptz() ?? Date(timeIntervalSince1970: 0),
+            previousSecretUntil: try row["previous_secret_until"].timestamptz())
     }
 }

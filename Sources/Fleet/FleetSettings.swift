@@ -20,6 +20,9 @@ public struct FleetSettings: Sendable {
     public var keyPrefix: String
     public var endpoints: AppStoreEndpoints
     public var sharedSecret: SharedSecret?
+    /// The secret being replaced, during a rotation (`shared-secret` names two): Apple's answers are
+    /// accepted for either, and V1 notifications carry either as their password.
+    public var previousSharedSecret: SharedSecret?
     /// The App Store Server API's key, hosts and trusted roots; nil when none is configured.
     public var serverAPI: ServerAPISettings?
     /// The backend of subscriptions that name none (`subscriptions.backend` is NULL).

@@ -317,5 +317,13 @@ enum Migrations {
             -- deleted event would read the whole deliveries table.
             CREATE INDEX webhook_deliveries_event ON webhook_deliveries (event_id);
             """),
+        Migration(version: 14, name: "webhook signing secret rotation", sql: """
+            -- `webhooks rotate-secret` gives an endpoint a new signing secret and keeps the previous one,
+            -- sealed like it, until `previous_secret_until`: until then each delivery carries a signature
+            -- by each (Standard Webhooks lists several), so the receiver can switch whenever it likes.
+            ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_key_id text;
+            ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_sealed bytea;
+            ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_until timestamptz;
+            """),
     ]
 }

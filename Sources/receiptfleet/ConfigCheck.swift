@@ -42,7 +42,9 @@ struct Config: ParsableCommand {
             row("appstore-production-url", Redact.url(settings.endpoints.production))
             row("appstore-sandbox-url", Redact.url(settings.endpoints.sandbox))
             print("shared-secret".padding(toLength: 30, withPad: " ", startingAt: 0)
-                + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)" : "set (masked)"))
+                + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)"
+                    : settings.previousSharedSecret == nil ? "set (masked)"
+                    : "set (masked); rotating: the previous secret is accepted too, until you remove it"))
             row("backend", "\(settings.defaultBackend) (for subscriptions that name none)")
             if let serverAPI = settings.serverAPI {
                 row("server-api-key-file", "key id \(serverAPI.key.keyID), issuer \(serverAPI.key.issuerID), app \(serverAPI.key.bundleID) (key masked)")

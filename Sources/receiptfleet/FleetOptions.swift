@@ -151,13 +151,27 @@ struct ResolvedConfiguration {
         }
     }
 
-    func sharedSecret() throws -> SharedSecret? {
-        if let (value, _) = value("shared-secret") { return SharedSecret(value) }
-        guard let (path, source) = value("shared-secret-file") else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(key: "shared-secret-file", source: source, reason: "cannot read \(path)")
+    /// The shared secret, and the one it replaces while both are configured: `shared-secret` (or the
+    /// file) holds one, or two during a rotation, the new one first (comma- or line-separated).
+    func sharedSecrets() throws -> (current: SharedSecret?, previous: SharedSecret?) {
+        let key: String, text: String, source: String
+        if let (value, from) = value("shared-secret") {
+            (key, text, source) = ("shared-secret", value, from)
+        } else if let (path, from) = value("shared-secret-file") {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(key: "shared-secret-file", source: from, reason: "cannot read \(path)")
+            }
+            (key, text, source) = ("shared-secret-file", String(decoding: data, as: UTF8.self), from)
+        } else {
+            return (nil, nil)
         }
-        return SharedSecret(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        let secrets = text.split(whereSeparator: { $0 == "," || $0.isNewline })
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard (1...2).contains(secrets.count) else {
+            throw ConfigurationError(key: key, source: source, reason: secrets.isEmpty
+                ? "it is empty" : "it holds \(secrets.count) secrets: one, or two during a rotation (the new one first)")
+        }
+        return (SharedSecret(secrets[0]), secrets.count == 2 ? SharedSecret(secrets[1]) : nil)
     }
 
     func settings() throws -> FleetSettings {
@@ -177,7 +191,7 @@ struct ResolvedConfiguration {
             endpoints: AppStoreEndpoints(
                 production: string("appstore-production-url", default: AppStoreEndpoints.apple.production),
                 sandbox: string("appstore-sandbox-url", default: AppStoreEndpoints.apple.sandbox)),
-            sharedSecret: try sharedSecret(),
+            sharedSecret: try sharedSecrets().current,
             rateLimit: try RateLimit(perSecond: rate, burst: burst),
             retryPolicy: try RetryPolicy(
                 base: .milliseconds(Int64(1000 * (try number("retry-base", default: 30.0, { $0 > 0 }, "a number of seconds > 0")))),
@@ -211,6 +225,7 @@ struct ResolvedConfiguration {
         settings.eventsStreamRetention = .seconds(86_400 * (try number(
             "events-stream-retention-days", default: 7.0, { $0 > 0 && $0 <= 3_650 }, "a number of days from 0 to 3650")))
         settings.retention = try retention(streamRetention: settings.eventsStreamRetention)
+        settings.previousSharedSecret = try sharedSecrets().previous
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.
         settings.haltAfterTransportFailures = .seconds(try number(

@@ -4,12 +4,12 @@ import Fleet
 import PostgresClient
 import Redaction
 
-/// `receiptfleet webhooks add|list|disable|remove|replay|rotate-key`
+/// `receiptfleet webhooks add|list|disable|remove|replay|rotate-secret|rotate-key`
 struct Webhooks: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the HTTP endpoints that receive subscription events.",
         discussion: "Deliveries are signed (Standard Webhooks) and retried; see docs/webhooks.md.",
-        subcommands: [Add.self, List.self, Disable.self, Remove.self, Replay.self, RotateKey.self])
+        subcommands: [Add.self, List.self, Disable.self, Remove.self, Replay.self, RotateSecret.self, RotateKey.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -54,7 +54,8 @@ struct Webhooks: ParsableCommand {
             for endpoint in endpoints {
                 let types = endpoint.eventTypes.isEmpty ? "all events" : endpoint.eventTypes.joined(separator: ",")
                 let state = endpoint.isEnabled ? "enabled" : "disabled (\(endpoint.disabledReason ?? "-"))"
-                print("\(endpoint.id)  \(Redact.url(endpoint.url))  \(types)  \(state)")
+                let rotating = endpoint.previousSecretUntil.map { "  rotating: the previous secret signs too until \($0.formatted(.iso8601))" } ?? ""
+                print("\(endpoint.id)  \(Redact.url(endpoint.url))  \(types)  \(state)\(rotating)")
             }
         }
     }
@@ -126,6 +127,38 @@ extension Webhooks {
             progress.finish()
             print("Queued \(replay.queued) deliveries to endpoint \(endpoint) (\(replay.again) of events it was sent before); "
                 + "the relay delivers them.")
+        }
+    }
+
+    struct RotateSecret: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-secret",
+            abstract: "Give an endpoint a new signing secret; the old one signs beside it for a while.",
+            discussion: """
+                Prints the new secret once. Until the overlap ends, every delivery carries two signatures                 in webhook-signature (Standard Webhooks): the new secret's, then the old one's; the receiver                 accepts either, so it can switch to the new secret whenever it is ready, and nothing fails                 meanwhile. `webhooks list` shows until when. See docs/webhooks.md, "Rotating an endpoint's secret".
+
+                Examples:
+                  receiptfleet webhooks rotate-secret 3
+                  receiptfleet webhooks rotate-secret 3 --overlap-hours 72
+                """)
+        @OptionGroup var options: FleetOptions
+        @Argument(help: "The endpoint's id (see `webhooks list`).") var id: Int64
+        @Option(help: "How long the old secret goes on signing beside the new one, in hours.") var overlapHours = 24.0
+
+        func validate() throws {
+            guard overlapHours >= 0, overlapHours <= 24 * 90 else { throw ValidationError("--overlap-hours must be from 0 to 2160.") }
+        }
+
+        func run() throws {
+            let settings = try options.settings()
+            let overlap = Duration.seconds(overlapHours * 3_600)
+            let (secret, until) = try audited(
+                "webhooks.rotate-secret", target: "endpoint \(id)", details: ["overlap_hours": "\(overlapHours)"], settings: settings,
+                results: { ["previous_until": $0.previousUntil.formatted(.iso8601)] }
+            ) { try registry(settings).rotateSigningSecret(id: id, overlap: overlap) }
+            print("Endpoint \(id) has a new signing secret; the previous one signs beside it until \(until.formatted(.iso8601)).")
+            print("The new secret, shown this once — give it to the receiver:")
+            print(secret.text)
         }
     }
 

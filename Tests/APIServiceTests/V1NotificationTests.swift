@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import Testing
 
@@ -69,6 +70,28 @@ import Testing
             #expect(reply.json["status"] as? String == "queued")
             #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE subscription_id = \(id) AND outcome = 'queued'") == 1)
             #expect(try await api.streamLength(\.readyHigh) == 1)
+        }
+    }
+
+    /// During a rotation of the shared secret, Apple may send either secret as the password: both
+    /// are accepted, anything else is refused.
+    @Test func duringARotationEitherSecretIsThePassword() async throws {
+        try await APIHarness.with(configureFleet: {
+            $0.sharedSecret = SharedSecret("the-new-secret")
+            $0.previousSharedSecret = SharedSecret(APIHarness.sharedSecret)
+        }) { api in
+            let (otid, _) = try await api.registered()
+            func notify(_ password: String) async throws -> Int {
+                let expired = Self.transaction(original: otid, id: "\(otid)8", product: "pro.monthly", expiresMs: APIHarness.nowMs)
+                return try await api.post(APIHarness.notificationPath, [
+                    "notification_type": "DID_CHANGE_RENEWAL_STATUS", "environment": "PROD", "password": password,
+                    "auto_renew_status": "false", "auto_renew_status_change_date_ms": "\(APIHarness.nowMs)", "bid": "com.example.app",
+                    "unified_receipt": ["status": 0, "environment": "Production", "latest_receipt_info": [expired]],
+                ], auth: .none).status
+            }
+            #expect(try await notify("the-new-secret") == 200)
+            #expect(try await notify(APIHarness.sharedSecret) == 200)
+            #expect(try await notify("neither-of-them") == 401)
         }
     }
 

@@ -49,6 +49,7 @@ struct EventReplay: Equatable, CustomStringConvertible {
         case .verificationFailed: status = .invalid
         case .planChangeScheduled, .trialConverted, .renewalExtended, .priceIncreaseConsent: break
         case .nonRenewingPurchase: break  // about a one-time purchase, never a subscription
+        case .subscriptionForgotten, .purchaseForgotten: break  // the ledger's, never the analysis's
         }
     }
 

@@ -52,13 +52,15 @@ struct KubernetesManifestTests {
         #expect((scaler.node["spec"]["minReplicaCount"].number ?? 0) >= 1)
     }
 
-    @Test func theSchedulerRunsNightlyOneAtATime() async throws {
+    /// The scheduler nightly, retention after it, each one at a time.
+    @Test(arguments: [("schedule", "0 2 * * *"), ("prune", "30 3 * * *")])
+    func theDailyJobsRunOneAtATime(command: String, schedule: String) async throws {
         let manifests = try await KubernetesManifests(folder: Self.folder)
-        let cron = try #require(manifests.resources("CronJob").first)
-        #expect(cron.node["spec"]["schedule"].string == "0 2 * * *")
+        let cron = try #require(manifests.resources("CronJob").first { $0.node["metadata"]["name"].string == "receiptfleet-\(command)" })
+        #expect(cron.node["spec"]["schedule"].string == schedule)
         #expect(cron.node["spec"]["concurrencyPolicy"].string == "Forbid")
         #expect((cron.node["spec"]["startingDeadlineSeconds"].number ?? 0) > 0)
-        #expect(cron.podTemplate?["spec"]["containers"].array.first?["args"].array.first?.string == "schedule")
+        #expect(cron.podTemplate?["spec"]["containers"].array.first?["args"].array.first?.string == command)
     }
 
     /// theManifestsHaveEverythingTheyNeed would notice a malformed manifest: a container without

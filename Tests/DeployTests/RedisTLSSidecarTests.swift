@@ -125,7 +125,7 @@ struct RedisTLSSidecarTests {
         #expect(result.succeeded && result.output.isEmpty, "\(result)")
     }
 
-    /// Every pod that talks to Redis (all but the migrate Job's) has the native sidecar: an init
+    /// Every pod that talks to Redis (all but the migrate Job's and the prune CronJob's) has the native sidecar: an init
     /// container that keeps running (so the scheduler's Job still completes), from the fleet's image,
     /// running stunnel4 on the config of the component's ConfigMap.
     @Test func everyPodThatTalksToRedisHasTheSidecar() async throws {
@@ -137,8 +137,8 @@ struct RedisTLSSidecarTests {
             let pod = workload.podTemplate!["spec"]
             let main = pod["containers"].array[0]
             let sidecars = pod["initContainers"].array
-            if main["args"].array.first?.string == "migrate" {
-                #expect(sidecars.isEmpty, "\(workload.label): migrate talks to PostgreSQL only")
+            if let command = main["args"].array.first?.string, ["migrate", "prune"].contains(command) {
+                #expect(sidecars.isEmpty, "\(workload.label): \(command) talks to PostgreSQL only")
                 continue
             }
             let sidecar = try #require(sidecars.first, "\(workload.label) has no sidecar")

@@ -6,8 +6,8 @@ struct SystemdUnitTests {
     /// What `systemd-analyze` is given: every unit, the worker template through one instance.
     static let units = [
         "receiptfleet-worker@9471.service", "receiptfleet-relay.service", "receiptfleet-api.service",
-        "receiptfleet-schedule.service", "receiptfleet-schedule.timer", "receiptfleet-migrate.service",
-        "receiptfleet.target",
+        "receiptfleet-schedule.service", "receiptfleet-schedule.timer", "receiptfleet-prune.service",
+        "receiptfleet-prune.timer", "receiptfleet-migrate.service", "receiptfleet.target",
     ]
     static let services = units.filter { $0.hasSuffix(".service") }
     /// The default `drain-grace`: how long a worker may take to finish its jobs after SIGTERM.
@@ -57,9 +57,11 @@ struct SystemdUnitTests {
         #expect(settings["Environment", default: []].contains("RECEIPTFLEET_API_TOKENS_FILE=%d/api-tokens"))
     }
 
-    @Test func theTimerRunsNightlyAndCatchesUp() throws {
-        let settings = try unitSettings(Repository.url("deploy/systemd/receiptfleet-schedule.timer"))
-        #expect(settings["OnCalendar"] == ["*-*-* 02:00:00 UTC"])
+    /// The scheduler at the default nightly-hour, retention after it; both catch up a missed day.
+    @Test(arguments: [("receiptfleet-schedule.timer", "*-*-* 02:00:00 UTC"), ("receiptfleet-prune.timer", "*-*-* 03:30:00 UTC")])
+    func theTimersRunDailyAndCatchUp(timer: String, calendar: String) throws {
+        let settings = try unitSettings(Repository.url("deploy/systemd/" + timer))
+        #expect(settings["OnCalendar"] == [calendar])
         #expect(settings["Persistent"] == ["true"])
         #expect(settings["RandomizedDelaySec"]?.isEmpty == false)
     }

@@ -13,7 +13,9 @@ import Testing
         defer { server.stop() }
         let (forgotten, published, entries) = try await World.with { world in
             let database = try world.connect()
-            _ = try WebhookRegistry.local(database).add(url: "http://127.0.0.1:\(server.port)/hook", eventTypes: [])
+            let registry = WebhookRegistry.local(database)
+            _ = try registry.add(url: "http://127.0.0.1:\(server.port)/hook", eventTypes: [])
+            _ = try registry.add(url: "http://127.0.0.1:\(server.port)/deletions", eventTypes: ["subscription_forgotten"])
             let subscriptions = try insertSubscriptions(2, on: database)
             let published = try insertEvent(subscriptions[0], type: "renewed", on: database)
             try insertEvent(subscriptions[1], type: "renewed", on: database)
@@ -33,7 +35,8 @@ import Testing
         #expect(tombstone.fields["original_transaction_id"] == "otid-1")
         #expect(tombstone.fields["payload"]?.contains(#""environment": "Production""#) == true, "\(tombstone.fields)")
         let hooked = server.requests.filter { $0.headers["webhook-id"] == tombstone.fields["id"] }
-        #expect(hooked.count == 1, "the webhook hears of it")
+        #expect(hooked.map(\.target).sorted() == ["/deletions", "/hook"], "every webhook that wants it hears of it")
+        #expect(server.requests.filter { $0.target == "/deletions" }.count == 1, "only the tombstone goes to /deletions")
         let body = String(decoding: hooked.first?.body ?? [], as: UTF8.self)
         #expect(body.contains(#""type" : "subscription_forgotten""#), "\(body)")
     }

@@ -89,6 +89,15 @@ import Testing
         #expect(bad.output.contains("configuration 'metrics-address' (from flag --metrics-address): '127.0.0.1' is not HOST:PORT"))
     }
 
+    /// A rotation: the new secret first, the previous one after it; never three, never shown.
+    @Test func configCheckShowsASharedSecretRotationAndRefusesThreeSecrets() async throws {
+        let rotating = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_SHARED_SECRET": "new-one,old-one"])
+        #expect(rotating.status == 0 && rotating.output.contains("rotating: the previous secret is accepted too"), "\(rotating.output)")
+        #expect(!rotating.output.contains("new-one") && !rotating.output.contains("old-one"))
+        let three = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_SHARED_SECRET": "a,b,c"])
+        #expect(three.status != 0 && three.output.contains("it holds 3 secrets: one, or two during a rotation"), "\(three.output)")
+    }
+
     @Test func theCallTimeoutsAreShownCheckedAndReachTheClients() async throws {
         let shown = try await runFleetCommand(
             ["config", "check", "--redis-timeout", "2.5"], environment: ["RECEIPTFLEET_POSTGRES_TIMEOUT": "4"])
