@@ -138,7 +138,7 @@ struct Demo: ParsableCommand {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
             let report = DemoReport(
                 fault: fault?.rawValue ?? "none", subscriptions: stage.fleetSize, firstNightSeconds: first.seconds,
-                secondNight: second.jobs, secondNightSeconds: second.seconds, check: check)
+                secondNight: second.jobs, secondNightSeconds: second.seconds, faultFigures: stage.faultFigures, check: check)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -161,11 +161,13 @@ struct DemoReport: Encodable {
     var firstNightSeconds: Double
     var secondNight: Int
     var secondNightSeconds: Double
+    /// What the fault's steps measured, if anything.
+    var faultFigures: [String: String]
     var check: DemoCheck
 
     enum CodingKeys: String, CodingKey {
         case fault, subscriptions, firstNightSeconds = "first_night_seconds", secondNight = "second_night_jobs"
-        case secondNightSeconds = "second_night_seconds", check
+        case secondNightSeconds = "second_night_seconds", faultFigures = "fault_figures", check
     }
 }
 

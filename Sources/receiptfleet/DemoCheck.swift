@@ -18,6 +18,12 @@ struct DemoCheck: Encodable {
     var lost: Int { max(0, enqueued - done - dead) }
     /// Events that repeat another event of the same subscription with the same type and payload.
     var duplicatedEvents = 0
+    /// Events the `{rf}:events` stream holds under two ids or more (same subscription or purchase,
+    /// type and payload): what a consumer de-duplicating by id would take twice.
+    var streamDuplicates = 0
+    /// Stream entries whose event id an earlier entry had (published again after a restore, say):
+    /// consumers de-duplicate them by id.
+    var republished = 0
     /// Subscriptions whose stored status differs from the simulator's truth at their last verification.
     var mismatches = 0
     var mismatchExamples: [String] = []
@@ -27,14 +33,14 @@ struct DemoCheck: Encodable {
     var eventExamples: [String] = []
 
     var passed: Bool {
-        lost == 0 && duplicatedEvents == 0 && mismatches == 0 && deadForGoodInput == 0 && missingEvents == 0 && extraEvents == 0
+        lost == 0 && duplicatedEvents == 0 && streamDuplicates == 0 && mismatches == 0 && deadForGoodInput == 0 && missingEvents == 0 && extraEvents == 0
     }
 
     /// Checks run `runID` against the simulated `fleet`: the books of the queue, the events, and
     /// every verified subscription's state.
     static func run(
         _ runID: String, enqueued: Int, fleet: [SimulatedSubscription], postgres: PostgresConnection,
-        queue: JobQueue
+        queue: JobQueue, stream: (redis: RedisConnection, key: String)
     ) throws -> DemoCheck {
         var check = DemoCheck(enqueued: enqueued)
         check.done = Int(try postgres.query("""
@@ -55,6 +61,7 @@ struct DemoCheck: Encodable {
             SELECT coalesce(sum(n - 1), 0)::bigint AS n FROM (
                 SELECT count(*) AS n FROM events GROUP BY subscription_id, type, payload HAVING count(*) > 1) AS repeated
             """)[0]["n"].int64() ?? 0)
+        try check.countStreamDuplicates(stream.redis, key: stream.key)
         try check.compareEvents(fleet: bySubscription, postgres: postgres)
         try check.comparePurchases(fleet: fleet, postgres: postgres)
         for row in try postgres.query("SELECT original_transaction_id, status, last_verified_at FROM subscriptions WHERE last_verified_at IS NOT NULL") {
@@ -100,6 +107,21 @@ struct DemoCheck: Encodable {
         }
     }
 
+    /// Reads the whole stream: entries are (id, [field, value, …]).
+    private mutating func countStreamDuplicates(_ redis: RedisConnection, key: String) throws {
+        var ids: Set<String> = []
+        var idsByContent: [[String]: Set<String>] = [:]
+        for entry in try redis.command("XRANGE", key, "-", "+").array ?? [] {
+            let flat = entry.array?.last?.array?.map { $0.string ?? "" } ?? []
+            let fields = Dictionary(stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0], flat[$0 + 1]) }) { first, _ in first }
+            let id = fields["id"] ?? ""
+            if !ids.insert(id).inserted { republished += 1 }
+            let content = ["subscription_id", "purchase_id", "type", "payload"].map { fields[$0] ?? "" }
+            idsByContent[content, default: []].insert(id)
+        }
+        streamDuplicates = idsByContent.values.reduce(0) { $0 + $1.count - 1 }
+    }
+
     /// Every one-time purchase the ledger holds against the truth at its last look (the night's
     /// clock, which the simulator shares tonight: its refunds fall days apart, not seconds).
     private mutating func comparePurchases(fleet: [SimulatedSubscription], postgres: PostgresConnection) throws {
@@ -122,7 +144,8 @@ struct DemoCheck: Encodable {
             "-- checked against the simulator's ground truth",
             "  jobs enqueued \(enqueued): done \(done), dead \(dead) (\(deadForGoodInput) for good input), lost \(lost)",
             "  subscriptions whose state differs from the truth: \(mismatches)",
-            "  duplicated events: \(duplicatedEvents)",
+            "  duplicated events: \(duplicatedEvents); in the stream under another id: \(streamDuplicates) "
+                + "(published again under the same id: \(republished))",
             "  events missing against the truth: \(missingEvents), beyond it: \(extraEvents)",
         ]
         lines += (mismatchExamples + eventExamples).map { "    \($0)" }
@@ -132,6 +155,7 @@ struct DemoCheck: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case enqueued, done, dead, deadForGoodInput = "dead_for_good_input", lost, duplicatedEvents = "duplicated_events"
+        case streamDuplicates = "stream_duplicates", republished
         case mismatches, mismatchExamples = "mismatch_examples", passed
         case missingEvents = "missing_events", extraEvents = "extra_events", eventExamples = "event_examples"
     }
@@ -144,6 +168,8 @@ struct DemoCheck: Encodable {
         try container.encode(deadForGoodInput, forKey: .deadForGoodInput)
         try container.encode(lost, forKey: .lost)
         try container.encode(duplicatedEvents, forKey: .duplicatedEvents)
+        try container.encode(streamDuplicates, forKey: .streamDuplicates)
+        try container.encode(republished, forKey: .republished)
         try container.encode(mismatches, forKey: .mismatches)
         try container.encode(mismatchExamples, forKey: .mismatchExamples)
         try container.encode(missingEvents, forKey: .missingEvents)

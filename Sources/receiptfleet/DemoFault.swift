@@ -25,6 +25,10 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// The shared secret changes under the fleet for `--fault-seconds` (21004: the fleet halts);
     /// then it is put right and an operator resumes the fleet.
     case wrongSecret = "wrong-secret"
+    /// PostgreSQL's data is lost: `pg_dump` when the fault strikes, the fleet stopped `--fault-seconds`
+    /// later and the database dropped, a fresh one restored from the dump, the fleet started again
+    /// pointed at it, and `schedule` run again (docs/operations.md, "Backing up and restoring").
+    case backupRestore = "backup-restore"
 
     /// Twice the default call deadline (10 s), so that calls time out rather than merely wait.
     static let freezeDuration: Duration = .seconds(20)
@@ -40,7 +44,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
             serverPIDFile != nil ? nil
                 : "--fault \(rawValue) needs --server-pid-file, the file holding the server's process id "
                     + "(scripts/faults passes the one scripts/services wrote)"
-        case .killWorker, .outage, .garbage, .brokenConnections, .wrongSecret: nil
+        case .killWorker, .outage, .garbage, .brokenConnections, .wrongSecret, .backupRestore: nil
         }
     }
 
@@ -58,6 +62,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
             [(.zero, .knobs(#"{"shared_secret": "rotated-by-mistake"}"#)),
              (.seconds(seconds), .knobs(#"{"shared_secret": "\#(DemoStage.sharedSecret)"}"#)),
              (.seconds(seconds), .resumeFleet)]
+        case .backupRestore: [(.zero, .backUp), (.seconds(seconds), .restore), (.seconds(seconds), .schedule)]
         }
     }
 
@@ -74,5 +79,10 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
         case resumeFleet
         /// `receiptfleet schedule` for the night in hand.
         case schedule
+        /// `pg_dump` of the fleet's database, as a nightly backup takes it.
+        case backUp
+        /// The fleet stopped, its database lost, a new one restored from the backup, the fleet
+        /// started again against it.
+        case restore
     }
 }

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import ArgumentParser
+import EventRelay
 import Fleet
 import Foundation
 import HTTPClient
@@ -15,22 +16,27 @@ import RedisClient
 final class DemoStage {
     static let keyPrefix = "{rfdemo}"
     static let database = "receiptfleet_demo"
+    /// Where `backup-restore` restores the demo's database to.
+    static let restoredDatabase = "receiptfleet_demo_restored"
     static let sharedSecret = "demo-shared-secret"
 
-    /// The demo's own deployment: its database, prefix and simulator.
-    let settings: FleetSettings
-    private let serverPostgres: PostgresConfiguration
-    private let demoPostgres: PostgresConfiguration
+    /// The demo's own deployment: its database, prefix and simulator. A restore (`backup-restore`)
+    /// points it at the restored database.
+    var settings: FleetSettings
+    let serverPostgres: PostgresConfiguration
+    var demoPostgres: PostgresConfiguration
     private let simulatorBase: String
     private let simulatorPort: Int
-    private let logDirectory: URL
+    let logDirectory: URL
     private let signals: TerminationSignals
     /// The shell command that restarts a server, for the restart faults.
     var restartCommand: String?
+    /// What a fault's steps measured (a backup's size, a restore's time), for the report.
+    var faultFigures: [String: String] = [:]
     /// The file holding a server's process id, for the freeze faults.
     var serverPIDFile: String?
     /// The processes it started, by name, with what they were started with (to start them again).
-    private var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
+    var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
     /// The nights run so far: run id and jobs enqueued.
     private var nights: [(runID: String, enqueued: Int)] = []
     private var fleet: [SimulatedSubscription] = []
@@ -80,12 +86,14 @@ final class DemoStage {
         let server = try PostgresConnection(configuration: serverPostgres)
         // FORCE cannot end an autovacuum worker (it runs as a superuser) busy with the last demo's
         // tables; such a worker gives up soon, so try a few times.
-        for attempt in 1...10 {
-            do {
-                _ = try server.query("DROP DATABASE IF EXISTS \(Self.database) WITH (FORCE)")
-                break
-            } catch let error as PostgresError where error.sqlState == "42501" && attempt < 10 {
-                try pause(.seconds(1))
+        for database in [Self.database, Self.restoredDatabase] {
+            for attempt in 1...10 {
+                do {
+                    _ = try server.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+                    break
+                } catch let error as PostgresError where error.sqlState == "42501" && attempt < 10 {
+                    try pause(.seconds(1))
+                }
             }
         }
         _ = try server.query("CREATE DATABASE \(Self.database)")
@@ -232,6 +240,10 @@ final class DemoStage {
         case .resumeFleet:
             say("an operator resumes the fleet")
             _ = try resumeFleet(settings: settings)
+        case .backUp:
+            try backUp()
+        case .restore:
+            try restore()
         case .schedule:
             let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: night.runID), now: night.now)
             say("an operator runs the scheduler: \(summary.enqueued) jobs enqueued again, "
@@ -264,11 +276,11 @@ final class DemoStage {
     /// The last nights' check against the simulator's truth.
     func check() throws -> DemoCheck {
         guard let night = nights.last else { return DemoCheck() }
+        let redis = try RedisConnection(settings.redisConfiguration())
         return try DemoCheck.run(
             night.runID, enqueued: night.enqueued, fleet: fleet, postgres: PostgresConnection(configuration: demoPostgres),
-            queue: JobQueue(
-                connection: RedisConnection(settings.redisConfiguration()),
-                keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)))
+            queue: JobQueue(connection: redis, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)),
+            stream: (redis, RelayConfiguration(keyPrefix: settings.keyPrefix).streamKey))
     }
 
     func summary(nights: [(name: String, result: (jobs: Int, seconds: Double))]) throws -> String {
@@ -331,7 +343,7 @@ final class DemoStage {
     }
 
     /// Starts `receiptfleet arguments…` with the demo's settings; its output goes to `name`.log.
-    private func start(_ name: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    func start(_ name: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
         let log = logDirectory.appendingPathComponent(name + ".log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
@@ -366,7 +378,7 @@ final class DemoStage {
         ].merging(serverAPIEnvironment) { $1 }
     }
 
-    private func pause(_ duration: Duration) throws {
+    func pause(_ duration: Duration) throws {
         Thread.sleep(forTimeInterval: duration.seconds)
         try checkInterrupted()
     }
@@ -396,18 +408,23 @@ private func childProcesses(of parent: pid_t) -> [pid_t] {
 }
 
 /// Runs `command` with /bin/sh, its output going to standard error, and returns its wait status.
-/// Not through Foundation's Process: its wait never ends when the command leaves a daemon behind
-/// (a restarted server) that inherited the process's descriptors.
 private func runShell(_ command: String) -> Int32 {
+    runProgram(["/bin/sh", "-c", command])
+}
+
+/// Runs the program `words[0]` (found on PATH) with the other words as its arguments, its output
+/// going to standard error, and returns its wait status. Not through Foundation's Process: its wait
+/// never ends when the command leaves a daemon behind (a restarted server) that inherited the
+/// process's descriptors.
+func runProgram(_ words: [String]) -> Int32 {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO)
     var pid: pid_t = 0
-    let words: [String] = ["/bin/sh", "-c", command]
     let arguments = words.map { strdup($0) } + [nil]
     defer { arguments.forEach { free($0) } }
-    guard posix_spawn(&pid, "/bin/sh", &actions, nil, arguments, environ) == 0 else { return -1 }
+    guard posix_spawnp(&pid, words[0], &actions, nil, arguments, environ) == 0 else { return -1 }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) == -1, errno == EINTR {}
     return status
