@@ -97,7 +97,10 @@ extension Ledger {
         WITH events_deleted AS (
             DELETE FROM events WHERE subscription_id = ANY ($1::bigint[])
         ), notifications_deleted AS (
+            -- Those matched to the subscription, and those of its original_transaction_id that came
+            -- before it was registered (unknown_subscription): they name it too.
             DELETE FROM notifications WHERE subscription_id = ANY ($1::bigint[])
+                OR original_transaction_id IN (SELECT original_transaction_id FROM subscriptions WHERE id = ANY ($1::bigint[]))
         ), gone AS (
             -- Receipts, transactions, attempts and claims go with the row (ON DELETE CASCADE).
             DELETE FROM subscriptions s WHERE s.id = ANY ($1::bigint[])

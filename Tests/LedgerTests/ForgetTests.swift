@@ -26,7 +26,8 @@ import Testing
         let connection = ledger.connection
         try connection.execute("""
             INSERT INTO notifications (dedupe_key, version, notification_type, original_transaction_id, subscription_id, outcome)
-            VALUES ('v2:forget-test', 2, 'DID_RENEW', '4001', $1, 'queued')
+            VALUES ('v2:forget-test', 2, 'DID_RENEW', '4001', $1, 'queued'),
+                   ('v2:before-registration', 2, 'SUBSCRIBED', '4002', NULL, 'unknown_subscription')
             """, [.int64(ids[0])])
         try connection.execute(
             "INSERT INTO account_claims (subscription_id, account_id, receipt_sha256) VALUES ($1, 'acct-1', 'ab12')", [.int64(ids[2])])
@@ -79,6 +80,8 @@ import Testing
             let after = try Self.remains(ledger, of: mine)
             #expect(after.values.allSatisfy { $0 == 0 }, "left: \(after)")
             #expect(try ledger.purchases(accountID: "acct-1").isEmpty)
+            #expect(try ledger.connection.query("SELECT count(*) AS n FROM notifications")[0]["n"].int64() == 0,
+                    "also the notification that came before 4002 was registered")
             #expect(try Self.count(ledger, "SELECT count(*) AS n FROM events WHERE purchase_id = ANY($1::bigint[]) AND type <> 'purchase_forgotten'", [purchase.id]) == 0)
 
             // acct-2 keeps everything but acct-1's claim on its subscription.
