@@ -135,7 +135,10 @@ extension Webhooks {
             commandName: "rotate-secret",
             abstract: "Give an endpoint a new signing secret; the old one signs beside it for a while.",
             discussion: """
-                Prints the new secret once. Until the overlap ends, every delivery carries two signatures                 in webhook-signature (Standard Webhooks): the new secret's, then the old one's; the receiver                 accepts either, so it can switch to the new secret whenever it is ready, and nothing fails                 meanwhile. `webhooks list` shows until when. See docs/webhooks.md, "Rotating an endpoint's secret".
+                Prints the new secret once. Until the overlap ends, every delivery carries two signatures \
+                in webhook-signature (Standard Webhooks): the new secret's, then the old one's; the receiver \
+                accepts either, so it can switch to the new secret whenever it is ready, and nothing fails \
+                meanwhile. `webhooks list` shows until when. See docs/webhooks.md, "Rotating an endpoint's secret".
 
                 Examples:
                   receiptfleet webhooks rotate-secret 3
