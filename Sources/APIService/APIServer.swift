@@ -170,7 +170,7 @@ public final class APIServer: Sendable {
     private func receiveNotification(_ request: Request, from address: String?) async throws -> Response {
         let body = try await request.body.collect(upTo: settings.maxBodyBytes)
         let reader = NotificationReader(
-            sharedSecrets: [fleet.sharedSecret, fleet.previousSharedSecret].compactMap(\.self),
+            sharedSecrets: fleet.sharedSecrets,
             verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots),
             bundleIDs: settings.bundleIDs, appAppleID: settings.appAppleID)
         let notification: AppleNotification

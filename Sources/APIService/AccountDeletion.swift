@@ -24,7 +24,7 @@ struct AccountDeletion: Encodable {
             let ledger = connections.ledger
             return try ledger.audited(
                 AuditRecord(actor: client, via: .api, action: "subscriptions.forget", target: target.description),
-                results: { ["subscriptions": "\($0.subscriptions.count)", "purchases": "\($0.purchases.count)", "claims": "\($0.claims)"] },
+                results: \.auditDetails,
                 unrecorded: { logger.error("the audit trail did not record an account deletion", metadata: ["error": "\($0)"]) }
             ) { try ledger.forget(target) }
         }

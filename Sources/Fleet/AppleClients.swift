@@ -22,7 +22,7 @@ public final class AppleClients: AppleVerifier {
         serverAPI = try settings.serverAPI.map {
             try ServerAPIClient(endpoints: $0.endpoints, tokens: ServerAPITokens(key: $0.key), signatures: $0.signatures, http: http)
         }
-        sharedSecrets = [settings.sharedSecret, settings.previousSharedSecret].compactMap(\.self)
+        sharedSecrets = settings.sharedSecrets
     }
 
     public func verify(

@@ -23,6 +23,8 @@ public struct FleetSettings: Sendable {
     /// The secret being replaced, during a rotation (`shared-secret` names two): Apple's answers are
     /// accepted for either, and V1 notifications carry either as their password.
     public var previousSharedSecret: SharedSecret?
+    /// The secrets Apple's answers and V1 notifications are accepted with: the current one first.
+    public var sharedSecrets: [SharedSecret] { [sharedSecret, previousSharedSecret].compactMap(\.self) }
     /// The App Store Server API's key, hosts and trusted roots; nil when none is configured.
     public var serverAPI: ServerAPISettings?
     /// The backend of subscriptions that name none (`subscriptions.backend` is NULL).

@@ -28,6 +28,11 @@ public struct Forgotten: Sendable, Equatable {
     public var claims: Int
 
     public var isEmpty: Bool { subscriptions.isEmpty && purchases.isEmpty && claims == 0 }
+
+    /// How many of each went, as the audit trail records a forget.
+    public var auditDetails: [String: String] {
+        ["subscriptions": "\(subscriptions.count)", "purchases": "\(purchases.count)", "claims": "\(claims)"]
+    }
 }
 
 extension Ledger {

@@ -46,15 +46,16 @@ public struct Pruned: Sendable, Equatable {
 extension Ledger {
     /// Deletes what `policy` no longer keeps, as of `now`, in batches of at most `batchSize` rows,
     /// each its own short transaction, so that workers writing meanwhile wait for a batch at most.
-    /// Each table is walked once in key order (which follows time) from its oldest row, up to the
-    /// first page wholly past the cutoff: one pass over the old rows, however large the table. Rows that are
-    /// still needed are skipped (an event not yet published, or with a delivery pending); safe
-    /// to stop at any point and to run again. `progress` hears the running totals after each batch.
+    /// Each history table is walked once in key order (which follows time) from its oldest row, up
+    /// to the first page wholly past the cutoff: one pass over the old rows, however large the
+    /// table (receipts, which have no time of their own, are walked whole). Rows that are still
+    /// needed are skipped (an event not yet published, or with a delivery pending); safe to stop at
+    /// any point and to run again. `progress` hears the running totals after each batch.
     ///
     /// Deleted rows leave space PostgreSQL's autovacuum makes reusable: tables stop growing rather
     /// than shrink (docs/performance.md).
-    @discardableResult
     /// - Parameter defaultBackend: the deployment's `backend`, which subscriptions that name none follow.
+    @discardableResult
     public func prune(
         _ policy: RetentionPolicy, defaultBackend: VerificationBackend, now: Date = Date(), batchSize: Int = 5_000,
         progress: (Pruned) -> Void = { _ in }

@@ -36,7 +36,7 @@ func osUser() -> String {
 /// `receiptfleet audit`
 struct Audit: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the audit trail: who paused, resumed, replayed, purged, changed webhooks or moved backends.",
+        abstract: "List the audit trail: who paused, resumed, replayed, purged, changed webhooks, moved backends or forgot customers.",
         discussion: """
             Every operator action from the command line (as its OS user), the API (as its client) or \
             the console (as its operator) is recorded in PostgreSQL with when, what, on what and how it \

@@ -79,8 +79,8 @@ struct Config: ParsableCommand {
             row("non-renewing-products", settings.nonRenewingProductIDs.isEmpty
                 ? "none" : settings.nonRenewingProductIDs.sorted().joined(separator: ","))
             row("webhook-threads", "\(settings.webhookThreads)")
-            row("events-stream-retention-days", "\(Double(settings.eventsStreamRetention.components.seconds) / 86_400) (the ledger keeps events longer)")
             func kept(_ age: Duration?) -> String { age.map { "\(Double($0.components.seconds) / 86_400)" } ?? "0 (kept for ever)" }
+            row("events-stream-retention-days", kept(settings.eventsStreamRetention) + " (the ledger keeps events longer)")
             row("retention-verifications-days", kept(settings.retention.verifications))
             row("retention-events-days", kept(settings.retention.events) + " (published events; `webhooks replay` reaches this far)")
             row("retention-webhook-logs-days", kept(settings.retention.webhookLogs))

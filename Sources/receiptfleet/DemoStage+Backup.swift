@@ -25,14 +25,11 @@ extension DemoStage {
     func restore() throws {
         let fleet = children.filter { $0.name.hasPrefix("worker-") }
         say("the database is lost: stopping the fleet (\(fleet.count) workers), dropping \(Self.database)")
-        for child in fleet { child.process.terminate() }
-        let deadline = ContinuousClock.now + settings.drainGrace + .seconds(5)
-        while fleet.contains(where: { $0.process.isRunning }), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
-        for child in fleet where child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) }
+        stop(fleet.map(\.process))
         children.removeAll { child in fleet.contains { $0.process === child.process } }
         let lostEvents = try PostgresConnection(configuration: demoPostgres).query("SELECT count(*) AS n FROM events")[0]["n"].int64() ?? 0
         let server = try PostgresConnection(configuration: serverPostgres)
-        _ = try server.query("DROP DATABASE \(Self.database) WITH (FORCE)")
+        try drop(Self.database, on: server)
 
         let started = ContinuousClock.now
         _ = try server.query("CREATE DATABASE \(Self.restoredDatabase)")

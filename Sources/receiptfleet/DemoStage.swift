@@ -84,21 +84,23 @@ final class DemoStage {
     func prepare() throws {
         try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
         let server = try PostgresConnection(configuration: serverPostgres)
-        // FORCE cannot end an autovacuum worker (it runs as a superuser) busy with the last demo's
-        // tables; such a worker gives up soon, so try a few times.
-        for database in [Self.database, Self.restoredDatabase] {
-            for attempt in 1...10 {
-                do {
-                    _ = try server.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
-                    break
-                } catch let error as PostgresError where error.sqlState == "42501" && attempt < 10 {
-                    try pause(.seconds(1))
-                }
-            }
-        }
+        for database in [Self.database, Self.restoredDatabase] { try drop(database, on: server) }
         _ = try server.query("CREATE DATABASE \(Self.database)")
         try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
         try RedisConnection(settings.redisConfiguration()).deleteKeys(prefixed: Self.keyPrefix)
+    }
+
+    /// Drops `database` if it exists, ending its sessions. FORCE cannot end an autovacuum worker (it
+    /// runs as a superuser) busy with its tables; such a worker gives up soon, so try a few times.
+    func drop(_ database: String, on server: PostgresConnection) throws {
+        for attempt in 1...10 {
+            do {
+                _ = try server.query("DROP DATABASE IF EXISTS \(database) WITH (FORCE)")
+                return
+            } catch let error as PostgresError where error.sqlState == "42501" && attempt < 10 {
+                try pause(.seconds(1))
+            }
+        }
     }
 
     /// Starts the simulator with its clock at `clock`, and waits until it answers.
@@ -333,13 +335,17 @@ final class DemoStage {
     }
 
     func stopAll() {
-        let processes = children.map(\.process)
+        stop(children.map(\.process))
+        if !children.isEmpty { say("stopped the simulator and the fleet") }
+        children = []
+    }
+
+    /// SIGTERM to `processes`, then a drain grace for them to finish, then SIGKILL to any left.
+    func stop(_ processes: [Process]) {
         for process in processes where process.isRunning { process.terminate() }
         let deadline = ContinuousClock.now + settings.drainGrace + .seconds(5)
         while processes.contains(where: \.isRunning), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.1) }
         for process in processes where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        if !children.isEmpty { say("stopped the simulator and the fleet") }
-        children = []
     }
 
     /// Starts `receiptfleet arguments…` with the demo's settings; its output goes to `name`.log.

@@ -179,6 +179,7 @@ struct ResolvedConfiguration {
         let burst = try number("rate-burst", default: RateLimit.defaultBurst(perSecond: rate), { $0 >= 1 }, "a whole number ≥ 1")
         let prefix = string("key-prefix", default: "{rf}")
         let (webhookThreads, webhookEndpointConcurrency) = try webhookConcurrency()
+        let secrets = try sharedSecrets()
         do {
             _ = try QueueKeys(prefix: prefix)
         } catch {
@@ -191,7 +192,7 @@ struct ResolvedConfiguration {
             endpoints: AppStoreEndpoints(
                 production: string("appstore-production-url", default: AppStoreEndpoints.apple.production),
                 sandbox: string("appstore-sandbox-url", default: AppStoreEndpoints.apple.sandbox)),
-            sharedSecret: try sharedSecrets().current,
+            sharedSecret: secrets.current,
             rateLimit: try RateLimit(perSecond: rate, burst: burst),
             retryPolicy: try RetryPolicy(
                 base: .milliseconds(Int64(1000 * (try number("retry-base", default: 30.0, { $0 > 0 }, "a number of seconds > 0")))),
@@ -225,7 +226,7 @@ struct ResolvedConfiguration {
         settings.eventsStreamRetention = .seconds(86_400 * (try number(
             "events-stream-retention-days", default: 7.0, { $0 > 0 && $0 <= 3_650 }, "a number of days from 0 to 3650")))
         settings.retention = try retention(streamRetention: settings.eventsStreamRetention)
-        settings.previousSharedSecret = try sharedSecrets().previous
+        settings.previousSharedSecret = secrets.previous
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.
         settings.haltAfterTransportFailures = .seconds(try number(

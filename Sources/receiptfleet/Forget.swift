@@ -64,8 +64,7 @@ struct Forget: ParsableCommand {
             return
         }
         let forgotten = try audited(
-            "subscriptions.forget", target: target.description, settings: settings,
-            results: { ["subscriptions": "\($0.subscriptions.count)", "purchases": "\($0.purchases.count)", "claims": "\($0.claims)"] }
+            "subscriptions.forget", target: target.description, settings: settings, results: \.auditDetails
         ) { try ledger.forget(target) }
         print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(Self.describe(forgotten)).")
     }

@@ -103,7 +103,7 @@ extension Webhooks {
 
                 Examples:
                   receiptfleet webhooks replay 3 --since 2026-11-01
-                  receiptfleet webhooks replay 3 --since 2026-11-24T02:00:00Z --event-type refunded --event-type revoked
+                  receiptfleet webhooks replay 3 --since 2026-11-24T02:00:00Z --event-type refunded --event-type refund_reversed
                 """)
         @OptionGroup var options: FleetOptions
         @Argument(help: "The endpoint id.") var endpoint: Int64
