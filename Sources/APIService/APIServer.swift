@@ -126,7 +126,7 @@ public final class APIServer: Sendable {
         }
         router.get("/v1/subscriptions") { request, _ in
             let (byTransaction, byAccount) = try Self.lookup(request, by: "original_transaction_id", or: "account_id")
-            let (app, now) = (self.settings.app, Date())
+            let (app, now) = (try self.app(of: request), Date())
             let views = try await self.lanes.run { connections -> [SubscriptionView] in
                 let ledger = connections.ledger
                 if let byTransaction {
@@ -142,7 +142,7 @@ public final class APIServer: Sendable {
         }
         router.get("/v1/purchases") { request, _ in
             let (byTransaction, byAccount) = try Self.lookup(request, by: "transaction_id", or: "account_id")
-            let app = self.settings.app
+            let app = try self.app(of: request)
             let records = try await self.lanes.run { connections in
                 if let byTransaction {
                     return try connections.ledger.purchase(transactionID: byTransaction, app: app).map { [$0] } ?? []
@@ -151,12 +151,12 @@ public final class APIServer: Sendable {
             }
             return try Self.json(["purchases": records.map(PurchaseView.init)])
         }
-        router.delete("/v1/accounts/:id") { _, context in
+        router.delete("/v1/accounts/:id") { request, context in
             guard let account = context.parameters.get("id")?.removingPercentEncoding, !account.isEmpty else {
                 throw APIError.badRequest("invalid_account_id", "the account id must be a non-empty, percent-encoded path segment")
             }
             let deletion = try await AccountDeletion.forget(
-                account: account, app: self.settings.app, by: context.client ?? "unknown", in: self.lanes, logger: self.logger)
+                account: account, app: try self.app(of: request), by: context.client ?? "unknown", in: self.lanes, logger: self.logger)
             return try Self.json(deletion)
         }
         router.post(RouterPath(Self.notificationPath)) { request, context in
@@ -170,9 +170,7 @@ public final class APIServer: Sendable {
     private func receiveNotification(_ request: Request, from address: String?) async throws -> Response {
         let body = try await request.body.collect(upTo: settings.maxBodyBytes)
         let reader = NotificationReader(
-            sharedSecrets: fleet.sharedSecrets,
-            verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots),
-            bundleIDs: settings.bundleIDs, appAppleID: settings.appAppleID)
+            fleet: fleet, verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots))
         let notification: AppleNotification
         do throws(NotificationReader.Failure) {
             notification = try await reader.read(Data(buffer: body), now: Date())
@@ -202,7 +200,7 @@ public final class APIServer: Sendable {
             logger.notice("a notification of a type this version does not know", metadata: ["type": "\(notification.type)"])
         }
         let intake = NotificationIntake(
-            acceptedEnvironments: settings.notificationEnvironments, app: settings.app, fleet: fleet, metrics: fleetMetrics, logger: logger)
+            acceptedEnvironments: settings.notificationEnvironments, fleet: fleet, metrics: fleetMetrics, logger: logger)
         let result = try await lanes.run { try intake.take(notification, connections: $0) }
         if let redisError = result.redisError {
             logger.warning("a notification is stored, its job not yet enqueued (Redis failed); the scheduler's next pass enqueues it",
@@ -210,6 +208,22 @@ public final class APIServer: Sendable {
         }
         metrics.notification(version: notification.version, result.status)
         return try Self.json(result)
+    }
+
+    /// The app a lookup is in: its `app` query parameter, which may be left out when the deployment
+    /// has one app (accounts and transaction ids are each app's own).
+    private func app(of request: Request) throws(APIError) -> String {
+        guard let name = request.uri.queryParameters["app"].map(String.init) else {
+            guard fleet.apps.apps.count == 1 else {
+                throw .badRequest("app_required", "this deployment has several apps: name one with 'app' ("
+                                  + fleet.apps.names.joined(separator: ", ") + ")")
+            }
+            return fleet.apps.names[0]
+        }
+        guard fleet.apps.app(named: name) != nil else {
+            throw .badRequest("unknown_app", "'app' must name one of this deployment's apps: " + fleet.apps.names.joined(separator: ", "))
+        }
+        return name
     }
 
     /// The two query parameters a lookup takes, of which a request must give exactly one, not empty.

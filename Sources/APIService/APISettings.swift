@@ -15,11 +15,6 @@ public struct APISettings: Sendable {
     /// (`AppleRootCertificate`) unless an operator explicitly names another.
     /// Empty: V2 notifications are refused with 503 (Apple keeps re-sending them meanwhile).
     public var trustedRoots: [Certificate]
-    /// The app's bundle ids: a V2 notification (and its signed transaction) for another app is
-    /// refused, however well signed. Empty: V2 notifications are refused with 503.
-    public var bundleIDs: Set<String>
-    /// The app's Apple id (`appAppleId`), checked when set.
-    public var appAppleID: Int64?
     /// The largest request body accepted, in bytes.
     public var maxBodyBytes: Int
     /// Requests per second per client, and how many may come at once.
@@ -34,24 +29,19 @@ public struct APISettings: Sendable {
     public var lanes: Int
     /// How long a registration may wait for the fleet's rate limiter before answering 503.
     public var appleWait: Duration
-    /// The ledger's app of every subscription this server registers.
-    public var app: String
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, tokens: NamedTokens,
         notificationEnvironments: Set<AppStoreEnvironment> = [.production], trustedRoots: [Certificate] = [],
-        bundleIDs: Set<String> = [], appAppleID: Int64? = nil,
         maxBodyBytes: Int = 1 << 20, clientRateLimit: Double = 20, clientRateBurst: Int = 40,
         notificationRateLimit: Double = 100, notificationRateBurst: Int = 200, trustedProxies: TrustedProxies = .none, lanes: Int = 4,
-        appleWait: Duration = .seconds(10), app: String = "default"
+        appleWait: Duration = .seconds(10)
     ) {
         self.host = host
         self.port = port
         self.tokens = tokens
         self.notificationEnvironments = notificationEnvironments
         self.trustedRoots = trustedRoots
-        self.bundleIDs = bundleIDs
-        self.appAppleID = appAppleID
         self.maxBodyBytes = maxBodyBytes
         self.clientRateLimit = clientRateLimit
         self.clientRateBurst = clientRateBurst
@@ -60,6 +50,5 @@ public struct APISettings: Sendable {
         self.trustedProxies = trustedProxies
         self.lanes = lanes
         self.appleWait = appleWait
-        self.app = app
     }
 }

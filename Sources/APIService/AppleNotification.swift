@@ -1,6 +1,7 @@
 import AccessTokens
 import AppStore
 import Crypto
+import Fleet
 import Foundation
 
 /// What an App Store Server Notification says, once it has been authenticated: which
@@ -8,6 +9,8 @@ import Foundation
 /// Apple *what* happened, to confirm.
 struct AppleNotification: Sendable {
     var version: Int
+    /// The deployment's app it is for, by its bundle id (`bid`, `bundleId`).
+    var app: String
     /// V2: `v2:` + notificationUUID. V1 has no id: `v1:sha256:` + the hash of its content, keys sorted.
     var dedupeKey: String
     var type: String
@@ -24,16 +27,15 @@ struct AppleNotification: Sendable {
     var signedData: VerifyReceiptResponse?
 }
 
-/// Reads notifications of both versions and checks that Apple sent them.
+/// Reads notifications of both versions, checks that Apple sent them, and finds the app they are for.
 struct NotificationReader: Sendable {
-    /// V1 carries the app's shared secret as `password`: the current one or, during a rotation, the
-    /// previous one (Apple may send either while the switch spreads). None: V1 notifications cannot be accepted.
-    let sharedSecrets: [AppStore.SharedSecret]
+    /// The deployment's apps, with their bundle ids (none configured: V2 notifications cannot be
+    /// accepted) and Apple ids; V1 carries the app's shared secret as `password` (see
+    /// `FleetSettings.sharedSecrets(forApp:)`): the current one or, during a rotation, the previous
+    /// one (Apple may send either while the switch spreads). None: V1 notifications cannot be accepted.
+    let fleet: FleetSettings
     /// nil (no trusted root configured): V2 notifications cannot be accepted.
     let verifier: SignedPayloadVerifier?
-    /// The app's bundle ids (none configured: V2 notifications cannot be accepted) and Apple id.
-    let bundleIDs: Set<String>
-    let appAppleID: Int64?
 
     enum Failure: Error {
         /// Not a notification of either version.
@@ -54,6 +56,13 @@ struct NotificationReader: Sendable {
     }
 
     private func readV1(_ object: [String: Any], body: Data) throws(Failure) -> AppleNotification {
+        let bundleID = object["bid"] as? String
+        // Apple documents `bid` on every V1 notification; one without it can only be a single app's.
+        let only = fleet.apps.apps.count == 1 && bundleID == nil ? fleet.apps.apps.first : nil
+        guard let app = fleet.apps.app(bundleID: bundleID) ?? only else {
+            throw .unauthenticated(version: 1, "for another app (bid \(bundleID ?? "none"))")
+        }
+        let sharedSecrets = fleet.sharedSecrets(forApp: app.name)
         guard !sharedSecrets.isEmpty else {
             throw .unconfigured(version: 1, "V1 notifications need the shared secret (RECEIPTFLEET_SHARED_SECRET) to be checked")
         }
@@ -66,7 +75,7 @@ struct NotificationReader: Sendable {
         // The hash of the content, keys sorted, so that a copy re-serialized on the way still matches.
         let canonical = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? body
         var notification = AppleNotification(
-            version: 1, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
+            version: 1, app: app.name, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
             type: object["notification_type"] as? String ?? "")
         notification.environment = (object["environment"] as? String).flatMap(Self.v1Environment)
         let unified = (object["unified_receipt"] as? [String: Any])
@@ -81,21 +90,22 @@ struct NotificationReader: Sendable {
         guard let verifier else {
             throw .unconfigured(version: 2, "V2 notifications need a trusted root certificate (apple-root-certificate)")
         }
-        guard !bundleIDs.isEmpty else {
-            throw .unconfigured(version: 2, "V2 notifications need the app's bundle id (apple-bundle-id) to be checked")
+        guard !fleet.apps.bundleIDs.isEmpty else {
+            throw .unconfigured(version: 2, "V2 notifications need the apps' bundle ids (apple-bundle-id or apps-file) to be checked")
         }
         let payload = try await verified(signedPayload, by: verifier, now: now)
         guard let type = payload["notificationType"] as? String, let uuid = payload["notificationUUID"] as? String else {
             throw .malformed("the signed payload has no notificationType or notificationUUID")
         }
-        var notification = AppleNotification(
-            version: 2, dedupeKey: "v2:" + uuid, type: type, subtype: payload["subtype"] as? String)
         let data = payload["data"] as? [String: Any] ?? payload["summary"] as? [String: Any]
-        try checkApp(data)
+        var notification = AppleNotification(
+            version: 2, app: try app(of: data).name, dedupeKey: "v2:" + uuid, type: type, subtype: payload["subtype"] as? String)
         notification.environment = (data?["environment"] as? String).flatMap { AppStoreEnvironment(rawValue: $0) }
         if let signedTransaction = data?["signedTransactionInfo"] as? String {
             let (transactionPayload, transaction) = try await verifiedPayload(signedTransaction, by: verifier, now: now)
-            try checkApp(transaction)
+            guard try app(of: transaction).name == notification.app else {
+                throw .unauthenticated(version: 2, "its transaction is another app's than the notification")
+            }
             notification.originalTransactionID = transaction["originalTransactionId"].map { "\($0)" }
             var renewals: [Data] = []
             if let signedRenewal = data?["signedRenewalInfo"] as? String {
@@ -110,15 +120,16 @@ struct NotificationReader: Sendable {
     }
 
     /// Apple signs notifications for every app of every developer with one chain: the signature
-    /// proves Apple sent it, the bundle id (and the app's Apple id, when configured) that it is ours.
-    private func checkApp(_ fields: [String: Any]?) throws(Failure) {
+    /// proves Apple sent it, the bundle id (and the app's Apple id, when configured) which of ours it is.
+    private func app(of fields: [String: Any]?) throws(Failure) -> AppConfiguration {
         let bundleID = fields?["bundleId"] as? String
-        guard let bundleID, bundleIDs.contains(bundleID) else {
+        guard let bundleID, fleet.apps.bundleIDs.contains(bundleID), let app = fleet.apps.app(bundleID: bundleID) else {
             throw .unauthenticated(version: 2, "signed for another app (bundle id \(bundleID ?? "none"))")
         }
-        if let appAppleID, let sent = fields?["appAppleId"], "\(sent)" != String(appAppleID) {
+        if let appAppleID = app.appleID, let sent = fields?["appAppleId"], "\(sent)" != String(appAppleID) {
             throw .unauthenticated(version: 2, "signed for another app (app Apple id \(sent))")
         }
+        return app
     }
 
     private func verified(_ jws: String, by verifier: SignedPayloadVerifier, now: Date) async throws(Failure) -> [String: Any] {

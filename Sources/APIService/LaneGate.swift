@@ -19,14 +19,14 @@ final class LaneGate: AppleGate {
         self.settings = settings
     }
 
-    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
-        let admission = try connections.admit(endpoint, within: Self.redirectHorizon, settings: settings)
+    func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+        let admission = try connections.admit(endpoint, forApp: app, within: Self.redirectHorizon, settings: settings)
         if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
         return admission
     }
 
     /// A lane makes no batches, so there is no next call to tell.
-    func called(_ answer: LastAnswer, taking duration: Duration) {}
+    func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {}
 
     func reportRecovered() throws { try connections.gate.reportRecovered() }
 
@@ -38,9 +38,11 @@ final class LaneGate: AppleGate {
         try connections.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
-        try connections.gate.reportConfigurationError(
-            subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend))
+    func reportConfigurationError(
+        subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
+    ) throws -> Bool {
+        try connections.reportConfigurationError(
+            subscriptionID: subscriptionID, app: app, reason: reason, needed: needed, backend: backend, settings: settings)
     }
 
     func halt(reason: String, backend: VerificationBackend) throws {

@@ -11,7 +11,6 @@ import Logging
 /// through the verification use case, and the job confirms it.
 struct NotificationIntake: Sendable {
     let acceptedEnvironments: Set<AppStoreEnvironment>
-    let app: String
     let fleet: FleetSettings
     let metrics: FleetMetrics
     let logger: Logger
@@ -28,7 +27,7 @@ struct NotificationIntake: Sendable {
 
     /// On a lane.
     func take(_ notification: AppleNotification, connections: Connections) throws -> Result {
-        let ledger = connections.ledger
+        let (ledger, app) = (connections.ledger, notification.app)
         var record = NotificationRecord(
             dedupeKey: notification.dedupeKey, version: notification.version, notificationType: notification.type,
             meaning: notification.meaning ?? "unknown", subtype: notification.subtype, environment: notification.environment?.rawValue,

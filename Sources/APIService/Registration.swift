@@ -15,9 +15,13 @@ struct RegistrationRequest: Decodable, Sendable {
     /// The purchase's original_transaction_id, if the app knows it: lets the registration be
     /// queued (202) when Apple cannot be asked right now, instead of failing with 503.
     var originalTransactionID: String?
+    /// The deployment's name for the receipt's app (`apps-file`). Optional: Apple's answer names the
+    /// bundle id, which decides; naming it picks the app's shared secret at once and lets a
+    /// registration be queued.
+    var app: String?
 
     enum CodingKeys: String, CodingKey {
-        case receipt
+        case receipt, app
         case accountID = "account_id"
         case originalTransactionID = "original_transaction_id"
     }
@@ -90,18 +94,19 @@ struct Registrar: Sendable {
 
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
         let (receipt, accountID, originalTransactionID) = try request.validated()
+        let named = try app(named: request.app)
         do {
-            let probing = try await admission(to: .verifyReceipt)
-            let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
+            let probing = try await admission(to: .verifyReceipt, forApp: named)
+            let (fleet, app, metrics, logger) = (fleet, named, metrics, logger)
             let response = try await lanes.run { connections in
                 try Self.verifyAndStore(.receipt(receipt), startingIn: .production, accountID: accountID, probing: probing,
                                         fleet: fleet, app: app, metrics: metrics, connections: connections, logger: logger)
             }
             return (response, false)
         } catch let error as APIError where error.status == .serviceUnavailable {
-            // Apple cannot be asked now: queue the check if the app told us which subscription it is.
-            guard let originalTransactionID else { throw error }
-            let (app, logger) = (settings.app, logger)
+            // Apple cannot be asked now: queue the check if the app told us which subscription it is (and whose).
+            guard let originalTransactionID, let app = named else { throw error }
+            let logger = logger
             let response = try await lanes.run { connections in
                 try Self.queue(receipt, originalTransactionID: originalTransactionID, accountID: accountID, app: app,
                                connections: connections)
@@ -111,12 +116,23 @@ struct Registrar: Sendable {
         }
     }
 
+    /// The app the request named, checked; without a name, the deployment's one app if it has
+    /// only one, else nil (Apple's answer will tell).
+    func app(named name: String?) throws(APIError) -> String? {
+        guard let name else { return fleet.apps.apps.count == 1 ? fleet.apps.names[0] : nil }
+        guard fleet.apps.app(named: name) != nil else {
+            throw .badRequest("unknown_app", "'app' must name one of this deployment's apps: "
+                              + fleet.apps.names.joined(separator: ", "))
+        }
+        return name
+    }
+
     /// Waits for the fleet's rate limiter of `endpoint` (up to `appleWait`): books a time slot
-    /// within it and sleeps until then; refuses while the fleet is paused or halted, or the
-    /// endpoint's budget is spent. Returns whether this call is the fleet's probe after a pause.
-    func admission(to endpoint: AppleEndpoint) async throws -> Bool {
+    /// within it and sleeps until then; refuses while the fleet (or `app`) is paused or halted, or
+    /// the endpoint's budget is spent. Returns whether this call is the fleet's probe after a pause.
+    func admission(to endpoint: AppleEndpoint, forApp app: String?) async throws -> Bool {
         let (horizon, fleet) = (settings.appleWait, fleet)
-        switch try await lanes.run({ try $0.admit(endpoint, within: horizon, settings: fleet) }) {
+        switch try await lanes.run({ try $0.admit(endpoint, forApp: app, within: horizon, settings: fleet) }) {
         case .granted(let slots):
             try await Task.sleep(for: slots[0])
             return false
@@ -127,32 +143,35 @@ struct Registrar: Sendable {
         case .halted:
             throw APIError.unavailable("fleet_halted", "verification is halted by the operator or a configuration error; "
                                        + "try again later", retryAfter: .seconds(60))
+        case .appHalted:
+            throw APIError.unavailable("app_halted", "verification of this app's receipts is halted by a configuration error "
+                                       + "(its shared secret); try again later", retryAfter: .seconds(60))
         case .wait(let wait), .throttled(let wait):
             throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
                                        retryAfter: wait)
         }
     }
 
-    /// On a lane: asks Apple about a receipt or a transaction through the fleet's verification use
-    /// case, and stores every subscription Apple's answer shows (the customer's, on a receipt or in
-    /// the Server API's statuses).
+    /// On a lane: asks Apple about a receipt or a transaction of `app` (nil: the answer's bundle id
+    /// tells) through the fleet's verification use case, and stores every subscription Apple's
+    /// answer shows (the customer's, on a receipt or in the Server API's statuses).
     static func verifyAndStore(
         _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, accountID: String?, probing: Bool,
-        fleet: FleetSettings, app: String, metrics: FleetMetrics, connections: Connections, logger: Logger
+        fleet: FleetSettings, app: String?, metrics: FleetMetrics, connections: Connections, logger: Logger
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
             store: connections.ledger, settings: fleet, metrics: metrics, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
-            about: subject, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts, probing: probing,
-            subscriptionID: nil)
+            about: subject, ofApp: app, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts,
+            probing: probing, subscriptionID: nil)
         let outcome = answer.verification.outcome
         let what = subject.backend == .serverAPI ? "transaction" : "receipt"
         switch answer.verdict {
         case .verified(let response):
             return try store(response, answer: answer, through: verification, subject: subject, accountID: accountID,
-                             fleet: fleet, app: app, ledger: connections.ledger)
+                             fleet: fleet, app: owner(of: response, named: app, in: fleet.apps), ledger: connections.ledger)
         case .unavailable(let pause):
             // Zero when the fleet does not pause for one failure: the client may try again soon.
             throw APIError.unavailable("apple_unavailable", "Apple is unavailable (\(outcome.summary)); try again later",
@@ -173,6 +192,21 @@ struct Registrar: Sendable {
             throw APIError.unavailable("verification_misconfigured", "Apple reports a configuration error (\(reason))",
                                        retryAfter: .seconds(60))
         }
+    }
+
+    /// The app Apple's answer belongs to, by its bundle id: the one the request named, or refused
+    /// when the bundle id is another app's or none of the deployment's.
+    static func owner(of response: VerifyReceiptResponse, named: String?, in apps: AppCatalog) throws(APIError) -> String {
+        let bundleID = response.receipt?.bundleID
+        guard let owner = apps.app(bundleID: bundleID) else {
+            throw APIError(.unprocessableContent, "unknown_app", "the \(bundleID.map { "receipt's bundle id \($0)" } ?? "receipt") "
+                           + "belongs to none of this deployment's apps; add it to the apps file (see docs/operations.md)")
+        }
+        if let named, named != owner.name {
+            throw APIError(.unprocessableContent, "wrong_app", "the receipt is the app \(owner.name)'s (bundle id "
+                           + "\(bundleID ?? "none")), not \(named)'s")
+        }
+        return owner.name
     }
 
     /// Adds the subscriptions and one-time purchases of Apple's answer to the ledger, records the

@@ -77,8 +77,9 @@ extension Registrar {
                            "this deployment has no App Store Server API key; see docs/appstore-server-api.md")
         }
         let (originalTransactionID, environment, accountID) = try await request.validated(by: serverAPI, now: Date())
-        let probing = try await admission(to: .subscriptionStatuses)
-        let (fleet, app, metrics, logger) = (fleet, settings.app, metrics, logger)
+        let probing = try await admission(to: .subscriptionStatuses, forApp: nil)
+        // The key's app: the Server API's answers are signed for it (`apple-bundle-id`).
+        let (fleet, app, metrics, logger) = (fleet, fleet.apps.app(bundleID: serverAPI.key.bundleID)?.name, metrics, logger)
         return try await lanes.run { connections in
             try Self.verifyAndStore(
                 .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil), startingIn: environment,

@@ -1,6 +1,9 @@
-/// The simulated app's subscription products and how long things last in each environment.
-enum Catalog {
-    static let bundleID = "com.receiptfleet.demo"
+/// The simulated apps' subscription products and how long things last in each environment.
+public enum Catalog {
+    /// The first app's: the Server API's and every receipt's that names no other (`ReceiptToken.app`).
+    static let bundleID = bundleIDs[0]
+    /// The developer account's apps, by `ReceiptToken.app`; they sell the same plans.
+    public static let bundleIDs = ["com.receiptfleet.demo", "com.receiptfleet.journal"]
     static let appItemID: Int64 = 1_460_000_001
 
     /// The main subscription group: premium (level 1) above pro (level 2).

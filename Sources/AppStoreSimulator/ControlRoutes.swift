@@ -74,12 +74,14 @@ struct KnobsUpdate: Decodable {
     let dropRate: Double?
     let resetRate: Double?
     let sharedSecret: String?
+    /// Bundle id to app-specific secret; an empty secret removes the app's.
+    let appSharedSecrets: [String: String]?
     let rateLimit: Int?
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate"
         case garbageRate = "garbage_rate", dropRate = "drop_rate", resetRate = "reset_rate"
-        case sharedSecret = "shared_secret", rateLimit = "rate_limit"
+        case sharedSecret = "shared_secret", appSharedSecrets = "app_shared_secrets", rateLimit = "rate_limit"
     }
 
     func applied(to knobs: FaultKnobs) throws(KnobsError) -> FaultKnobs {
@@ -96,6 +98,7 @@ struct KnobsUpdate: Decodable {
         if let dropRate { knobs.dropRate = dropRate }
         if let resetRate { knobs.resetRate = resetRate }
         if let sharedSecret { knobs.sharedSecret = sharedSecret.isEmpty ? nil : sharedSecret }
+        for (bundleID, secret) in appSharedSecrets ?? [:] { knobs.appSharedSecrets[bundleID] = secret.isEmpty ? nil : secret }
         if let rateLimit { knobs.rateLimit = rateLimit == 0 ? nil : rateLimit }
         return knobs
     }
@@ -110,6 +113,8 @@ struct KnobsReading: ResponseEncodable {
     let dropRate: Double
     let resetRate: Double
     let sharedSecretSet: Bool
+    /// The bundle ids that have an app-specific secret.
+    let appSharedSecretsSet: [String]
     let rateLimit: Int?
 
     init(_ knobs: FaultKnobs) {
@@ -120,12 +125,13 @@ struct KnobsReading: ResponseEncodable {
         dropRate = knobs.dropRate
         resetRate = knobs.resetRate
         sharedSecretSet = knobs.sharedSecret != nil
+        appSharedSecretsSet = knobs.appSharedSecrets.keys.sorted()
         rateLimit = knobs.rateLimit
     }
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate", garbageRate = "garbage_rate"
         case dropRate = "drop_rate", resetRate = "reset_rate"
-        case sharedSecretSet = "shared_secret_set", rateLimit = "rate_limit"
+        case sharedSecretSet = "shared_secret_set", appSharedSecretsSet = "app_shared_secrets_set", rateLimit = "rate_limit"
     }
 }

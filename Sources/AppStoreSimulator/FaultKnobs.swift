@@ -17,8 +17,11 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     public var dropRate: Double
     /// Probability that the answer stops halfway: its head and half its body, then a TCP reset.
     public var resetRate: Double
-    /// Requests whose `password` differs get 21004; nil accepts any password.
+    /// The account's primary shared secret: requests whose `password` is neither it nor the
+    /// receipt's app's own (`appSharedSecrets`) get 21004; with neither set, any password goes.
     public var sharedSecret: String?
+    /// App-specific shared secrets, by bundle id.
+    public var appSharedSecrets: [String: String] = [:]
     /// Requests allowed in any one-second window; those beyond are counted as violations (and answered).
     public var rateLimit: Int?
 
@@ -40,6 +43,7 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "latency \(latency), 21005 rate \(unavailableRate), 503 rate \(serviceUnavailableRate), "
             + "garbage rate \(garbageRate), drop rate \(dropRate), reset rate \(resetRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
+            + "app-specific secrets for \(appSharedSecrets.isEmpty ? "none" : appSharedSecrets.keys.sorted().joined(separator: ",")), "
             + "rate limit \(rateLimit.map { "\($0)/s" } ?? "none")"
     }
 

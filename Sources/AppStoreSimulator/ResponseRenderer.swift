@@ -30,7 +30,7 @@ enum ResponseRenderer {
         json.string("receipt_type", sandbox ? "ProductionSandbox" : "Production")
         json.number("adam_id", sandbox ? 0 : Catalog.appItemID)
         json.number("app_item_id", sandbox ? 0 : Catalog.appItemID)
-        json.string("bundle_id", Catalog.bundleID)
+        json.string("bundle_id", token.bundleID)
         json.string("application_version", sandbox ? "1.0" : "57")
         json.number("download_id", sandbox ? 0 : 31_029_730_000_000 + Int64(token.index))
         json.number("version_external_identifier", sandbox ? 0 : 822_844_535)

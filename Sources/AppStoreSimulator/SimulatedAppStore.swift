@@ -113,7 +113,7 @@ public final class SimulatedAppStore: Sendable {
 
         let now = clock.nowMs
         let answer = { VerifyReceiptEndpoint.answer(body: Array(body.readableBytesView), endpoint: endpoint,
-                                                    now: now, sharedSecret: knobs.sharedSecret) }
+                                                    now: now, sharedSecret: knobs.sharedSecret, appSecrets: knobs.appSharedSecrets) }
         // One draw picks the fault, so each happens at exactly its configured rate.
         let draw = Double.random(in: 0..<1)
         let serviceUnavailableBelow = knobs.serviceUnavailableRate

@@ -23,11 +23,11 @@ public struct SimulatedReceipt: Sendable {
         self.init(token: token)
     }
 
-    /// Receipts `0..<count` of a seeded fleet, their lifecycles centred on `anchorMs`.
-    public static func fleet(count: Int, seed: UInt64, anchorMs: Int64) -> [SimulatedReceipt] {
+    /// Receipts `0..<count` of a seeded fleet of the account's `app`th app, their lifecycles centred on `anchorMs`.
+    public static func fleet(count: Int, seed: UInt64, anchorMs: Int64, app: Int = 0) -> [SimulatedReceipt] {
         (0..<count).map { index in
             let environment = LifecycleKind.at(index: index).environment
-            return SimulatedReceipt(token: ReceiptToken(seed: seed, index: index, environment: environment, anchorMs: anchorMs))
+            return SimulatedReceipt(token: ReceiptToken(seed: seed, index: index, environment: environment, anchorMs: anchorMs, app: app))
         }
     }
 
@@ -84,7 +84,7 @@ public struct SimulatedSubscription: Sendable {
     /// What a correct reading of Apple's answers concludes at `milliseconds` (since 1970, like Apple's `_ms` fields).
     public func groundTruth(at milliseconds: Int64) -> GroundTruth {
         var truth = GroundTruth(
-            receiptData: receipt.receiptData, originalTransactionID: originalTransactionID,
+            receiptData: receipt.receiptData, bundleID: receipt.token.bundleID, originalTransactionID: originalTransactionID,
             environment: receipt.token.environment, kind: receipt.kind, atMs: milliseconds,
             status: .invalid, productID: script.firstPlan.productID, ownership: script.ownership)
         guard receipt.fixedFailureStatus == nil, let snapshot = receipt.timeline(script).snapshot(at: milliseconds)
@@ -103,6 +103,8 @@ public struct SimulatedSubscription: Sendable {
 public struct GroundTruth: Sendable, Codable, Equatable {
     /// The receipt to verify (base64 `receipt-data`).
     public var receiptData: String
+    /// The app's, which its receipt names.
+    public var bundleID: String
     public var originalTransactionID: String
     public var environment: SimulatedEnvironment
     /// The receipt's lifecycle kind.
@@ -123,14 +125,15 @@ public struct GroundTruth: Sendable, Codable, Equatable {
     public var ownership: Ownership
 
     enum CodingKeys: String, CodingKey {
-        case receiptData = "receipt_data", originalTransactionID = "original_transaction_id", environment, kind
+        case receiptData = "receipt_data", bundleID = "bundle_id", originalTransactionID = "original_transaction_id", environment, kind
         case atMs = "at_ms", status, productID = "product_id", expiresAtMs = "expires_at_ms", autoRenew = "auto_renew"
         case autoRenewProductID = "auto_renew_product_id", expirationIntent = "expiration_intent", ownership
     }
 
-    init(receiptData: String, originalTransactionID: String, environment: SimulatedEnvironment, kind: LifecycleKind,
-         atMs: Int64, status: SubscriptionStatus, productID: String, ownership: Ownership) {
+    init(receiptData: String, bundleID: String, originalTransactionID: String, environment: SimulatedEnvironment,
+         kind: LifecycleKind, atMs: Int64, status: SubscriptionStatus, productID: String, ownership: Ownership) {
         self.receiptData = receiptData
+        self.bundleID = bundleID
         self.originalTransactionID = originalTransactionID
         self.environment = environment
         self.kind = kind

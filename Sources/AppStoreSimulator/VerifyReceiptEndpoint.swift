@@ -16,9 +16,12 @@ enum VerifyReceiptEndpoint {
     /// - Parameters:
     ///   - body: the request body as sent.
     ///   - endpoint: which service was called (production `/verifyReceipt` or `/sandbox/verifyReceipt`).
-    static func answer(body: [UInt8], endpoint: SimulatedEnvironment, now: Int64, sharedSecret: String?)
-        -> (status: Int, body: [UInt8])
-    {
+    ///   - sharedSecret: the account's primary shared secret, good for every app's receipts; nil
+    ///     with no `appSecrets` either: none is required.
+    ///   - appSecrets: app-specific shared secrets, by bundle id: each good for its app's receipts too.
+    static func answer(
+        body: [UInt8], endpoint: SimulatedEnvironment, now: Int64, sharedSecret: String?, appSecrets: [String: String] = [:]
+    ) -> (status: Int, body: [UInt8]) {
         guard let request = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body)) else {
             return failure(21000)  // the App Store could not read the JSON object
         }
@@ -30,7 +33,8 @@ enum VerifyReceiptEndpoint {
         case (.production, .sandbox): return failure(21008)
         default: break
         }
-        if let sharedSecret, request.password != sharedSecret { return failure(21004) }
+        let accepted = [sharedSecret, appSecrets[receipt.token.bundleID]].compactMap(\.self)
+        if !accepted.isEmpty || !appSecrets.isEmpty, !accepted.contains(request.password ?? "") { return failure(21004) }
         return receipt.answer(at: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
     }
 

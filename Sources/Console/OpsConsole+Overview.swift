@@ -22,16 +22,27 @@ extension OpsConsole {
         return Self.redirect(to: "/console?done=paused")
     }
 
-    /// Lifts a pause at once; a halt only once the operator has confirmed it (the confirmation
-    /// page names the halt's reason), as `receiptfleet resume` does.
+    /// Lifts a pause at once; a halt (of the fleet, or of the form's `app` alone) only once the
+    /// operator has confirmed it (the confirmation page names the halt's reason), as
+    /// `receiptfleet resume [--app]` does.
     func resume(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
         let fleet = self.fleet
-        if form["confirm"] != "yes", let reason = try await lanes.run({ desk in try desk.status.read(.live).status().queue.haltedReason }) {
-            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, reason: reason))
+        let app = form["app"]
+        if let app, fleet.apps.app(named: app) == nil {
+            throw ConsoleProblem.badRequest("No app is named \(app).")
         }
-        let replayed = try await audited(who, "fleet.resume", results: { ["replayed": "\($0)"] }) { _ in try resumeFleet(settings: fleet) }
-        logger.notice("console: resumed the fleet", metadata: ["operator": "\(who.name)", "replayed": "\(replayed)"])
+        if form["confirm"] != "yes", let reason = try await lanes.run({ desk in
+            let status = try desk.status.read(.live).status()
+            return app.map { name in status.apps.first { $0.name == name }?.haltedReason } ?? status.queue.haltedReason
+        }) {
+            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, reason: reason, app: app))
+        }
+        let replayed = try await audited(who, "fleet.resume", target: app.map { "app:\($0)" }, results: { ["replayed": "\($0)"] }) { _ in
+            try resumeFleet(settings: fleet, app: app)
+        }
+        logger.notice(app == nil ? "console: resumed the fleet" : "console: resumed one app",
+                      metadata: ["operator": "\(who.name)", "app": "\(app ?? "all")", "replayed": "\(replayed)"])
         return Self.redirect(to: "/console?done=resumed")
     }
 }
@@ -41,6 +52,7 @@ struct ConfirmResumeView {
     var operatorName: String
     var csrf: String
     var reason: String
+    var app: String?
 }
 
 /// What an action did, carried to the next page in the redirect's query as a fixed code and a

@@ -18,10 +18,20 @@ struct OverviewView {
     var requestRate: String
     var rateLimit: String
     var verifiedLastMinute: Int
+    var apps: [App]
     var answers: [Answer]
     var run: Run?
     var depthChart: Chart
     var rateChart: Chart
+
+    /// One app's row: its halt (its shared secret refused) stops it alone.
+    struct App {
+        var name: String
+        var state: String
+        var stateClass: String
+        var halted: Bool
+        var verified: Int
+    }
 
     struct Answer {
         var status: String
@@ -59,6 +69,11 @@ struct OverviewView {
         requestRate = rates.last.map { Shown.number($0.value) } ?? "-"
         rateLimit = Shown.number(status.rateLimit.perSecond)
         verifiedLastMinute = status.verifiedLastMinute
+        apps = status.apps.map { app in
+            App(name: app.name, state: app.haltedReason.map { "Halted: \($0)" } ?? "Running",
+                stateClass: app.haltedReason == nil ? "open" : "halted", halted: app.haltedReason != nil,
+                verified: app.verifiedLastMinute)
+        }
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
         }

@@ -107,6 +107,17 @@ enum Templates {
             <figcaption>verifyReceipt requests per second, last hour (limit {{rateLimit}})</figcaption>
             {{#rateChart}}{{> chart}}{{/rateChart}}
           </figure>
+          <table id="apps">
+            <caption>Apps (each halts alone when Apple refuses its shared secret)</caption>
+            <thead><tr><th>App</th><th>State</th><th>Verified, last minute</th></tr></thead>
+            <tbody>
+            {{#apps}}<tr><td>{{name}}</td><td class="gate {{stateClass}}">{{state}}{{#halted}}
+              <form method="post" action="/console/gate/resume" class="inline">
+                <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="app" value="{{name}}">
+                <button type="submit" id="resume-app-{{name}}">Resume {{name}}</button>
+              </form>{{/halted}}</td><td>{{verified}}</td></tr>{{/apps}}
+            </tbody>
+          </table>
           <table id="apple-mix">
             <caption>Answers in the last minute</caption>
             <thead><tr><th>Status</th><th>Meaning</th><th>Answers</th></tr></thead>
@@ -145,12 +156,13 @@ enum Templates {
     static let confirmResume = """
         {{<layout}}{{$main}}
         <h1>Resume from a halt?</h1>
-        <p class="problem" id="halt-reason">The fleet is halted: {{reason}}</p>
-        <p>A fleet halts itself when Apple says its configuration is wrong (a wrong shared secret, 21004), so that no
-        subscription is marked invalid for it. Resume only once the cause is fixed.</p>
+        <p class="problem" id="halt-reason">{{#app}}The app {{app}} is halted{{/app}}{{^app}}The fleet is halted{{/app}}: {{reason}}</p>
+        <p>A fleet (or one app) halts itself when Apple says its configuration is wrong (a wrong shared secret, 21004), so
+        that no subscription is marked invalid for it. Resume only once the cause is fixed.</p>
         <form method="post" action="/console/gate/resume">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <input type="hidden" name="confirm" value="yes">
+          {{#app}}<input type="hidden" name="app" value="{{app}}">{{/app}}
           <button type="submit" id="confirm-resume">Resume from the halt</button>
           <a href="/console">Cancel</a>
         </form>

@@ -3,17 +3,20 @@ import AppStoreClients
 import HTTPClient
 
 /// One thread's clients for Apple's two services, chosen by what is asked: a receipt goes to
-/// verifyReceipt with the deployment's shared secret, a transaction to the Server API.
+/// verifyReceipt with its app's shared secret, a transaction to the Server API.
 ///
-/// During a rotation of the shared secret (`previousSharedSecret` set), a 21004 for one secret is
-/// asked again with the other, as one more call to Apple, and the secret that worked is tried
-/// first from then on: the switch in App Store Connect halts nothing.
+/// When an app has two secrets (a rotation) or the app is not known yet (a registration that
+/// names none: every configured secret is a candidate), a 21004 for one secret is asked again
+/// with the next, as one more call to Apple, and the secret that worked is tried first from then
+/// on: the switch in App Store Connect halts nothing.
 public final class AppleClients: AppleVerifier {
     public let verifyReceipt: AppStoreClient
     /// Nil when the deployment configured no Server API key.
     public let serverAPI: ServerAPIClient?
-    /// The secrets to try, the one that last worked first; none when no secret is configured.
-    private var sharedSecrets: [SharedSecret]
+    private let settings: FleetSettings
+    /// The secrets to try for each app (the key nil: an app not known yet), the one that last
+    /// worked first; filled from the settings on first use.
+    private var sharedSecrets: [String?: [SharedSecret]] = [:]
 
     public init(settings: FleetSettings) throws {
         let http = HTTPClientConfiguration(
@@ -22,11 +25,12 @@ public final class AppleClients: AppleVerifier {
         serverAPI = try settings.serverAPI.map {
             try ServerAPIClient(endpoints: $0.endpoints, tokens: ServerAPITokens(key: $0.key), signatures: $0.signatures, http: http)
         }
-        sharedSecrets = settings.sharedSecrets
+        self.settings = settings
     }
 
     public func verify(
-        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
+        _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
+        mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification {
         switch subject {
         case .receipt(let receipt):
@@ -36,14 +40,17 @@ public final class AppleClients: AppleVerifier {
                     receipt, sharedSecret: secret, excludeOldTransactions: true, startingIn: environment,
                     mayRedirect: { mayCallAgain(.verifyReceipt) })
             }
-            var verification = ask(with: sharedSecrets.first)
-            guard sharedSecrets.count == 2, verification.response?.status == 21004, mayCallAgain(.verifyReceipt) else {
-                return verification
+            let secrets = sharedSecrets[app] ?? settings.sharedSecrets(forApp: app)
+            var verification = ask(with: secrets.first)
+            for (index, secret) in secrets.enumerated().dropFirst() {
+                guard verification.response?.status == 21004, mayCallAgain(.verifyReceipt) else { break }
+                let other = ask(with: secret)
+                verification.exchanges += other.exchanges
+                verification.response = other.response ?? verification.response
+                if other.response?.status != 21004 {
+                    sharedSecrets[app] = [secret] + secrets.enumerated().filter { $0.offset != index }.map(\.element)
+                }
             }
-            let other = ask(with: sharedSecrets[1])
-            verification.exchanges += other.exchanges
-            verification.response = other.response ?? verification.response
-            if other.response?.status != 21004 { sharedSecrets.reverse() }
             return verification
         case .transaction(let originalTransactionID, let knownLatestTransactionID):
             guard let serverAPI else {

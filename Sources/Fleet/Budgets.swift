@@ -23,13 +23,32 @@ extension FleetSettings {
     }
 }
 
+/// An app's halt concerns its shared secret, which only verifyReceipt is sent: the Server API's
+/// calls, and its configuration errors, answer to the Server API's group instead.
+extension AppleEndpoint {
+    func haltingApp(_ app: String?) -> String? { backend == .verifyReceipt ? app : nil }
+}
+
 extension Connections {
-    /// Leave to call `endpoint`, through its budget.
+    /// Leave to call `endpoint`, through its budget, for a subject of `app` (nil: not known yet);
+    /// `lastApp` is the app whose receipt the caller's last call was about (see `FleetGate.admit`).
     public func admit(
-        _ endpoint: AppleEndpoint, upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none,
-        settings: FleetSettings
+        _ endpoint: AppleEndpoint, forApp app: String?, upTo wanted: Int = 1, within horizon: Duration = .zero,
+        after lastAnswer: LastAnswer = .none, lastApp: String? = nil, settings: FleetSettings
     ) throws(QueueError) -> Admission {
-        try gate.admit(upTo: wanted, within: horizon, after: lastAnswer, budget: settings.budget(for: endpoint))
+        try gate.admit(
+            upTo: wanted, within: horizon, after: lastAnswer, lastApp: lastApp, budget: settings.budget(for: endpoint),
+            app: endpoint.haltingApp(app))
+    }
+
+    /// One subscription of `app` answered a configuration error from `backend`: counted toward
+    /// halting that app (verifyReceipt: its shared secret) or the Server API. True once halted.
+    public func reportConfigurationError(
+        subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend, settings: FleetSettings
+    ) throws(QueueError) -> Bool {
+        try gate.reportConfigurationError(
+            subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend),
+            app: backend == .verifyReceipt ? app : nil)
     }
 
     /// `endpoint` answered 429: its budget is spent for `wait`. Returns how long it now is.

@@ -19,7 +19,7 @@ public final class FleetGauges: Sendable {
 
     public init(settings: FleetSettings, factory: any MetricsFactory = MetricsSystem.factory) {
         lane = Lane(name: "rf-metrics") { GaugeReader(settings: settings) }
-        instruments = Instruments(factory: factory, rateLimit: settings.rateLimit.perSecond)
+        instruments = Instruments(factory: factory, rateLimit: settings.rateLimit.perSecond, apps: settings.apps.names)
     }
 
     /// Reads the fleet's state, records it in the gauges, and says whether the fleet can work.
@@ -79,12 +79,14 @@ private struct Instruments: Sendable {
     let paused: Gauge
     let halted: Gauge
     let serverAPIHalted: Gauge
+    /// Per app: halted (1) or not, and verifications in the last minute.
+    let apps: [(name: String, halted: Gauge, verified: Gauge)]
     let tokensGranted: Counter
     let outboxUnpublished: Gauge
     let outboxLag: Gauge
     let schedulerLastSuccess: Gauge
 
-    init(factory: any MetricsFactory, rateLimit: Double) {
+    init(factory: any MetricsFactory, rateLimit: Double, apps names: [String]) {
         func gauge(_ name: String, _ dimensions: [(String, String)] = []) -> Gauge {
             Gauge(label: name, dimensions: dimensions, factory: factory)
         }
@@ -94,6 +96,7 @@ private struct Instruments: Sendable {
         paused = gauge(MetricName.fleetPaused)
         halted = gauge(MetricName.fleetHalted)
         serverAPIHalted = gauge(MetricName.serverAPIHalted)
+        apps = names.map { ($0, gauge(MetricName.appHalted, [("app", $0)]), gauge(MetricName.appVerifiedLastMinute, [("app", $0)])) }
         tokensGranted = Counter(label: MetricName.rateLimiterTokensGranted, factory: factory)
         outboxUnpublished = gauge(MetricName.outboxUnpublished)
         outboxLag = gauge(MetricName.outboxLag)
@@ -113,8 +116,12 @@ private struct Instruments: Sendable {
             paused.record(queue.pausedUntil == nil ? 0 : 1)
             halted.record(queue.haltedReason == nil ? 0 : 1)
             serverAPIHalted.record(side.serverAPI.haltedReason == nil ? 0 : 1)
+            for app in apps { app.halted.record(side.haltedApps[app.name] == nil ? 0 : 1) }
             tokensGranted.increment(by: granted)
             schedulerLastSuccess.record(side.lastSchedulerRun?.finishedAt?.timeIntervalSince1970 ?? 0)
+        }
+        if let verified = reading.ledgerSide?.verifiedLastMinute {
+            for app in apps { app.verified.record(verified[app.name] ?? 0) }
         }
         if let outbox = reading.ledgerSide?.outbox {
             outboxUnpublished.record(outbox.unpublished)

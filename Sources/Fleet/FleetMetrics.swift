@@ -110,6 +110,8 @@ public enum MetricName {
     public static let fleetPaused = "receiptfleet_fleet_paused"
     public static let fleetHalted = "receiptfleet_fleet_halted"
     public static let serverAPIHalted = "receiptfleet_server_api_halted"
+    public static let appHalted = "receiptfleet_app_halted"
+    public static let appVerifiedLastMinute = "receiptfleet_app_verified_last_minute"
     public static let rateLimit = "receiptfleet_rate_limit_per_second"
     public static let rateLimiterTokensGranted = "receiptfleet_rate_limiter_tokens_granted_total"
     public static let outboxUnpublished = "receiptfleet_outbox_unpublished_events"

@@ -19,12 +19,13 @@ public struct FleetSettings: Sendable {
     /// The deployment's Redis key prefix; it must hold a `{…}` hash tag.
     public var keyPrefix: String
     public var endpoints: AppStoreEndpoints
+    /// The account's primary shared secret (`shared-secret`): for every app without one of its own.
     public var sharedSecret: SharedSecret?
     /// The secret being replaced, during a rotation (`shared-secret` names two): Apple's answers are
     /// accepted for either, and V1 notifications carry either as their password.
     public var previousSharedSecret: SharedSecret?
-    /// The secrets Apple's answers and V1 notifications are accepted with: the current one first.
-    public var sharedSecrets: [SharedSecret] { [sharedSecret, previousSharedSecret].compactMap(\.self) }
+    /// The deployment's apps (`apps-file`); see `sharedSecrets(forApp:)` for the secret each uses.
+    public var apps = AppCatalog.single()
     /// The App Store Server API's key, hosts and trusted roots; nil when none is configured.
     public var serverAPI: ServerAPISettings?
     /// The backend of subscriptions that name none (`subscriptions.backend` is NULL).

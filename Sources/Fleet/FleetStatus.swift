@@ -14,6 +14,8 @@ public struct FleetStatus: Sendable, Encodable {
     /// Verifications in the last minute, and the Apple status mix among them.
     public var verifiedLastMinute: Int
     public var appleStatusLastMinute: [String: Int]
+    /// The fleet split by app: each configured app (and any other the ledger holds), by name.
+    public var apps: [AppStatus]
     public var outbox: Outbox
     /// Whole-table counts, read only for a full reading (`FleetStatusReader.Scope.full`).
     public var subscriptions: [String: Int]?
@@ -35,6 +37,15 @@ public struct FleetStatus: Sendable, Encodable {
 
         /// Jobs not yet settled: waiting, running or delayed (dead letters aside).
         public var outstanding: Int { ready + reserved + delayedDue + delayedLater }
+    }
+
+    /// One app's part: its halt (its shared secret was refused), its verifications in the last
+    /// minute and, in a full reading, its subscriptions by status.
+    public struct AppStatus: Sendable, Encodable {
+        public var name: String
+        public var haltedReason: String?
+        public var verifiedLastMinute: Int
+        public var subscriptions: [String: Int]?
     }
 
     public struct RateLimitReading: Sendable, Encodable {

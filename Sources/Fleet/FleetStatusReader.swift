@@ -27,7 +27,7 @@ public final class FleetStatusReader {
 
     /// One reading. A source that does not answer leaves its part out and says why in `problems`.
     public func read(_ scope: Scope, now: Date = Date()) -> FleetReading {
-        var reading = FleetReading()
+        var reading = FleetReading(appNames: settings.apps.names)
         do {
             reading.redisSide = try readRedis()
         } catch {
@@ -65,6 +65,9 @@ public final class FleetStatusReader {
             serverAPI: FleetStatus.ServerAPIGate(
                 haltedReason: try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string,
                 throttledSeconds: throttled),
+            haltedApps: try settings.apps.names.reduce(into: [:]) { halted, app in
+                halted[app] = try connection.command("GET", queue.keys.halted(app: app)).string
+            },
             lastSchedulerRun: try ScheduleSummary.last(on: connection, keys: queue.keys))
     }
 
@@ -74,11 +77,11 @@ public final class FleetStatusReader {
         let backlog = try ledger.outboxBacklog(now: now)
         var side = FleetReading.LedgerSide(
             outbox: FleetStatus.Outbox(unpublished: backlog.unpublished, oldestUnpublishedAgeSeconds: backlog.oldestAge),
-            verifiedLastMinute: try ledger.verifiedCount(since: now - 60),
+            verifiedLastMinute: try ledger.verifiedCounts(since: now - 60),
             appleStatusLastMinute: try ledger.appleStatusMix(since: now - 60))
         if scope == .full {
             let counts = try ledger.counts(now: now, since: now - 3_600)
-            (side.subscriptions, side.dueNow, side.eventsLastHour) = (counts.subscriptionsByStatus, counts.dueNow, counts.eventsByType)
+            (side.subscriptions, side.dueNow, side.eventsLastHour) = (counts.subscriptionsByApp, counts.dueNow, counts.eventsByType)
         }
         return side
     }
@@ -112,31 +115,46 @@ public struct FleetReading: Sendable {
         public var queue: FleetStatus.Queue
         public var rateLimit: FleetStatus.RateLimitReading
         public var serverAPI: FleetStatus.ServerAPIGate
+        /// The halted apps' reasons, by name.
+        public var haltedApps: [String: String]
         public var lastSchedulerRun: ScheduleSummary?
     }
 
     public struct LedgerSide: Sendable {
         public var outbox: FleetStatus.Outbox
-        public var verifiedLastMinute: Int
+        /// By app.
+        public var verifiedLastMinute: [String: Int]
         public var appleStatusLastMinute: [String: Int]
-        public var subscriptions: [String: Int]?
+        /// By app, then status.
+        public var subscriptions: [String: [String: Int]]?
         public var dueNow: Int?
         public var eventsLastHour: [String: Int]?
     }
 
     public var redisSide: RedisSide?
     public var ledgerSide: LedgerSide?
+    /// The configured apps, each shown even when it has nothing yet.
+    public var appNames: [String] = []
     /// What could not be read, for people; never holds a password.
     public var problems: [String] = []
 
     /// The whole status, or an error naming what could not be read.
     public func status() throws(FleetUnreadable) -> FleetStatus {
         guard let redisSide, let ledgerSide else { throw FleetUnreadable(problems: problems) }
+        let byApp = ledgerSide.subscriptions
+        let names = Set(appNames).union(ledgerSide.verifiedLastMinute.keys).union(byApp?.keys ?? [:].keys)
+        let apps = names.sorted().map { name in
+            FleetStatus.AppStatus(
+                name: name, haltedReason: redisSide.haltedApps[name], verifiedLastMinute: ledgerSide.verifiedLastMinute[name] ?? 0,
+                subscriptions: byApp.map { $0[name] ?? [:] })
+        }
         return FleetStatus(
             queue: redisSide.queue, rateLimit: redisSide.rateLimit, serverAPI: redisSide.serverAPI,
-            lastSchedulerRun: redisSide.lastSchedulerRun, verifiedLastMinute: ledgerSide.verifiedLastMinute,
-            appleStatusLastMinute: ledgerSide.appleStatusLastMinute, outbox: ledgerSide.outbox,
-            subscriptions: ledgerSide.subscriptions, dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour)
+            lastSchedulerRun: redisSide.lastSchedulerRun, verifiedLastMinute: apps.reduce(0) { $0 + $1.verifiedLastMinute },
+            appleStatusLastMinute: ledgerSide.appleStatusLastMinute, apps: apps,
+            outbox: ledgerSide.outbox,
+            subscriptions: byApp.map { $0.values.reduce(into: [:]) { total, app in total.merge(app, uniquingKeysWith: +) } },
+            dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour)
     }
 }
 

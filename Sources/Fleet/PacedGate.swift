@@ -33,6 +33,9 @@ final class PacedGate: AppleGate {
     /// What this worker's last call got from Apple: the next admission says so, which ends the
     /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
     private var lastAnswer = LastAnswer.none
+    /// The app whose receipt the last call was about (nil for the Server API's): its streak of
+    /// configuration errors is the one that answer ends.
+    private var lastApp: String?
     /// What this worker's last call to Apple took: how many calls it can make back to back.
     private var lastCallDuration = Duration.seconds(1)
     /// Slots booked for the next calls and not used yet, earliest first, by endpoint (each has a budget of its own).
@@ -55,8 +58,8 @@ final class PacedGate: AppleGate {
         max(1, min(upcoming, Int(slotTolerance / max(lastCall, .microseconds(1)))))
     }
 
-    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
-        let admission = try slot(upcoming: upcoming, endpoint: endpoint)
+    func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+        let admission = try slot(upcoming: upcoming, endpoint: endpoint, app: app)
         guard !stop.isSet else { return .paused(.zero) }  // woke to stop: the job goes back at once
         switch admission {
         case .paused(let wait): restBeforeNextBatch = wait.withJitter()
@@ -77,9 +80,11 @@ final class PacedGate: AppleGate {
     }
 
     /// A booked slot if one is still good, else the gate's answer; a granted call waits for its slot.
-    /// A halt seen through the Server API's budgets may be that backend's alone: only a pause, or a
-    /// halt seen through verifyReceipt's, tells this process's other threads to stop.
-    private func slot(upcoming: Int, endpoint: AppleEndpoint) throws -> Admission {
+    /// A halt seen through the Server API's budgets may be that backend's alone, and an app's halt
+    /// is that app's: only a pause, or a halt seen through verifyReceipt's, tells this process's
+    /// other threads to stop. (A slot booked before an app's halt may still be used for that app's
+    /// receipt: its 21004 finds the app halted, and the job waits like the others.)
+    private func slot(upcoming: Int, endpoint: AppleEndpoint, app: String?) throws -> Admission {
         while let slot = bookedSlots[endpoint]?.first {
             bookedSlots[endpoint]?.removeFirst()
             let now = ContinuousClock.now
@@ -92,8 +97,9 @@ final class PacedGate: AppleGate {
         while true {
             let asked = ContinuousClock.now
             let admission = try connections.admit(
-                endpoint, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, settings: settings)
-            lastAnswer = .none
+                endpoint, forApp: app, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp,
+                settings: settings)
+            (lastAnswer, lastApp) = (.none, nil)
             switch admission {
             case .wait(let wait):
                 // Every slot within the horizon is booked: far more threads than the rate can serve.
@@ -110,14 +116,14 @@ final class PacedGate: AppleGate {
             case .paused(let wait): pauses.note(pausedFor: wait)
             case .halted: if endpoint.backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
             case .probe: metrics.probed()
-            case .throttled: break
+            case .throttled, .appHalted: break
             }
             return admission
         }
     }
 
-    func called(_ answer: LastAnswer, taking duration: Duration) {
-        lastAnswer = answer
+    func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {
+        (lastAnswer, lastApp) = (answer, endpoint.haltingApp(app))
         lastCallDuration = duration
     }
 
@@ -139,11 +145,12 @@ final class PacedGate: AppleGate {
         try connections.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
-        let halted = try connections.gate.reportConfigurationError(
-            subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend))
-        if halted, backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
-        return halted
+    func reportConfigurationError(
+        subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
+    ) throws -> Bool {
+        // One app's halt, or the Server API's: this process's other threads go on.
+        try connections.reportConfigurationError(
+            subscriptionID: subscriptionID, app: app, reason: reason, needed: needed, backend: backend, settings: settings)
     }
 
     func halt(reason: String, backend: VerificationBackend) throws {

@@ -6,25 +6,26 @@ import Logging
 
 /// The use case's call to Apple and its verdict, the same for every way in.
 extension SubscriptionVerification {
-    /// Asks Apple about `subject` (a caller that was admitted; a further call, to the other
+    /// Asks Apple about `subject` of `app` (nil: a registration's receipt whose app is not known
+    /// yet) (a caller that was admitted; a further call, to the other
     /// environment or for more history, asks the gate itself), judges the answer by the status
     /// policy, and tells the fleet what it must know: a recovery after `probing`, an unavailable
     /// Apple (a pause, a halt), a spent endpoint, a configuration error. `attempt` counts this one (for 21002's last chance).
     /// `subscriptionID` is nil for a subject the ledger does not know yet (a registration): its
     /// configuration error is one client's, perhaps another app's receipt, and never halts the fleet.
     public func ask(
-        about subject: VerificationSubject, startingIn environment: AppStoreEnvironment, attempt: Int, probing: Bool,
-        subscriptionID: Int64?
+        about subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment, attempt: Int,
+        probing: Bool, subscriptionID: Int64?
     ) throws -> Answer {
         var probing = probing
         // A further call refused because its endpoint's budget is spent: the job waits that long.
         var throttled: Duration?
         let calling = ContinuousClock.now
         let verification = verifier.verify(
-            subject, startingIn: environment,
+            subject, ofApp: app, startingIn: environment,
             mayCallAgain: { endpoint in
                 // Another environment or another page is one more call: it needs leave of its own.
-                switch try? gate.admit(upcoming: 1, to: endpoint) {
+                switch try? gate.admit(upcoming: 1, to: endpoint, forApp: app) {
                 case .granted?: return true
                 case .probe?:
                     probing = true
@@ -38,15 +39,18 @@ extension SubscriptionVerification {
         let callDuration = calling.duration(to: .now) / verification.exchanges.count
         for exchange in verification.exchanges { metrics.answered(exchange) }
         let action = policy.action(for: verification.outcome, attempt: attempt)
-        gate.called(action.lastAnswer, taking: callDuration)
+        gate.called(action.lastAnswer, by: verification.lastExchange.endpoint, forApp: app, taking: callDuration)
         if probing, action.meansAppleAnswered { try gate.reportRecovered() }
-        var verdict = try verdict(action, verification, subscriptionID: subscriptionID)
+        var verdict = try verdict(action, verification, subscription: subscriptionID.map { ($0, app ?? AppCatalog.defaultAppName) })
         if case .retry = verdict, let throttled { verdict = .unavailable(pause: throttled) }  // not the job's fault
         return Answer(verification: verification, verdict: verdict, backend: subject.backend)
     }
 
     /// What the status policy's action means for this caller, once the fleet heard of it.
-    private func verdict(_ action: VerificationAction, _ verification: Verification, subscriptionID: Int64?) throws -> Verdict {
+    /// `subscription` is the ledger's id and app of what was asked about; nil for a registration.
+    private func verdict(
+        _ action: VerificationAction, _ verification: Verification, subscription: (id: Int64, app: String)?
+    ) throws -> Verdict {
         let exchange = verification.lastExchange
         let backend = exchange.endpoint.backend
         switch action {
@@ -73,23 +77,24 @@ extension SubscriptionVerification {
         case .permanent(let reason):
             return .rejected(reason: reason)
         case .configurationError(let reason):
-            guard let subscriptionID else {
+            guard let subscription else {
                 logger.error("a registration's receipt answers a configuration error", metadata: ["reason": "\(reason)"])
                 return .misconfigured(reason: reason)
             }
             // Touch no subscription: a wrong secret must never turn the fleet's subscriptions invalid.
             if verification.outcome.concernsOneSubscription {
                 // 21004 and 21000 can be one app's receipt among another's: a lone one is buried with
-                // its reason, and the fleet halts only when several subscriptions agree (then `resume`
-                // replays the buried ones).
+                // its reason, and the app (verifyReceipt: the secret is the app's) halts only when
+                // several of its subscriptions agree (then `resume` replays the buried ones).
                 let confirmed = try gate.reportConfigurationError(
-                    subscriptionID: subscriptionID, reason: reason, needed: settings.haltAfterConfigurationErrors, backend: backend)
+                    subscriptionID: subscription.id, app: subscription.app, reason: reason,
+                    needed: settings.haltAfterConfigurationErrors, backend: backend)
                 guard confirmed else {
                     logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
-                                   metadata: ["subscription": "\(subscriptionID)", "reason": "\(reason)"])
+                                   metadata: ["subscription": "\(subscription.id)", "app": "\(subscription.app)", "reason": "\(reason)"])
                     return .misconfigured(reason: reason)
                 }
-                return halted(reason, backend)
+                return halted(reason, backend, app: subscription.app)
             }
             // The problem names curl's error and the host, or the Server API's key id: never a secret.
             let named = switch (verification.outcome, exchange.problem) {
@@ -101,10 +106,15 @@ extension SubscriptionVerification {
         }
     }
 
-    /// This call halted the fleet, or its Server API (or found it halted) for `reason`: raise the alarm.
-    private func halted(_ reason: String, _ backend: VerificationBackend = .verifyReceipt) -> Verdict {
-        let what = backend == .serverAPI ? "the App Store Server API (verifyReceipt goes on)" : "the fleet"
-        logger.critical("\(what) is halted by a configuration error; fix it, then run `receiptfleet resume`",
+    /// This call halted the fleet, its Server API or one `app` (or found it halted) for `reason`: raise the alarm.
+    private func halted(_ reason: String, _ backend: VerificationBackend = .verifyReceipt, app: String? = nil) -> Verdict {
+        let what = switch (backend, app) {
+        case (.serverAPI, _): "the App Store Server API (verifyReceipt goes on)"
+        case (.verifyReceipt, let app?): "the app \(app) (the other apps go on)"
+        case (.verifyReceipt, nil): "the fleet"
+        }
+        let resume = app.map { "receiptfleet resume --app \($0)" } ?? "receiptfleet resume"
+        logger.critical("\(what) is halted by a configuration error; fix it, then run `\(resume)`",
                         metadata: ["reason": "\(reason)"])
         return .halted(reason: reason)
     }

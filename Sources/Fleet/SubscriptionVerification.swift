@@ -54,15 +54,16 @@ public final class SubscriptionVerification {
         {
             return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
-        let admission = try gate.admit(upcoming: upcoming, to: subject.firstEndpoint)
+        let admission = try gate.admit(upcoming: upcoming, to: subject.firstEndpoint, forApp: subscription.app)
         switch admission {
         case .paused(let wait), .throttled(let wait): return .settle(.postpone(wait.withJitter()))
-        case .halted: return .settle(.postpone(.seconds(30)))
+        // Halted, the fleet or this job's app alone (the other apps' jobs go on): it waits for `resume`.
+        case .halted, .appHalted: return .settle(.postpone(.seconds(30)))
         case .granted, .probe, .wait: break
         }
         let answer = try ask(
-            about: subject, startingIn: subscription.environment, attempt: job.attempt + 1, probing: admission == .probe,
-            subscriptionID: subscription.id)
+            about: subject, ofApp: subscription.app, startingIn: subscription.environment, attempt: job.attempt + 1,
+            probing: admission == .probe, subscriptionID: subscription.id)
         return judge(answer, of: subscription, job: job)
     }
 

@@ -7,12 +7,14 @@ import Ledger
 /// The fleet's leave to call Apple, and what the fleet must hear of Apple's answers. A worker's is
 /// `PacedGate` (FleetGate in Redis, paced by time slots), an API lane's `LaneGate`; tests use a fake.
 public protocol AppleGate {
-    /// Waits until this caller may call `endpoint` once: `.granted` (call now), `.probe` (call, as
-    /// the paused fleet's one probe), `.paused`, `.throttled` or `.halted` (do not call). `upcoming`
-    /// counts this call and the caller's further ones that may be booked with it.
-    func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission
-    /// What the last call got and how long it took: told with the next admission.
-    func called(_ answer: LastAnswer, taking duration: Duration)
+    /// Waits until this caller may call `endpoint` once about a subject of `app` (nil: not known
+    /// yet): `.granted` (call now), `.probe` (call, as the paused fleet's one probe), `.paused`,
+    /// `.throttled`, `.halted` or `.appHalted` (do not call). `upcoming` counts this call and the
+    /// caller's further ones that may be booked with it.
+    func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission
+    /// What the last call (to `endpoint`, about a subject of `app`) got and how long it took: told
+    /// with the next admission.
+    func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration)
     /// The probe got an answer from Apple: the pause is over.
     func reportRecovered() throws
     /// Apple did not answer (`action` is `.retryable(upstreamUnavailable: true)` or
@@ -20,8 +22,11 @@ public protocol AppleGate {
     func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict
     /// `endpoint` answered 429: nobody calls it for `wait`. Returns how long it is now spent.
     func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration
-    /// One subscription's answer from `backend` was a configuration error; true once enough agree (halted).
-    func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool
+    /// One subscription's answer from `backend` was a configuration error; true once enough of
+    /// `app`'s agree (verifyReceipt: that app is halted) or enough of any (the Server API is).
+    func reportConfigurationError(
+        subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
+    ) throws -> Bool
     /// Stops the whole fleet (a Server API error: only the Server API) until an operator resumes it.
     func halt(reason: String, backend: VerificationBackend) throws
 }
@@ -29,9 +34,11 @@ public protocol AppleGate {
 /// Asks Apple about a receipt or a transaction: `AppleClients`, or a fake.
 public protocol AppleVerifier {
     /// `mayCallAgain` is asked before every further call (the other environment, another page of
-    /// history): each needs leave of its own, from its endpoint's budget.
+    /// history): each needs leave of its own, from its endpoint's budget. `app` decides the shared
+    /// secret; nil for a receipt whose app is not known yet (a registration that names none).
     func verify(
-        _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
+        _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
+        mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification
 }
 

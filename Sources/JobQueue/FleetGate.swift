@@ -52,6 +52,9 @@ public enum Admission: Sendable, Hashable {
     case throttled(Duration)
     /// An operator or a configuration error stopped the fleet: postpone the job, raise the alarm.
     case halted(reason: String)
+    /// A configuration error stopped the caller's app alone (its shared secret is wrong): postpone
+    /// the job; the fleet's other apps go on.
+    case appHalted(reason: String)
 }
 
 /// What a caller's last call to Apple got, told with its next admission: an answer ends the
@@ -106,10 +109,12 @@ public final class FleetGate {
     }
 
     /// Asks to call Apple up to `wanted` times, at slots no further ahead than `horizon` (zero: now
-    /// or not at all), telling what this caller's last call got; against `budget`, or the fleet's
-    /// first when nil.
+    /// or not at all), for a receipt of `app` (nil: any app's), against `budget` (nil: the fleet's
+    /// first), telling what this caller's last call got: when it was an answer about a receipt of
+    /// `lastApp`, that app's streak of configuration errors ends (nil: the fleet's streak).
     public func admit(
-        upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none, budget: GateBudget? = nil
+        upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none, lastApp: String? = nil,
+        budget: GateBudget? = nil, app: String? = nil
     ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let limit = budget?.limit ?? limit
@@ -117,8 +122,9 @@ public final class FleetGate {
             Scripts.admit,
             keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
                    budget.map { keys.limiterGranted($0.name) } ?? keys.limiterGranted, keys.unavailableStreak,
-                   keys.configurationStreak, keys.recurringFailure, keys.gateAdmissions,
-                   budget.map { keys.halted($0.group) } ?? keys.halted, budget.map { keys.throttled($0.name) } ?? keys.halted],
+                   lastApp.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak, keys.recurringFailure,
+                   keys.gateAdmissions, budget.map { keys.halted($0.group) } ?? keys.halted,
+                   budget.map { keys.throttled($0.name) } ?? keys.halted, app.map { keys.halted(app: $0) } ?? keys.halted],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue, max(horizon.wholeMicroseconds, 0)])
         // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.
@@ -126,6 +132,7 @@ public final class FleetGate {
         guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
         switch (verdict, parts[1].int) {
         case ("halted", _): return .halted(reason: parts[1].string ?? "")
+        case ("app-halted", _): return .appHalted(reason: parts[1].string ?? "")
         case ("paused", let ms?): return .paused(.milliseconds(ms))
         case ("probe", _): return .probe
         case ("granted", _):
@@ -167,14 +174,17 @@ public final class FleetGate {
     }
 
     /// Reports that Apple answered `subscriptionID`'s receipt with a configuration error. One such
-    /// answer can be one app's receipt among another's, so the fleet (or only `group`) halts (with
-    /// `reason`) once `needed` different subscriptions answered so in a row; returns whether it
-    /// did. The streak forgets itself after 10 minutes without another.
+    /// answer can be one app's receipt among another's, so the fleet (or only `group`, or only
+    /// `app`) halts (with `reason`) once `needed` different subscriptions answered so in a row (of
+    /// `app`: each app has a streak of its own); returns whether it did. The streak forgets itself
+    /// after 10 minutes without another.
     public func reportConfigurationError(
-        subscriptionID: Int64, reason: String, needed: Int, group: String? = nil
+        subscriptionID: Int64, reason: String, needed: Int, group: String? = nil, app: String? = nil
     ) throws(QueueError) -> Bool {
+        let halted = app.map { keys.halted(app: $0) } ?? group.map { keys.halted($0) } ?? keys.halted
         let reply = try connection.evaluate(
-            Scripts.reportConfigurationError, keys: [group.map(keys.halted) ?? keys.halted, keys.configurationStreak],
+            Scripts.reportConfigurationError,
+            keys: [halted, app.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak],
             arguments: [subscriptionID, max(needed, 1), String(reason.prefix(500)), 600_000])
         guard let halted = reply.int else { throw .unexpectedReply(operation: "reportConfigurationError", reply: "\(reply)") }
         return halted == 1
@@ -197,14 +207,25 @@ public final class FleetGate {
     /// Stops the whole fleet (or only `group`'s budgets) until `resume()`. `reason` is shown to
     /// operators: sanitized text only (no receipt, secret or password); cut to 500 characters.
     public func halt(reason: String, group: String? = nil) throws(QueueError) {
-        try connection.execute(["SET", group.map(keys.halted) ?? keys.halted, String(reason.prefix(500))])
+        try connection.execute(["SET", group.map { keys.halted($0) } ?? keys.halted, String(reason.prefix(500))])
     }
 
-    /// Lifts a halt and any pause, and the halts and throttles of `budgets`.
-    public func resume(budgets: [GateBudget] = []) throws(QueueError) {
+    /// Lifts a halt and any pause, the halts and throttles of `budgets`, and the halts of `apps`.
+    public func resume(budgets: [GateBudget] = [], apps: [String] = []) throws(QueueError) {
         try connection.execute([
             "DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.configurationStreak,
             keys.recurringFailure,
-        ] + budgets.flatMap { [keys.halted($0.group), keys.throttled($0.name)] })
+        ] + budgets.flatMap { [keys.halted($0.group), keys.throttled($0.name)] }
+          + apps.flatMap { [keys.halted(app: $0), keys.configurationStreak(app: $0)] })
+    }
+
+    /// Lifts `app`'s halt alone; the rest of the fleet stays as it is.
+    public func resume(app: String) throws(QueueError) {
+        try connection.execute(["DEL", keys.halted(app: app), keys.configurationStreak(app: app)])
+    }
+
+    /// Why `app` is halted; nil when it is not.
+    public func haltedReason(app: String) throws(QueueError) -> String? {
+        try connection.execute(["GET", keys.halted(app: app)]).string
     }
 }

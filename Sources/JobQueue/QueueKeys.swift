@@ -65,6 +65,8 @@ public struct QueueKeys: Sendable, Hashable {
     /// The subscriptions that answered a configuration error (21004, 21000) in a row, fleet-wide:
     /// a set; enough different ones halt the fleet.
     public var configurationStreak: String { "\(prefix):halt:streak" }
+    /// The same streak for one app's receipts (21004: that app's shared secret is wrong).
+    public func configurationStreak(app: String) -> String { "\(prefix):halt:streak:app:\(app)" }
     /// Since when (ms, Redis clock) every call to Apple has failed in a way that is usually passing
     /// but a misconfiguration when it never stops (a broken TLS handshake, say); gone once any
     /// call ends otherwise. Long enough, it halts the fleet.
@@ -75,6 +77,8 @@ public struct QueueKeys: Sendable, Hashable {
     public var halted: String { "\(prefix):halted" }
     /// Set while one part of the fleet (a `GateBudget.group`: the Server API) is halted; the value is the reason.
     public func halted(_ group: String) -> String { "\(prefix):halted:\(group)" }
+    /// Set while one app is halted (its shared secret is wrong); the value is the reason.
+    public func halted(app: String) -> String { "\(prefix):halted:app:\(app)" }
     /// A rate limit of Apple's besides the fleet's first (a `GateBudget`): its limiter state, its
     /// counter of granted calls, and, while Apple said it is spent (429), a key that expires when
     /// Apple said to come back.

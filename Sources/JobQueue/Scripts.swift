@@ -332,18 +332,24 @@ enum Scripts {
     /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
     /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure, KEYS[9]
     /// admission counter, KEYS[10] the budget's group halt, KEYS[11] the budget's throttle (set while
-    /// Apple's 429 lasts); for the fleet's first budget, which has neither, both are KEYS[1]. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
+    /// Apple's 429 lasts); for the fleet's first budget, which has neither, both are KEYS[1];
+    /// KEYS[12] the caller's app's halt (KEYS[1] when no app is named); KEYS[7] is the streak of the
+    /// app the last answer was about, or the fleet's. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
     /// ARGV[5] the caller's last answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable
     /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
     /// too), ARGV[6] how far ahead slots may be booked, µs.
-    /// Returns {'halted', reason} | {'paused', ms to wait} | {'probe', 1} | {'throttled', ms to wait} |
-    /// {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
+    /// Returns {'halted', reason} | {'app-halted', reason} | {'paused', ms to wait} | {'probe', 1} |
+    /// {'throttled', ms to wait} | {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     static let admit = RedisScript(clock + reserve + """
         redis.call('INCR', KEYS[9])
         local reason = redis.call('GET', KEYS[1])
         if not reason and KEYS[10] ~= KEYS[1] then reason = redis.call('GET', KEYS[10]) end
         if reason then return {'halted', reason} end
+        if KEYS[12] ~= KEYS[1] then
+            local appReason = redis.call('GET', KEYS[12])
+            if appReason then return {'app-halted', appReason} end
+        end
         local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
         if pausedUntil then
             if now < pausedUntil then return {'paused', pausedUntil - now} end
@@ -387,7 +393,8 @@ enum Scripts {
 
     /// Counts one subscription's configuration error (21004, 21000); once `needed` different
     /// subscriptions answered so in a row (an answer about a receipt in between, told to `admit`,
-    /// starts over), halts the fleet. KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]
+    /// starts over), halts the fleet (or the group, or the app, whose halt and streak the keys are).
+    /// KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]
     /// subscription id, ARGV[2] needed, ARGV[3] halt reason, ARGV[4] streak lifetime in ms.
     /// Returns 1 when this call halted the fleet (or it was halted), else 0.
     static let reportConfigurationError = RedisScript("""

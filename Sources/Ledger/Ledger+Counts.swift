@@ -4,7 +4,11 @@ import PostgresClient
 /// The ledger's numbers for `receiptfleet status`.
 public struct LedgerCounts: Sendable, Equatable {
     /// Subscriptions per status column value, `unverified` included; statuses with none are absent.
-    public var subscriptionsByStatus: [String: Int]
+    public var subscriptionsByStatus: [String: Int] {
+        subscriptionsByApp.values.reduce(into: [:]) { total, app in total.merge(app, uniquingKeysWith: +) }
+    }
+    /// The same, for each app (`subscriptions.app`); apps with none are absent.
+    public var subscriptionsByApp: [String: [String: Int]]
     /// Subscriptions whose next check is due.
     public var dueNow: Int
     /// Events written at or after `since`, per type.
@@ -21,8 +25,10 @@ extension Ledger {
     public func counts(now: Date, since: Date) throws -> LedgerCounts {
         let row = try connection.query("""
             SELECT
-                (SELECT coalesce(jsonb_object_agg(status, n), '{}') FROM
-                    (SELECT status, count(*) AS n FROM subscriptions GROUP BY status) AS s) AS by_status,
+                (SELECT coalesce(jsonb_object_agg(app, statuses), '{}') FROM
+                    (SELECT app, jsonb_object_agg(status, n) AS statuses FROM
+                        (SELECT app, status, count(*) AS n FROM subscriptions GROUP BY app, status) AS s
+                    GROUP BY app) AS a) AS by_app,
                 (SELECT count(*) FROM subscriptions WHERE next_check_at <= $1) AS due,
                 (SELECT coalesce(jsonb_object_agg(type, n), '{}') FROM
                     (SELECT type, count(*) AS n FROM events WHERE created_at >= $2 GROUP BY type) AS e) AS by_type
@@ -30,7 +36,7 @@ extension Ledger {
         let decoder = JSONDecoder()
         let outbox = try outboxBacklog(now: now)
         return try LedgerCounts(
-            subscriptionsByStatus: decoder.decode([String: Int].self, from: row["by_status"].jsonb() ?? Data("{}".utf8)),
+            subscriptionsByApp: decoder.decode([String: [String: Int]].self, from: row["by_app"].jsonb() ?? Data("{}".utf8)),
             dueNow: Int(row["due"].int64() ?? 0),
             eventsByType: decoder.decode([String: Int].self, from: row["by_type"].jsonb() ?? Data("{}".utf8)),
             unpublishedEvents: outbox.unpublished,
@@ -59,12 +65,16 @@ public struct OutboxBacklog: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Attempts at or after `since` that Apple answered and that were analysed (through the index
-    /// on the attempt time, so cheap enough for every scrape).
-    public func verifiedCount(since: Date) throws -> Int {
-        let rows = try connection.query(
-            "SELECT count(*) AS n FROM verifications WHERE attempted_at >= $1 AND outcome = 'verified'", [.timestamptz(since)])
-        return Int(try rows[0]["n"].int64() ?? 0)
+    /// Attempts at or after `since` that Apple answered and that were analysed, per app (through
+    /// the index on the attempt time, so cheap enough for every scrape).
+    public func verifiedCounts(since: Date) throws -> [String: Int] {
+        let rows = try connection.query("""
+            SELECT s.app, count(*) AS n FROM verifications v JOIN subscriptions s ON s.id = v.subscription_id
+            WHERE v.attempted_at >= $1 AND v.outcome = 'verified' GROUP BY s.app
+            """, [.timestamptz(since)])
+        var counts: [String: Int] = [:]
+        for row in rows { counts[try row["app"].text() ?? ""] = Int(try row["n"].int64() ?? 0) }
+        return counts
     }
 
     /// verifyReceipt attempts at or after `since`, per Apple status ("none" when Apple gave none:

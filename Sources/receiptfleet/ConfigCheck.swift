@@ -45,6 +45,25 @@ struct Config: ParsableCommand {
                 + (settings.sharedSecret == nil ? "not set (Apple answers 21004 for auto-renewable receipts)"
                     : settings.previousSharedSecret == nil ? "set (masked)"
                     : "set (masked); rotating: the previous secret is accepted too, until you remove it"))
+            if resolved.value("apps-file") == nil {
+                let app = settings.apps.apps[0]
+                row("apps-file", "not set: one app, `default`")
+                row("apple-bundle-id", app.bundleIDs.isEmpty ? "not set (any receipt is the app's; V2 notifications are refused)"
+                    : app.bundleIDs.sorted().joined(separator: ","))
+                row("apple-app-id", app.appleID.map(String.init) ?? "not set (not checked)")
+            } else {
+                row("apps-file", "\(settings.apps.apps.count) apps")
+                for app in settings.apps.apps {
+                    let secret = switch app.sharedSecrets.count {
+                    case 0: "the account's shared secret"
+                    case 1: "its own shared secret (masked)"
+                    default: "its own shared secret (masked); rotating: the previous one is accepted too"
+                    }
+                    print("  app \(app.name)".padding(toLength: 30, withPad: " ", startingAt: 0)
+                        + app.bundleIDs.sorted().joined(separator: ",") + "; " + secret
+                        + (app.appleID.map { "; Apple id \($0)" } ?? ""))
+                }
+            }
             row("backend", "\(settings.defaultBackend) (for subscriptions that name none)")
             if let serverAPI = settings.serverAPI {
                 row("server-api-key-file", "key id \(serverAPI.key.keyID), issuer \(serverAPI.key.issuerID), app \(serverAPI.key.bundleID) (key masked)")
@@ -101,8 +120,6 @@ struct Config: ParsableCommand {
                 print("api-tokens".padding(toLength: 30, withPad: " ", startingAt: 0)
                     + "\(serve.tokens.names.count) set (masked): \(serve.tokens.names.joined(separator: ", "))"
                     + (serve.tokens.rotating.isEmpty ? "" : "; rotating (old and new both accepted): \(serve.tokens.rotating.joined(separator: ", "))"))
-                row("apple-bundle-id", serve.bundleIDs.isEmpty ? "not set (V2 notifications are refused)" : serve.bundleIDs.sorted().joined(separator: ","))
-                row("apple-app-id", serve.appAppleID.map(String.init) ?? "not set (not checked)")
                 row("notification-environments", serve.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))
                 row("max-body-bytes", "\(serve.maxBodyBytes)")
                 row("client-rate-limit", "\(serve.clientRateLimit)/s")

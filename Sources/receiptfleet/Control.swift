@@ -32,18 +32,31 @@ struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lift a halt (and any pause): workers call Apple again.",
         discussion: """
+            Without --app it lifts everything: the fleet's halt, the Server API's, and every app's. \
+            With --app it lifts that app's halt alone (a 21004: its shared secret was refused), once \
+            its secret is fixed. Either way the dead letters of receipts that answered the halt's \
+            error alone, before it was certain, go back to the queue.
+
             Examples:
               receiptfleet resume
+              receiptfleet resume --app photos
             """)
 
     @OptionGroup var options: FleetOptions
 
+    @Option(help: "Lift only this app's halt (a name from apps-file, or `default`).")
+    var app: String?
+
     func run() throws {
         let settings = try options.settings()
-        let replayed = try audited("fleet.resume", settings: settings, results: { ["replayed": "\($0)"] }) {
-            try resumeFleet(settings: settings)
+        if let app, settings.apps.app(named: app) == nil {
+            throw ValidationError("no app is named '\(app)'; this deployment's apps are: \(settings.apps.names.joined(separator: ", "))")
         }
-        print("The fleet is running.")
+        let replayed = try audited("fleet.resume", target: app.map { "app:\($0)" }, settings: settings,
+                                   results: { ["replayed": "\($0)"] }) {
+            try resumeFleet(settings: settings, app: app)
+        }
+        print(app.map { "The app \($0) is running." } ?? "The fleet is running.")
         if replayed > 0 { print("Replayed \(replayed) dead letters of receipts that answered the halt's error alone before it.") }
     }
 }

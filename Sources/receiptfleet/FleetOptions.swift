@@ -165,11 +165,11 @@ struct ResolvedConfiguration {
         } else {
             return (nil, nil)
         }
-        let secrets = text.split(whereSeparator: { $0 == "," || $0.isNewline })
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        guard (1...2).contains(secrets.count) else {
-            throw ConfigurationError(key: key, source: source, reason: secrets.isEmpty
-                ? "it is empty" : "it holds \(secrets.count) secrets: one, or two during a rotation (the new one first)")
+        let secrets: [String]
+        do {
+            secrets = try Self.sharedSecrets(in: text)
+        } catch {
+            throw ConfigurationError(key: key, source: source, reason: error.reason)
         }
         return (SharedSecret(secrets[0]), secrets.count == 2 ? SharedSecret(secrets[1]) : nil)
     }
@@ -227,6 +227,7 @@ struct ResolvedConfiguration {
             "events-stream-retention-days", default: 7.0, { $0 > 0 && $0 <= 3_650 }, "a number of days from 0 to 3650")))
         settings.retention = try retention(streamRetention: settings.eventsStreamRetention)
         settings.previousSharedSecret = secrets.previous
+        settings.apps = try apps()
         // A failing fleet calls Apple once per pause (every 3 s), and the streak forgets itself after
         // this long without a failure: shorter than a few pauses, it would never halt.
         settings.haltAfterTransportFailures = .seconds(try number(

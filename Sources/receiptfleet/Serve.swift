@@ -50,8 +50,8 @@ struct Serve: AsyncParsableCommand {
         for root in settings.trustedRoots {
             logger.notice("V2 notifications must chain to this root", metadata: ["root": "\(root.subject)", "source": "\(rootSource)"])
         }
-        if settings.bundleIDs.isEmpty {
-            logger.warning("no apple-bundle-id is configured: V2 notifications are refused with 503 until one is")
+        if fleet.apps.bundleIDs.isEmpty {
+            logger.warning("no apple-bundle-id (or apps-file) is configured: V2 notifications are refused with 503 until one is")
         }
         if fleet.sharedSecret == nil {
             logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
@@ -86,10 +86,10 @@ struct APIOptions: ParsableArguments {
     @Option(help: "A root certificate (PEM or DER) to trust for V2 notifications instead of the built-in Apple Root CA - G3 (for a test CA).")
     var appleRootCertificate: String?
 
-    @Option(help: "The app's bundle ids (comma-separated): V2 notifications for any other app are refused.")
+    @Option(help: "The app's bundle ids (comma-separated), when no apps-file names the apps: V2 notifications for any other app are refused.")
     var appleBundleID: String?
 
-    @Option(help: "The app's Apple id (appAppleId), checked in V2 notifications when set.")
+    @Option(help: "The app's Apple id (appAppleId), checked in V2 notifications when set (without apps-file).")
     var appleAppID: Int64?
 
     @Option(help: "The largest request body accepted, in bytes. Default 1048576.")
@@ -134,15 +134,6 @@ extension ResolvedConfiguration {
             host: host, port: port,
             tokens: try apiTokens(), notificationEnvironments: environments,
             trustedRoots: try trustedRoots(),
-            bundleIDs: Set(string("apple-bundle-id", default: "").split(separator: ",").map {
-                $0.trimmingCharacters(in: .whitespaces)
-            }.filter { !$0.isEmpty }),
-            appAppleID: try value("apple-app-id").map { text, source in
-                guard let id = Int64(text), id > 0 else {
-                    throw ConfigurationError(key: "apple-app-id", source: source, reason: "'\(text)' is not an app's Apple id (a positive number)")
-                }
-                return id
-            },
             maxBodyBytes: try number("max-body-bytes", default: 1 << 20, { (1_024...(64 << 20)).contains($0) }, "a size from 1024 to 67108864 bytes"),
             clientRateLimit: try number("client-rate-limit", default: 20.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
             clientRateBurst: try number("client-rate-burst", default: 40, { $0 >= 1 }, "a whole number ≥ 1"),

@@ -74,6 +74,13 @@ struct Status: ParsableCommand {
         line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
         line("apple", list(status.appleStatusLastMinute))
         line("subscriptions", list(status.subscriptions))
+        // Split by app once there are several (or one is halted): each has its own secret and halt.
+        if status.apps.count > 1 || status.apps.contains(where: { $0.haltedReason != nil }) {
+            for app in status.apps {
+                let halt = app.haltedReason.map { "HALTED: \($0) (the other apps go on; fix it, then `receiptfleet resume --app \(app.name)`); " } ?? ""
+                line("app \(app.name)", halt + "\(app.verifiedLastMinute) verified in the last minute; " + list(app.subscriptions))
+            }
+        }
         line("due now", status.dueNow.map(String.init) ?? "-")
         line("events (1 h)", list(status.eventsLastHour))
         let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""

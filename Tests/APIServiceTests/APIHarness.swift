@@ -57,11 +57,13 @@ struct APIHarness: Sendable {
                     sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
                 if serverAPI { fleet.serverAPI = try SimulatedServerAPI.settings(simulator) }
+                // One app: the test CA's notifications name the first bundle id, the simulator's receipts the second.
+                fleet.apps = .single(bundleIDs: ["com.example.app", Catalog.bundleIDs[0]])
                 configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 var settings = APISettings(
                     port: 0, tokens: try NamedTokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
-                    trustedRoots: [ca.root], bundleIDs: ["com.example.app"], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
+                    trustedRoots: [ca.root], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
                 configure(&settings)
                 let metrics = TestMetrics()
                 let logger = log.map { log in Logger(label: "api-test") { _ in log.handler } } ?? Logger(label: "api-test")
@@ -149,8 +151,8 @@ struct APIHarness: Sendable {
     }
 
     /// A simulated receipt: index 0 of a fleet is a monthly subscription that renews for ever.
-    func receipt(index: Int = 0, seed: UInt64 = seed) -> SimulatedReceipt {
-        SimulatedReceipt.fleet(count: index + 1, seed: seed, anchorMs: simulator.store.clock.nowMs)[index]
+    func receipt(index: Int = 0, seed: UInt64 = seed, app: Int = 0) -> SimulatedReceipt {
+        SimulatedReceipt.fleet(count: index + 1, seed: seed, anchorMs: simulator.store.clock.nowMs, app: app)[index]
     }
 
     /// The length of a Redis stream of this deployment, e.g. `keys.readyHigh`.

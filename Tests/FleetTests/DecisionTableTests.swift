@@ -19,12 +19,16 @@ import Testing
         private(set) var heard: [String] = []
 
         private(set) var endpoints: [AppleEndpoint] = []
+        private(set) var apps: [String?] = []
 
-        func admit(upcoming: Int, to endpoint: AppleEndpoint) throws -> Admission {
+        func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
             endpoints.append(endpoint)
+            apps.append(app)
             return admissions.isEmpty ? .granted(slots: [.zero]) : admissions.removeFirst()
         }
-        func called(_ answer: LastAnswer, taking duration: Duration) { heard.append("answer \(answer)") }
+        func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {
+            heard.append("answer \(answer)")
+        }
         func reportRecovered() throws { heard.append("recovered") }
         func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
             heard.append("unanswered")
@@ -34,8 +38,10 @@ import Testing
             heard.append("throttled \(endpoint.rawValue)")
             return wait
         }
-        func reportConfigurationError(subscriptionID: Int64, reason: String, needed: Int, backend: VerificationBackend) throws -> Bool {
-            heard.append("configuration error" + (backend == .serverAPI ? " server_api" : ""))
+        func reportConfigurationError(
+            subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
+        ) throws -> Bool {
+            heard.append("configuration error" + (backend == .serverAPI ? " server_api" : " of \(app)"))
             return confirmsConfigurationError
         }
         func halt(reason: String, backend: VerificationBackend) throws { heard.append("halt" + (backend == .serverAPI ? " server_api" : "")) }
@@ -53,15 +59,18 @@ import Testing
         }
 
         private(set) var subjects: [VerificationSubject] = []
+        private(set) var apps: [String?] = []
 
         /// Asks the gate for one further call to this endpoint before answering, when set.
         var furtherCall: AppleEndpoint?
 
         func verify(
-            _ subject: VerificationSubject, startingIn environment: AppStoreEnvironment, mayCallAgain: (AppleEndpoint) -> Bool
+            _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
+            mayCallAgain: (AppleEndpoint) -> Bool
         ) -> Verification {
             calls += 1
             subjects.append(subject)
+            apps.append(app)
             let allowed = furtherCall.map(mayCallAgain) ?? true
             return Verification(
                 exchanges: [VerificationExchange(
@@ -144,7 +153,7 @@ import Testing
     {
         let verification = try useCase(verifier, gate: gate, store: store)
         let answer = try verification.ask(
-            about: .receipt(ReceiptData(base64: "cmVjZWlwdA==")), startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts,
+            about: .receipt(ReceiptData(base64: "cmVjZWlwdA==")), ofApp: nil, startingIn: .production, attempt: StatusPolicy().malformedReceiptAttempts,
             probing: false, subscriptionID: nil)
         return (answer.verdict, verification, answer)
     }
@@ -200,9 +209,14 @@ import Testing
     }
 
     @Test func aLoneConfigurationErrorIsBuriedAndSeveralHalt() throws {
-        let lone = try Self.run(FakeVerifier(.status(21004, isRetryable: nil)))
+        let journal = LoadedSubscription(
+            id: 8, originalTransactionID: "1000000000000008", app: "journal", accountID: nil, environment: .production, backend: nil,
+            receipt: ReceiptData(base64: "cmVjZWlwdA=="), state: nil, version: 0, lastVerifiedAt: nil, nextCheckAt: nil)
+        let verifier = FakeVerifier(.status(21004, isRetryable: nil))
+        let lone = try Self.run(verifier, subscription: journal)
         #expect(lone.settlement == "bury")
-        #expect(lone.gate.heard == ["answer configurationError", "configuration error"])
+        #expect(lone.gate.heard == ["answer configurationError", "configuration error of journal"], "counted toward its app's halt")
+        #expect(lone.gate.apps == ["journal"] && verifier.apps == ["journal"], "admitted, and asked with the secret, as its app's")
         #expect(lone.store.written.isEmpty, "a wrong secret never touches a subscription")
 
         let gate = FakeGate()
@@ -226,7 +240,7 @@ import Testing
     }
 
     @Test func aPausedOrHaltedFleetCallsNobodyAndPostpones() throws {
-        for admission in [Admission.paused(.seconds(2)), .halted(reason: "maintenance")] {
+        for admission in [Admission.paused(.seconds(2)), .halted(reason: "maintenance"), .appHalted(reason: "21004")] {
             let gate = FakeGate()
             gate.admissions = [admission]
             let verifier = FakeVerifier(.status(0, isRetryable: nil))

@@ -104,6 +104,33 @@ struct GateTests {
         #expect(admission == .halted(reason: "21004: wrong secret"))
     }
 
+    @Test("an app's configuration errors halt that app alone, counted in a streak of its own; resume --app lifts it")
+    func oneAppHalts() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let (first, second, journal, other, fleetWide, afterResume) = try await deployment.cleaningUp {
+            try await onOwnThread {
+                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit)
+                let report = { (id: Int64) in
+                    try gate.reportConfigurationError(subscriptionID: id, reason: "21004: journal's secret", needed: 2, app: "journal")
+                }
+                let first = try report(1)
+                // Another app's receipt answered in between: the journal's streak goes on.
+                _ = try gate.admit(after: .verdict, lastApp: "photos", app: "photos")
+                let second = try report(2)
+                let journal = try gate.admit(app: "journal")
+                let other = try gate.admit(app: "photos")
+                let fleetWide = try gate.admit()
+                try gate.resume(app: "journal")
+                return (first, second, journal, other, fleetWide, try gate.admit(app: "journal"))
+            }
+        }
+        #expect(!first && second, "the second subscription of the app halts it, whatever the other app's answers")
+        #expect(journal == .appHalted(reason: "21004: journal's secret"))
+        if case .granted = other {} else { Issue.record("another app is admitted: \(other)") }
+        if case .granted = fleetWide {} else { Issue.record("a call for no app is admitted: \(fleetWide)") }
+        if case .granted = afterResume {} else { Issue.record("resumed, the app is admitted: \(afterResume)") }
+    }
+
     @Test("a recurring failure counts toward the pause, and halts once every call failed so for the set time")
     func haltAfterARecurringFailure() async throws {
         let (deployment, limit) = (deployment, limit)

@@ -137,7 +137,7 @@ import Testing
             let counts = try ledger.counts(now: .now + 1, since: S.day(2, 1).date)
             #expect(counts.subscriptionsByStatus == ["active": 1, "unverified": 1])
             #expect(counts.dueNow == 2, "the new one, and the active one after its period ended")
-            #expect(try ledger.verifiedCount(since: S.day(2, 1).date) == 1, "the attempt Apple answered since then")
+            #expect(try ledger.verifiedCounts(since: S.day(2, 1).date) == ["default": 1], "the attempt Apple answered since then")
             #expect(counts.eventsByType == ["renewed": 1])
             #expect(counts.unpublishedEvents == 1)
             #expect((counts.oldestUnpublishedAge ?? -1) >= 0)
