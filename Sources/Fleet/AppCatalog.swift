@@ -26,6 +26,7 @@ public struct AppCatalog: Sendable, Equatable {
     /// Throws when two apps share a name or a bundle id, or when there is none.
     public init(_ apps: [AppConfiguration]) throws(AppCatalogError) {
         guard !apps.isEmpty else { throw .empty }
+        let apps = apps.sorted { $0.name < $1.name }
         var names: Set<String> = []
         var bundles: [String: String] = [:]
         for app in apps {
@@ -34,7 +35,7 @@ public struct AppCatalog: Sendable, Equatable {
                 if let other = bundles.updateValue(app.name, forKey: bundle) { throw .sharedBundleID(bundle, other, app.name) }
             }
         }
-        self.apps = apps.sorted { $0.name < $1.name }
+        self.apps = apps
     }
 
     /// The one app `default`, whose receipts and notifications carry `bundleIDs` (none named: any).

@@ -98,6 +98,30 @@ import Testing
         #expect(three.status != 0 && three.output.contains("it holds 3 secrets: one, or two during a rotation"), "\(three.output)")
     }
 
+    /// The apps file: each app listed with its bundle ids and which secret it uses (never the
+    /// secret); a file that cannot be an apps file says what is wrong with it.
+    @Test func configCheckListsTheAppsOfTheAppsFile() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("apps"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let secret = directory.appendingPathComponent("journal.secret")
+        try Data("journal-new\njournal-old\n".utf8).write(to: secret)
+        let apps = directory.appendingPathComponent("apps.json")
+        try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"]}, "journal": {"bundle_ids": ["com.receiptfleet.journal"], "shared_secret_file": "\#(secret.path)", "apple_id": 42}}"#.utf8).write(to: apps)
+        let listed = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
+        #expect(listed.status == 0, "\(listed.output)")
+        #expect(listed.output.contains("  app demo".padding(toLength: 30, withPad: " ", startingAt: 0) + "com.receiptfleet.demo; the account's shared secret"))
+        #expect(listed.output.contains("com.receiptfleet.journal; its own shared secret (masked); rotating"), "\(listed.output)")
+        #expect(!listed.output.contains("journal-new") && !listed.output.contains("journal-old"))
+
+        try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"]}, "other": {"bundle_ids": ["com.receiptfleet.demo"]}}"#.utf8).write(to: apps)
+        let shared = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
+        #expect(shared.status != 0 && shared.output.contains("the bundle id com.receiptfleet.demo belongs to both demo and other"), "\(shared.output)")
+        try Data(#"{"demo": {"bundle_id": "com.receiptfleet.demo"}}"#.utf8).write(to: apps)
+        let misspelt = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
+        #expect(misspelt.status != 0 && misspelt.output.contains("demo has unknown fields bundle_id"), "\(misspelt.output)")
+    }
+
     @Test func theCallTimeoutsAreShownCheckedAndReachTheClients() async throws {
         let shown = try await runFleetCommand(
             ["config", "check", "--redis-timeout", "2.5"], environment: ["RECEIPTFLEET_POSTGRES_TIMEOUT": "4"])
