@@ -147,6 +147,7 @@ public struct GroundTruth: Sendable, Codable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(receiptData, forKey: .receiptData)
+        try container.encode(bundleID, forKey: .bundleID)
         try container.encode(originalTransactionID, forKey: .originalTransactionID)
         try container.encode(environment, forKey: .environment)
         try container.encode(kind, forKey: .kind)

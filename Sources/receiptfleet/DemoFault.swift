@@ -22,8 +22,9 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// From then on 3% of Apple's connections close without an answer and 3% stop halfway with a
     /// TCP reset: retried, never a halt.
     case brokenConnections = "broken-connections"
-    /// The shared secret changes under the fleet for `--fault-seconds` (21004: the fleet halts);
-    /// then it is put right and an operator resumes the fleet.
+    /// The account's shared secret changes under the fleet for `--fault-seconds` (21004: the app
+    /// that uses it halts, while the journal, with a secret of its own, goes on); then it is put
+    /// right and an operator resumes the fleet.
     case wrongSecret = "wrong-secret"
     /// PostgreSQL's data is lost: `pg_dump` when the fault strikes, the fleet stopped `--fault-seconds`
     /// later and the database dropped, a fresh one restored from the dump, the fleet started again

@@ -76,6 +76,8 @@ final class DemoStage {
         if backend == .serverAPI {
             try FileManager.default.createDirectory(at: self.logDirectory, withIntermediateDirectories: true)
             settings.serverAPI = try Self.serverAPISettings(files: Self.serverAPIFiles(in: self.logDirectory), simulatorBase: simulatorBase)
+        } else {
+            settings.apps = Self.twoApps
         }
         self.settings = settings
     }
@@ -88,6 +90,7 @@ final class DemoStage {
         _ = try server.query("CREATE DATABASE \(Self.database)")
         try Migrator.migrate(try PostgresConnection(configuration: demoPostgres))
         try RedisConnection(settings.redisConfiguration()).deleteKeys(prefixed: Self.keyPrefix)
+        try writeAppsFile()
     }
 
     /// Drops `database` if it exists, ending its sessions. FORCE cannot end an autovacuum worker (it
@@ -113,7 +116,10 @@ final class DemoStage {
         ]))
         let http = try HTTPClient()
         for _ in 0..<100 {
-            if (try? http.get(url: simulatorBase + "/stats"))?.status == 200 { return }
+            if (try? http.get(url: simulatorBase + "/stats"))?.status == 200 {
+                if hasTwoApps { try control("/control/knobs", simulatorAppSecrets) }
+                return
+            }
             try pause(.milliseconds(100))
         }
         throw ValidationError("The simulator did not start on port \(simulatorPort); see \(logDirectory.path)/simulator.log (is the port taken? use --simulator-port).")
@@ -131,11 +137,10 @@ final class DemoStage {
         }
     }
 
-    /// Draws `count` simulated receipts of every lifecycle kind; `addSubscriptions(boughtBy:)` then
-    /// adds their subscriptions to the ledger as their customers buy them.
+    /// Draws `count` simulated receipts of every lifecycle kind (of both apps: `drawReceipts`);
+    /// `addSubscriptions(boughtBy:)` then adds their subscriptions to the ledger as their customers buy them.
     func drawFleet(count: Int) {
-        fleet = SimulatedReceipt.fleet(count: count, seed: Self.fleetSeed, anchorMs: Int64(anchor.timeIntervalSince1970 * 1000))
-            .flatMap(\.subscriptions)
+        fleet = drawReceipts(count: count).flatMap(\.subscriptions)
     }
 
     /// Adds the subscriptions bought by `date` and not yet added (a ledger learns of a subscription
@@ -151,7 +156,7 @@ final class DemoStage {
         for start in stride(from: 0, to: bought.count, by: 10_000) {
             let batch = bought[start..<min(start + 10_000, bought.count)].map { subscription in
                 NewSubscription(
-                    originalTransactionID: subscription.originalTransactionID,
+                    app: app(of: subscription.receipt), originalTransactionID: subscription.originalTransactionID,
                     environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
                     receipt: ReceiptData(base64: subscription.receipt.receiptData))
             }
@@ -296,6 +301,8 @@ final class DemoStage {
         }
         lines.append("-- subscription states")
         lines += try table("SELECT status AS k, count(*) AS n FROM subscriptions GROUP BY 1 ORDER BY 2 DESC")
+        lines.append("-- subscriptions by app")
+        lines += try table("SELECT app AS k, count(*) AS n FROM subscriptions GROUP BY 1 ORDER BY 1")
         lines.append("-- events (published to \(Self.keyPrefix):events; night 1 only finds the receipts Apple refuses)")
         lines += try table("SELECT type AS k, count(*) AS n FROM events GROUP BY 1 ORDER BY 2 DESC")
         let stats = try JSONDecoder().decode(SimulatorStatistics.self, from: Data(HTTPClient().get(url: simulatorBase + "/stats").body))
@@ -382,6 +389,7 @@ final class DemoStage {
             "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
         ].merging(serverAPIEnvironment) { $1 }
+            .merging(hasTwoApps ? ["RECEIPTFLEET_APPS_FILE": appsFile.path] : [:]) { $1 }
     }
 
     func pause(_ duration: Duration) throws {

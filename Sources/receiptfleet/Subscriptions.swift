@@ -16,7 +16,8 @@ struct Subscriptions: ParsableCommand {
             abstract: "Add subscriptions from a CSV or JSON lines file.",
             discussion: """
                 Each line names one subscription: original_transaction_id, receipt (base64; `receipt_data` \
-                is accepted too), and optionally environment (Production or Sandbox), account_id and app. \
+                is accepted too), and optionally environment (Production or Sandbox), account_id, and app \
+                (a name from apps-file) or bundle_id (the app's), which a deployment of several apps needs. \
                 CSV files need a header line with those names. Lines already in the ledger are left as \
                 they are; bad lines are reported by number and the good ones kept. New subscriptions are \
                 due at once: the next `schedule` enqueues them.
@@ -35,10 +36,10 @@ struct Subscriptions: ParsableCommand {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw ValidationError("Cannot read \(file) as UTF-8 text: check the path.")
             }
-            let (subscriptions, problems) = SubscriptionFile.parse(text, csv: file.hasSuffix(".csv"))
+            let settings = try options.settings()
+            let (subscriptions, problems) = SubscriptionFile.parse(text, csv: file.hasSuffix(".csv"), apps: settings.apps)
             for problem in problems.prefix(20) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             if problems.count > 20 { FileHandle.standardError.write(Data("… and \(problems.count - 20) more bad lines\n".utf8)) }
-            let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
             let progress = ProgressLine()
             var inserted = 0
@@ -82,7 +83,8 @@ struct Subscriptions: ParsableCommand {
 
 /// Reads subscription files: JSON lines or CSV with a header.
 enum SubscriptionFile {
-    static func parse(_ text: String, csv: Bool) -> ([NewSubscription], [String]) {
+    /// Each line's app is its `app`, else the app of its `bundle_id`, else the deployment's one app.
+    static func parse(_ text: String, csv: Bool, apps: AppCatalog) -> ([NewSubscription], [String]) {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         var header: [String] = []
         if csv, !lines.isEmpty { header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
@@ -118,8 +120,15 @@ enum SubscriptionFile {
                 problems.append("line \(number): environment must be Production or Sandbox, not '\(environmentName)'")
                 continue
             }
+            let app = fields["app"].map { apps.app(named: $0)?.name } ?? apps.app(bundleID: fields["bundle_id"])?.name
+            guard let app else {
+                problems.append("line \(number): " + (fields["app"].map { "no app is named '\($0)'" }
+                    ?? fields["bundle_id"].map { "the bundle id \($0) is no app's" } ?? "name its app (app or bundle_id)")
+                    + "; the apps are \(apps.names.joined(separator: ", "))")
+                continue
+            }
             subscriptions.append(NewSubscription(
-                app: fields["app"] ?? "default", originalTransactionID: id, environment: environment,
+                app: app, originalTransactionID: id, environment: environment,
                 receipt: ReceiptData(base64: receipt), accountID: fields["account_id"]))
         }
         return (subscriptions, problems)

@@ -87,7 +87,7 @@ struct GroundTruthTests {
         let truth = receipt(.malformed).subscriptions[0].groundTruth(at: anchorMs)
         let line = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(truth)) as? [String: Any])
         #expect(Set(line.keys) == [
-            "receipt_data", "original_transaction_id", "environment", "kind", "at_ms", "status", "product_id",
+            "receipt_data", "bundle_id", "original_transaction_id", "environment", "kind", "at_ms", "status", "product_id",
             "expires_at_ms", "auto_renew", "auto_renew_product_id", "expiration_intent", "ownership",
         ])
         #expect(line["status"] as? String == "invalid")

@@ -106,7 +106,8 @@ import Testing
         }.max()
     }
 
-    @Test func aWrongSharedSecretHaltsTheFleetAndChangesNoSubscription() async throws {
+    /// The deployment's one app halts (its secret is wrong); nothing else is halted.
+    @Test func aWrongSharedSecretHaltsTheAppAndChangesNoSubscription() async throws {
         let nowMs = Self.nowMs
         try await TestDatabase.with { database in
             try await LiveSimulator.with(knobs: FaultKnobs(sharedSecret: "the-real-secret"), startMs: nowMs) { simulator in
@@ -114,8 +115,9 @@ import Testing
                 _ = try await setup.load()
                 let log = CapturedLog()
                 let logger = Logger(label: "e2e") { _ in log.handler }
-                let final = try await setup.work(logger: logger) { $0.queue.haltedReason != nil }
-                #expect(final.queue.haltedReason?.contains("21004") == true)
+                let final = try await setup.work(logger: logger) { $0.apps.contains { $0.haltedReason != nil } }
+                #expect(final.apps.map(\.name) == ["default"] && final.apps[0].haltedReason?.contains("21004") == true)
+                #expect(final.queue.haltedReason == nil && final.serverAPI.haltedReason == nil)
                 // Before three different subscriptions agreed, the first two were buried alone (their
                 // workers settle them after the batch, so look once the pool has stopped).
                 let alone = setup.settings.haltAfterConfigurationErrors - 1

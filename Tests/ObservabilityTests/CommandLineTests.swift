@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import BuildInfo
 import Fleet
 import Foundation
@@ -120,6 +121,38 @@ import Testing
         try Data(#"{"demo": {"bundle_id": "com.receiptfleet.demo"}}"#.utf8).write(to: apps)
         let misspelt = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
         #expect(misspelt.status != 0 && misspelt.output.contains("demo has unknown fields bundle_id"), "\(misspelt.output)")
+    }
+
+    /// Seed lines of two apps' receipts go to the app of their bundle id; a line of a bundle id
+    /// no app has is reported by number, the rest kept.
+    @Test func importFindsEachLinesAppByItsBundleID() async throws {
+        try await Deployment.with { deployment in
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("import"))
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let apps = directory.appendingPathComponent("apps.json")
+            try Data(#"{"demo": {"bundle_ids": ["\#(Catalog.bundleIDs[0])"]}, "journal": {"bundle_ids": ["\#(Catalog.bundleIDs[1])"]}}"#.utf8)
+                .write(to: apps)
+            let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+            let truths = (SimulatedReceipt.fleet(count: 3, seed: 21, anchorMs: nowMs) + SimulatedReceipt.fleet(count: 2, seed: 22, anchorMs: nowMs, app: 1))
+                .flatMap(\.subscriptions).map { $0.groundTruth(at: nowMs) }
+            var lines = try truths.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+            lines.append(#"{"original_transaction_id": "9", "receipt": "cmVjZWlwdA==", "bundle_id": "com.example.other"}"#)
+            let file = directory.appendingPathComponent("seed.jsonl")
+            try Data(lines.joined(separator: "\n").utf8).write(to: file)
+
+            let imported = try await runFleetCommand(
+                ["subscriptions", "import", file.path],
+                environment: deployment.settings.processEnvironment.merging(["RECEIPTFLEET_APPS_FILE": apps.path]) { $1 })
+            #expect(imported.status == 2, "\(imported.output)")
+            #expect(imported.output.contains("line \(lines.count): the bundle id com.example.other is no app's"), "\(imported.output)")
+            let byApp = try await onOwnThread {
+                try deployment.database.connect().query("SELECT app, count(*) AS n FROM subscriptions GROUP BY app ORDER BY app")
+                    .map { "\(try $0["app"].text() ?? "") \(try $0["n"].int64() ?? 0)" }
+            }
+            let expected = Dictionary(grouping: truths, by: \.bundleID).mapValues(\.count)
+            #expect(byApp == ["demo \(expected[Catalog.bundleIDs[0]] ?? 0)", "journal \(expected[Catalog.bundleIDs[1]] ?? 0)"])
+        }
     }
 
     @Test func theCallTimeoutsAreShownCheckedAndReachTheClients() async throws {

@@ -1,0 +1,55 @@
+import AppStoreSimulator
+import AppStore
+import Fleet
+import Foundation
+
+/// The demo's two apps on one Apple account: `default`, the simulator's first app, whose receipts
+/// go with the account's shared secret, and `journal`, its second, with an app-specific secret.
+/// (On the Server API the demo has one app: the key serves the app of `apple-bundle-id`.)
+extension DemoStage {
+    static let journalSecret = "demo-journal-secret"
+    /// A quarter of the receipts are the journal's, drawn from a seed of their own.
+    static let journalSeed = fleetSeed + 1
+
+    static var twoApps: AppCatalog {
+        try! AppCatalog([
+            AppConfiguration(name: AppCatalog.defaultAppName, bundleIDs: [Catalog.bundleIDs[0]]),
+            AppConfiguration(name: "journal", bundleIDs: [Catalog.bundleIDs[1]], sharedSecrets: [SharedSecret(journalSecret)]),
+        ])
+    }
+
+    var hasTwoApps: Bool { settings.apps.apps.count == 2 }
+
+    var appsFile: URL { logDirectory.appendingPathComponent("apps.json") }
+
+    /// Writes the apps file (and the journal's secret) the demo's processes read.
+    func writeAppsFile() throws {
+        guard hasTwoApps else { return }
+        let secret = logDirectory.appendingPathComponent("journal.secret")
+        try Data(Self.journalSecret.utf8).write(to: secret)
+        let apps: [String: Any] = [
+            AppCatalog.defaultAppName: ["bundle_ids": [Catalog.bundleIDs[0]]],
+            "journal": ["bundle_ids": [Catalog.bundleIDs[1]], "shared_secret_file": secret.path],
+        ]
+        try JSONSerialization.data(withJSONObject: apps, options: [.sortedKeys]).write(to: appsFile)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secret.path)
+    }
+
+    /// The simulator learns the journal's app-specific secret, as App Store Connect holds it.
+    var simulatorAppSecrets: String {
+        #"{"app_shared_secrets": {"\#(Catalog.bundleIDs[1])": "\#(Self.journalSecret)"}}"#
+    }
+
+    /// `count` receipts: all the first app's, or with two apps a quarter of them the journal's.
+    func drawReceipts(count: Int) -> [SimulatedReceipt] {
+        let anchorMs = Int64(anchor.timeIntervalSince1970 * 1000)
+        guard hasTwoApps else { return SimulatedReceipt.fleet(count: count, seed: Self.fleetSeed, anchorMs: anchorMs) }
+        return SimulatedReceipt.fleet(count: count - count / 4, seed: Self.fleetSeed, anchorMs: anchorMs)
+            + SimulatedReceipt.fleet(count: count / 4, seed: Self.journalSeed, anchorMs: anchorMs, app: 1)
+    }
+
+    /// The ledger's app of a simulated receipt.
+    func app(of receipt: SimulatedReceipt) -> String {
+        settings.apps.app(bundleID: receipt.token.bundleID)?.name ?? AppCatalog.defaultAppName
+    }
+}
