@@ -19,7 +19,7 @@ struct Forget: ParsableCommand {
 
             Examples:
               receiptfleet subscriptions forget --account user-8812
-              receiptfleet subscriptions forget --account user-8812 --app com.example.photos --yes
+              receiptfleet subscriptions forget --account user-8812 --app photos --yes
               receiptfleet subscriptions forget --original-transaction-id 1000000218147500 --yes
               receiptfleet subscriptions forget 42 --yes
             """)
@@ -35,7 +35,7 @@ struct Forget: ParsableCommand {
     @Option(help: "Everything linked to this account of the app.")
     var account: String?
 
-    @Option(help: "The app (--account: the app whose account it is; --original-transaction-id: only this app's).")
+    @Option(help: "The app, a name from apps-file (--account: the app whose account it is, needed when there are several; --original-transaction-id: only this app's).")
     var app: String?
 
     @Flag(help: "Delete. Without it, nothing is deleted: the command says what would be.")
@@ -48,16 +48,23 @@ struct Forget: ParsableCommand {
         if id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
     }
 
-    private var target: ForgetTarget {
+    /// What to forget; an account is each app's own, so it needs the app when there are several.
+    private func target(in apps: AppCatalog) throws -> ForgetTarget {
+        if let app, apps.app(named: app) == nil {
+            throw ValidationError("No app is named '\(app)'; this deployment's apps are: \(apps.names.joined(separator: ", ")).")
+        }
         if let id { return .subscription(id: id) }
         if let originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
-        return .account(id: account ?? "", app: app ?? "default")
+        guard let app = app ?? (apps.apps.count == 1 ? apps.names[0] : nil) else {
+            throw ValidationError("Accounts are each app's own: name the app with --app (\(apps.names.joined(separator: ", "))).")
+        }
+        return .account(id: account ?? "", app: app)
     }
 
     func run() throws {
         let settings = try options.settings()
+        let target = try target(in: settings.apps)
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-        let target = target
         guard yes else {
             let would = try ledger.forget(target, dryRun: true)
             print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(Self.describe(would)). Add --yes to delete.")

@@ -36,6 +36,16 @@ import Testing
             #expect(again.status == 0 && again.output.contains("Nothing to forget"), "\(again.output)")
             #expect(try await receiptfleet("subscriptions", "forget", "1", "--account", "x").status != 0, "one selector at a time")
 
+            // With several apps, an account is one app's: the command needs to know which.
+            let apps = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("apps") + ".json")
+            try Data(#"{"default": {"bundle_ids": ["com.example.a"]}, "journal": {"bundle_ids": ["com.example.b"]}}"#.utf8).write(to: apps)
+            defer { try? FileManager.default.removeItem(at: apps) }
+            let severalApps = environment.merging(["RECEIPTFLEET_APPS_FILE": apps.path]) { $1 }
+            let unnamed = try await runFleetCommand(["subscriptions", "forget", "--account", "user-8812"], environment: severalApps)
+            #expect(unnamed.status != 0 && unnamed.output.contains("name the app with --app (default, journal)"), "\(unnamed.output)")
+            let unknown = try await runFleetCommand(["subscriptions", "forget", "--account", "user-8812", "--app", "photos"], environment: severalApps)
+            #expect(unknown.status != 0 && unknown.output.contains("No app is named 'photos'"), "\(unknown.output)")
+
             let audit = try await receiptfleet("audit", "--action", "subscriptions.forget", "--json")
             #expect(audit.output.contains(#""target":"account=user-8812 app=default""#) && audit.output.contains(#""subscriptions":"2""#),
                     "\(audit.output)")
