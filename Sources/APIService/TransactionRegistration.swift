@@ -10,26 +10,34 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
     var signedTransaction: String?
     var transactionID: String?
     var accountID: String?
+    /// The deployment's name for the purchase's app; a signed transaction names its bundle id,
+    /// which decides. A transaction id alone is the Server API key's app's unless this names another.
+    var app: String?
 
     enum CodingKeys: String, CodingKey {
         case signedTransaction = "signed_transaction"
         case transactionID = "transaction_id"
         case accountID = "account_id"
+        case app
     }
 
-    /// What to ask Apple about, and where to start. A signed transaction must verify to the
-    /// trusted root and name the app; a transaction id alone proves nothing of who bought it, so it
-    /// cannot link an account (anyone could name anyone's purchase).
-    func validated(by serverAPI: ServerAPISettings, now: Date) async throws(APIError)
-        -> (originalTransactionID: String, environment: AppStoreEnvironment, accountID: String?)
+    /// What to ask Apple about, where to start, and for which app (`named`: the request's, checked).
+    /// A signed transaction must verify to the trusted root and name one of the deployment's apps;
+    /// a transaction id alone proves nothing of who bought it, so it cannot link an account
+    /// (anyone could name anyone's purchase).
+    func validated(by serverAPI: ServerAPISettings, apps: AppCatalog, named: String?, now: Date) async throws(APIError)
+        -> (originalTransactionID: String, environment: AppStoreEnvironment, accountID: String?, app: String?)
     {
         if let accountID, accountID.isEmpty || accountID.count > 256 {
             throw .badRequest("invalid_account_id", "'account_id' must be 1 to 256 characters")
         }
         switch (signedTransaction, transactionID) {
         case (let jws?, nil):
-            let transaction = try await Self.verified(jws, by: serverAPI, now: now)
-            return (transaction.originalTransactionID, transaction.environment, accountID)
+            let transaction = try await Self.verified(jws, by: serverAPI, apps: apps, now: now)
+            if let named, named != transaction.app {
+                throw APIError(.unprocessableContent, "wrong_app", "the signed transaction is the app \(transaction.app)'s, not \(named)'s")
+            }
+            return (transaction.originalTransactionID, transaction.environment, accountID, transaction.app)
         case (nil, let id?):
             guard accountID == nil else {
                 throw .badRequest("account_needs_signed_transaction",
@@ -38,16 +46,16 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
             guard (1...32).contains(id.count), id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
                 throw .badRequest("invalid_transaction_id", "'transaction_id' must be Apple's transaction id: 1 to 32 digits")
             }
-            return (id, .production, nil)
+            return (id, .production, nil, named ?? apps.app(bundleID: serverAPI.key.bundleID)?.name)
         default:
             throw .badRequest("one_transaction", "send exactly one of 'signed_transaction' and 'transaction_id'")
         }
     }
 
-    /// The signed transaction's original transaction and environment, once its chain and
-    /// signature hold and it names the app the Server API key is for.
-    private static func verified(_ jws: String, by serverAPI: ServerAPISettings, now: Date) async throws(APIError)
-        -> (originalTransactionID: String, environment: AppStoreEnvironment)
+    /// The signed transaction's original transaction, environment and app, once its chain and
+    /// signature hold and it names one of the deployment's apps.
+    private static func verified(_ jws: String, by serverAPI: ServerAPISettings, apps: AppCatalog, now: Date) async throws(APIError)
+        -> (originalTransactionID: String, environment: AppStoreEnvironment, app: String)
     {
         let payload: Data
         do {
@@ -56,14 +64,16 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
             throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction does not verify: \(error)")
         }
         let fields = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any] ?? [:]
-        guard fields["bundleId"] as? String == serverAPI.key.bundleID else {
+        let bundleID = fields["bundleId"] as? String
+        guard let bundleID, apps.bundleIDs.contains(bundleID) || bundleID == serverAPI.key.bundleID,
+              let app = apps.app(bundleID: bundleID) else {
             throw APIError(.unprocessableContent, "invalid_signed_transaction",
-                           "the signed transaction is for another app (bundle id \(fields["bundleId"] as? String ?? "none"))")
+                           "the signed transaction is for another app (bundle id \(bundleID ?? "none"))")
         }
         guard let id = fields["originalTransactionId"] as? String, !id.isEmpty, id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction names no original transaction id")
         }
-        return (id, AppStoreEnvironment(rawValue: fields["environment"] as? String ?? "") ?? .production)
+        return (id, AppStoreEnvironment(rawValue: fields["environment"] as? String ?? "") ?? .production, app.name)
     }
 }
 
@@ -76,10 +86,10 @@ extension Registrar {
             throw APIError(.notImplemented, "server_api_not_configured",
                            "this deployment has no App Store Server API key; see docs/appstore-server-api.md")
         }
-        let (originalTransactionID, environment, accountID) = try await request.validated(by: serverAPI, now: Date())
-        let probing = try await admission(to: .subscriptionStatuses, forApp: nil)
-        // The key's app: the Server API's answers are signed for it (`apple-bundle-id`).
-        let (fleet, app, metrics, logger) = (fleet, fleet.apps.app(bundleID: serverAPI.key.bundleID)?.name, metrics, logger)
+        let (originalTransactionID, environment, accountID, app) = try await request.validated(
+            by: serverAPI, apps: fleet.apps, named: try app(named: request.app), now: Date())
+        let probing = try await admission(to: .subscriptionStatuses, forApp: app)
+        let (fleet, metrics, logger) = (fleet, metrics, logger)
         return try await lanes.run { connections in
             try Self.verifyAndStore(
                 .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil), startingIn: environment,

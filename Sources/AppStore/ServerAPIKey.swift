@@ -33,6 +33,16 @@ public struct ServerAPIKey: Sendable, CustomStringConvertible, CustomDebugString
         self.bundleID = bundleID
     }
 
+    /// The same key, signing for another app of the account: an In-App Purchase key is the
+    /// account's, and each token names the app it asks about (`bid`).
+    public func forApp(bundleID: String) -> ServerAPIKey {
+        ServerAPIKey(issuerID: issuerID, keyID: keyID, bundleID: bundleID, privateKey: privateKey)
+    }
+
+    private init(issuerID: String, keyID: String, bundleID: String, privateKey: P256.Signing.PrivateKey) {
+        (self.issuerID, self.keyID, self.bundleID, self.privateKey) = (issuerID, keyID, bundleID, privateKey)
+    }
+
     /// Reads the key from its `.p8` file.
     public init(issuerID: String, keyID: String, bundleID: String, file path: String) throws(ServerAPIKeyError) {
         guard let pem = try? String(contentsOfFile: path, encoding: .utf8) else {

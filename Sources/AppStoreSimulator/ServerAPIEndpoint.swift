@@ -3,19 +3,23 @@ import Foundation
 
 /// What the simulator needs to serve the App Store Server API: whose bearer tokens to accept (the
 /// In-App Purchase key `simulate-appstore seed --server-api-key` wrote), and which seeded fleet
-/// its transaction ids belong to (the Server API is asked by transaction id, not by receipt).
+/// its transaction ids belong to (the Server API is asked by transaction id, not by receipt), for
+/// each app: a token names its app (`bid`), and Apple answers about that app's purchases only.
 public struct ServerAPISimulation: Sendable {
     public let publicKey: P256.Signing.PublicKey
-    public let seed: UInt64
+    /// The seed of each app's fleet, by its index in `Catalog.bundleIDs`: the first app's first.
+    public let seeds: [UInt64]
     /// The time the fleet's lifecycles are centred on (the seed command's `--at`).
     public let anchorMs: Int64
 
-    /// The simulated app's bundle id: the fleet's tokens must name it.
+    /// The first simulated app's bundle id: a token for it asks about the fleet of `seeds[0]`.
     public static var bundleID: String { Catalog.bundleID }
 
-    public init(publicKey: P256.Signing.PublicKey, seed: UInt64, anchorMs: Int64) {
+    /// `seeds`: the first app's fleet, then the other apps' (none: only the first app is served).
+    public init(publicKey: P256.Signing.PublicKey, seeds: [UInt64], anchorMs: Int64) {
+        precondition(!seeds.isEmpty && seeds.count <= Catalog.bundleIDs.count, "one seed per simulated app")
         self.publicKey = publicKey
-        self.seed = seed
+        self.seeds = seeds
         self.anchorMs = anchorMs / 1000 * 1000
     }
 }
@@ -37,7 +41,8 @@ enum ServerAPIEndpoint {
     ) -> Answer {
         switch lookUp(authorization: authorization, transactionID: transactionID, endpoint: endpoint, now: now, setup: setup) {
         case .failure(let failure): failure.answer
-        case .success(let snapshots): Answer(httpStatus: 200, body: render(snapshots, environment: endpoint, now: now, signing: signing))
+        case .success(let (app, snapshots)):
+            Answer(httpStatus: 200, body: render(snapshots, of: app, environment: endpoint, now: now, signing: signing))
         }
     }
 
@@ -52,10 +57,10 @@ enum ServerAPIEndpoint {
         authorization: String?, transactionID: String, revision: String?, revoked: Bool?, endpoint: SimulatedEnvironment, now: Int64,
         setup: ServerAPISimulation, signing: SimulatorSigningChain
     ) -> Answer {
-        let snapshots: [ChainSnapshot]
+        let (app, snapshots): (String, [ChainSnapshot])
         switch lookUp(authorization: authorization, transactionID: transactionID, endpoint: endpoint, now: now, setup: setup) {
         case .failure(let failure): return failure.answer
-        case .success(let found): snapshots = found
+        case .success(let found): (app, snapshots) = found
         }
         guard let start = revision.map({ Int($0) }) ?? 0, start >= 0 else { return error(400, 4_000_005, "Invalid revision.") }
         let all = snapshots.flatMap { snapshot in snapshot.transactions.enumerated().map { ($1, $0) } }
@@ -66,42 +71,42 @@ enum ServerAPIEndpoint {
         var json = JSONWriter(capacity: 2048 * page.count + 256)
         json.beginObject()
         json.string("revision", String(next))
-        json.string("bundleId", Catalog.bundleID)
+        json.string("bundleId", app)
         json.number("appAppleId", Catalog.appItemID)
         json.string("environment", endpoint.rawValue)
         json.bool("hasMore", next < all.count)
         json.beginArray("signedTransactions")
         for (transaction, renewals) in page {
-            json.element(signing.sign(transactionPayload(transaction, renewalCount: renewals, environment: endpoint, now: now)))
+            json.element(signing.sign(transactionPayload(transaction, of: app, renewalCount: renewals, environment: endpoint, now: now)))
         }
         json.endArray()
         json.endObject()
         return Answer(httpStatus: 200, body: json.finish())
     }
 
-    /// The snapshots of the subscriptions of the customer who owns `transactionID`, or Apple's
-    /// error answer: 401 for a token Apple would refuse, 404 (4040010) for a transaction this
-    /// environment does not know.
+    /// The app the token is for (its bundle id) and the snapshots of the subscriptions of the
+    /// customer who owns `transactionID` in that app, or Apple's error answer: 401 for a token
+    /// Apple would refuse, 404 (4040010) for a transaction this environment (or app) does not know.
     private static func lookUp(
         authorization: String?, transactionID: String, endpoint: SimulatedEnvironment, now: Int64, setup: ServerAPISimulation
-    ) -> Result<[ChainSnapshot], AnswerError> {
-        guard acceptsToken(authorization, key: setup.publicKey, at: Date()) else {
+    ) -> Result<(String, [ChainSnapshot]), AnswerError> {
+        guard let app = tokenApp(authorization, key: setup.publicKey, at: Date()), app < setup.seeds.count else {
             return .failure(AnswerError(Answer(httpStatus: 401, body: [])))
         }
         guard let id = UInt64(transactionID) else { return .failure(AnswerError(error(400, 4_000_006, "Invalid transaction id."))) }
-        guard let position = IdentifierScheme.position(ofTransactionID: id, seed: setup.seed) else {
+        guard let position = IdentifierScheme.position(ofTransactionID: id, seed: setup.seeds[app]) else {
             return .failure(AnswerError(notFound))
         }
         let kind = LifecycleKind.at(index: position.index)
         let receipt = SimulatedReceipt(token: ReceiptToken(
-            seed: setup.seed, index: position.index, environment: kind.environment, anchorMs: setup.anchorMs))
+            seed: setup.seeds[app], index: position.index, environment: kind.environment, anchorMs: setup.anchorMs, app: app))
         // Only the environment the purchase was made in knows it; a receipt Apple cannot vouch for
         // (malformed, a deleted account) has no transaction anywhere.
         guard receipt.token.environment == endpoint, receipt.fixedFailureStatus == nil,
               receipt.scripts.contains(where: { $0.chain == position.chain })
         else { return .failure(AnswerError(notFound)) }
         let snapshots = receipt.snapshots(at: now)
-        return snapshots.isEmpty ? .failure(AnswerError(notFound)) : .success(snapshots)
+        return snapshots.isEmpty ? .failure(AnswerError(notFound)) : .success((receipt.token.bundleID, snapshots))
     }
 
     /// An error answer, as a `Result`'s failure.
@@ -127,12 +132,12 @@ enum ServerAPIEndpoint {
 
     /// A `StatusResponse`: the subscriptions grouped by subscription group, each with its latest
     /// transaction (as verifyReceipt's `latest_receipt_info` with exclude-old-transactions).
-    private static func render(_ snapshots: [ChainSnapshot], environment: SimulatedEnvironment, now: Int64,
+    private static func render(_ snapshots: [ChainSnapshot], of app: String, environment: SimulatedEnvironment, now: Int64,
                                signing: SimulatorSigningChain) -> [UInt8] {
         var json = JSONWriter(capacity: 4096 * snapshots.count)
         json.beginObject()
         json.string("environment", environment.rawValue)
-        json.string("bundleId", Catalog.bundleID)
+        json.string("bundleId", app)
         json.number("appAppleId", Catalog.appItemID)
         json.beginArray("data")
         for group in Array(Set(snapshots.map { $0.transactions.last!.plan.group })).sorted() {
@@ -145,7 +150,7 @@ enum ServerAPIEndpoint {
                 json.number("status", status(snapshot.status))
                 json.string("originalTransactionId", String(latest.originalTransactionID))
                 json.string("signedTransactionInfo", signing.sign(
-                    transactionPayload(latest, renewalCount: snapshot.transactions.count - 1, environment: environment, now: now)))
+                    transactionPayload(latest, of: app, renewalCount: snapshot.transactions.count - 1, environment: environment, now: now)))
                 json.string("signedRenewalInfo", signing.sign(renewalPayload(snapshot.renewal, environment: environment, now: now)))
                 json.endObject()
             }
@@ -170,14 +175,14 @@ enum ServerAPIEndpoint {
 
     /// `JWSTransactionDecodedPayload`: camelCase, ids as strings, dates as milliseconds.
     private static func transactionPayload(
-        _ transaction: SimulatedTransaction, renewalCount: Int, environment: SimulatedEnvironment, now: Int64
+        _ transaction: SimulatedTransaction, of app: String, renewalCount: Int, environment: SimulatedEnvironment, now: Int64
     ) -> [UInt8] {
         var json = JSONWriter(capacity: 768)
         json.beginObject()
         json.string("transactionId", String(transaction.transactionID))
         json.string("originalTransactionId", String(transaction.originalTransactionID))
         json.string("webOrderLineItemId", String(transaction.webOrderLineItemID))
-        json.string("bundleId", Catalog.bundleID)
+        json.string("bundleId", app)
         json.string("productId", transaction.plan.productID)
         json.string("subscriptionGroupIdentifier", transaction.plan.group)
         json.number("purchaseDate", transaction.purchaseMs)
@@ -218,10 +223,11 @@ enum ServerAPIEndpoint {
         return json.finish()
     }
 
-    /// Whether `authorization` carries a token Apple would take: ES256 by the key, for this app,
-    /// for the Server API's audience, issued at most an hour before it expires, not expired.
-    static func acceptsToken(_ authorization: String?, key: P256.Signing.PublicKey, at now: Date) -> Bool {
-        guard let authorization, authorization.hasPrefix("Bearer ") else { return false }
+    /// The app (its index in `Catalog.bundleIDs`) of the token `authorization` carries, if Apple
+    /// would take it: ES256 by the key, for one of the account's apps, for the Server API's
+    /// audience, issued at most an hour before it expires, not expired.
+    static func tokenApp(_ authorization: String?, key: P256.Signing.PublicKey, at now: Date) -> Int? {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
         let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Data(base64URL: parts[0]), let claimBytes = Data(base64URL: parts[1]),
               let signatureBytes = Data(base64URL: parts[2]),
@@ -229,10 +235,11 @@ enum ServerAPIEndpoint {
               key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8)),
               (try? JSONSerialization.jsonObject(with: header) as? [String: Any])?["alg"] as? String == "ES256",
               let claims = try? JSONSerialization.jsonObject(with: claimBytes) as? [String: Any],
-              claims["aud"] as? String == "appstoreconnect-v1", claims["bid"] as? String == Catalog.bundleID,
+              claims["aud"] as? String == "appstoreconnect-v1",
+              let app = (claims["bid"] as? String).flatMap({ Catalog.bundleIDs.firstIndex(of: $0) }),
               let issued = claims["iat"] as? Int, let expires = claims["exp"] as? Int
-        else { return false }
+        else { return nil }
         let seconds = Int(now.timeIntervalSince1970)
-        return expires > seconds && expires - issued <= 3_600 && issued <= seconds + 60
+        return expires > seconds && expires - issued <= 3_600 && issued <= seconds + 60 ? app : nil
     }
 }

@@ -76,6 +76,14 @@ public enum AppCatalogError: Error, Equatable, CustomStringConvertible {
 }
 
 extension FleetSettings {
+    /// The bundle id the Server API's tokens name for `app`: its own when it has exactly one, else
+    /// the key's (`apple-bundle-id`). Nil `app` (not known yet): the key's.
+    public func serverAPIBundleID(forApp app: String?) -> String {
+        let own = app.flatMap { apps.app(named: $0)?.bundleIDs }
+        if let own, own.count == 1, let bundleID = own.first { return bundleID }
+        return serverAPI?.key.bundleID ?? ""
+    }
+
     /// The secrets `app`'s receipts are verified with, the current one first: the app's own, else
     /// the account's primary one. For a receipt of an app not known yet (nil: a registration that
     /// names none), every configured secret, the account's first.

@@ -3,7 +3,8 @@ import AppStoreClients
 import HTTPClient
 
 /// One thread's clients for Apple's two services, chosen by what is asked: a receipt goes to
-/// verifyReceipt with its app's shared secret, a transaction to the Server API.
+/// verifyReceipt with its app's shared secret, a transaction to the Server API with a token for
+/// its app (one client per app, made when first needed: each holds its connections and tokens).
 ///
 /// When an app has two secrets (a rotation) or the app is not known yet (a registration that
 /// names none: every configured secret is a candidate), a 21004 for one secret is asked again
@@ -11,8 +12,9 @@ import HTTPClient
 /// on: the switch in App Store Connect halts nothing.
 public final class AppleClients: AppleVerifier {
     public let verifyReceipt: AppStoreClient
-    /// Nil when the deployment configured no Server API key.
-    public let serverAPI: ServerAPIClient?
+    /// The Server API's clients, by the bundle id their tokens name.
+    private var serverAPI: [String: ServerAPIClient] = [:]
+    private let http: HTTPClientConfiguration
     private let settings: FleetSettings
     /// The secrets to try for each app (the key nil: an app not known yet), the one that last
     /// worked first; filled from the settings on first use.
@@ -22,9 +24,7 @@ public final class AppleClients: AppleVerifier {
         let http = HTTPClientConfiguration(
             connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout, caFile: settings.appleCAFile)
         verifyReceipt = try AppStoreClient(endpoints: settings.endpoints, http: http)
-        serverAPI = try settings.serverAPI.map {
-            try ServerAPIClient(endpoints: $0.endpoints, tokens: ServerAPITokens(key: $0.key), signatures: $0.signatures, http: http)
-        }
+        self.http = http
         self.settings = settings
     }
 
@@ -53,14 +53,37 @@ public final class AppleClients: AppleVerifier {
             }
             return verification
         case .transaction(let originalTransactionID, let knownLatestTransactionID):
-            guard let serverAPI else {
+            let serverAPI: ServerAPIClient
+            do {
+                guard let client = try serverAPIClient(forApp: app) else { throw ServerAPIUnavailable.notConfigured }
+                serverAPI = client
+            } catch {
                 return Verification(exchanges: [VerificationExchange(
                     environment: environment, outcome: .serverAPI(.notConfigured), latency: .zero,
-                    problem: "no server-api-key-file is configured", endpoint: .subscriptionStatuses)], response: nil)
+                    problem: "\(error)", endpoint: .subscriptionStatuses)], response: nil)
             }
             return serverAPI.verify(
                 originalTransactionID: originalTransactionID, knownLatestTransactionID: knownLatestTransactionID,
                 startingIn: environment, mayCallAgain: mayCallAgain)
         }
     }
+
+    /// The Server API's client for `app`'s tokens; nil when no key is configured.
+    private func serverAPIClient(forApp app: String?) throws -> ServerAPIClient? {
+        guard let configured = settings.serverAPI else { return nil }
+        let bundleID = settings.serverAPIBundleID(forApp: app)
+        if let client = serverAPI[bundleID] { return client }
+        let client = try ServerAPIClient(
+            endpoints: configured.endpoints, tokens: ServerAPITokens(key: configured.key.forApp(bundleID: bundleID)),
+            signatures: configured.signatures, http: http)
+        serverAPI[bundleID] = client
+        return client
+    }
+}
+
+/// Why a thread has no Server API client.
+private enum ServerAPIUnavailable: Error, CustomStringConvertible {
+    case notConfigured
+
+    var description: String { "no server-api-key-file is configured" }
 }

@@ -4,8 +4,8 @@ import Fleet
 import Foundation
 
 /// The demo's two apps on one Apple account: `default`, the simulator's first app, whose receipts
-/// go with the account's shared secret, and `journal`, its second, with an app-specific secret.
-/// (On the Server API the demo has one app: the key serves the app of `apple-bundle-id`.)
+/// go with the account's shared secret, and `journal`, its second, with an app-specific secret (on
+/// the Server API, the account's key signs a token for each).
 extension DemoStage {
     static let journalSecret = "demo-journal-secret"
     /// A quarter of the receipts are the journal's, drawn from a seed of their own.

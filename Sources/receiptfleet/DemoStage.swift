@@ -76,9 +76,8 @@ final class DemoStage {
         if backend == .serverAPI {
             try FileManager.default.createDirectory(at: self.logDirectory, withIntermediateDirectories: true)
             settings.serverAPI = try Self.serverAPISettings(files: Self.serverAPIFiles(in: self.logDirectory), simulatorBase: simulatorBase)
-        } else {
-            settings.apps = Self.twoApps
         }
+        settings.apps = Self.twoApps
         self.settings = settings
     }
 
@@ -112,7 +111,8 @@ final class DemoStage {
             "simulate-appstore", "serve", "--port", "\(simulatorPort)", "--start", clock.formatted(.iso8601),
             "--latency", latency, "--shared-secret", Self.sharedSecret, "--stats-interval", "0",
         ] + (settings.serverAPI == nil ? [] : [
-            "--server-api-key", serverAPIFiles.key.path, "--fleet-seed", "\(Self.fleetSeed)", "--fleet-at", anchor.formatted(.iso8601),
+            "--server-api-key", serverAPIFiles.key.path, "--fleet-seed", "\(Self.fleetSeed)", "--fleet-seed", "\(Self.journalSeed)",
+            "--fleet-at", anchor.formatted(.iso8601),
         ]))
         let http = try HTTPClient()
         for _ in 0..<100 {

@@ -33,6 +33,9 @@ extension SimulateAppStore {
         @Option(help: "The seed every lifecycle is drawn from.")
         var seed: UInt64
 
+        @Option(help: "The app whose receipts they are: com.receiptfleet.demo (the default) or com.receiptfleet.journal.")
+        var bundleID = Catalog.bundleIDs[0]
+
         @Option(help: "The time the lifecycles are centred on and the truth is told for: now or ISO 8601.")
         var at: String = "now"
 
@@ -47,6 +50,9 @@ extension SimulateAppStore {
 
         func validate() throws {
             guard count > 0 else { throw ValidationError("--count must be at least 1.") }
+            guard Catalog.bundleIDs.contains(bundleID) else {
+                throw ValidationError("--bundle-id must be one of the simulated apps: \(Catalog.bundleIDs.joined(separator: ", ")).")
+            }
         }
 
         func run() throws {
@@ -61,7 +67,8 @@ extension SimulateAppStore {
             var chunk = Data()
             var statuses: [SubscriptionStatus: Int] = [:]
             var lines = 0
-            for receipt in SimulatedReceipt.fleet(count: count, seed: seed, anchorMs: atMs) {
+            let app = Catalog.bundleIDs.firstIndex(of: bundleID) ?? 0
+            for receipt in SimulatedReceipt.fleet(count: count, seed: seed, anchorMs: atMs, app: app) {
                 for subscription in receipt.subscriptions {
                     let truth = subscription.groundTruth(at: atMs)
                     chunk.append(try encoder.encode(truth))

@@ -44,22 +44,24 @@ extension SimulateAppStore {
         @Option(help: "Print statistics every this many seconds (0: never).") var statsInterval = 10.0
         @Option(help: "Serve the App Store Server API, accepting tokens of this In-App Purchase key (.p8).")
         var serverAPIKey: String?
-        @Option(help: "With --server-api-key: the seed the fleet was drawn from (seed's --seed).") var fleetSeed: UInt64?
+        @Option(help: "With --server-api-key: the seed the fleet was drawn from (seed's --seed); again for the second app's (seed's --bundle-id com.receiptfleet.journal).")
+        var fleetSeed: [UInt64] = []
         @Option(help: "With --server-api-key: the time the fleet is centred on (seed's --at); --start by default.")
         var fleetAt: String?
 
         /// The Server API's set-up, when asked for.
         func serverAPI() throws -> ServerAPISimulation? {
             guard let serverAPIKey else { return nil }
-            guard let fleetSeed else {
-                throw ValidationError("--server-api-key needs --fleet-seed: the seed the subscriptions were drawn with.")
+            guard (1...Catalog.bundleIDs.count).contains(fleetSeed.count) else {
+                throw ValidationError("--server-api-key needs --fleet-seed, once per app (at most \(Catalog.bundleIDs.count)): "
+                                      + "the seed each app's subscriptions were drawn with.")
             }
             guard let pem = try? String(contentsOfFile: serverAPIKey, encoding: .utf8),
                   let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
             else {
                 throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
             }
-            return ServerAPISimulation(publicKey: key.publicKey, seed: fleetSeed, anchorMs: try parseTime(fleetAt ?? start))
+            return ServerAPISimulation(publicKey: key.publicKey, seeds: fleetSeed, anchorMs: try parseTime(fleetAt ?? start))
         }
 
         func run() async throws {
@@ -79,7 +81,9 @@ extension SimulateAppStore {
             }
             if outageSeconds > 0 { simulator.startOutage(seconds: outageSeconds) }
 
-            let (host, port, interval, fleetSeed, serverAPIKey) = (host, port, statsInterval, fleetSeed, serverAPIKey)
+            let serverAPINote = serverAPIKey == nil || fleetSeed.isEmpty ? ""
+                : "; App Store Server API for fleet seeds " + fleetSeed.map(String.init).joined(separator: ", ")
+            let (host, port, interval) = (host, port, statsInterval)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     try await simulator.run(host: host, port: port) { bound in
@@ -87,7 +91,7 @@ extension SimulateAppStore {
                             + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
                             + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
                             + (knobs.sharedSecret == nil ? "not required" : "required")
-                            + (fleetSeed.map { seed in serverAPIKey == nil ? "" : "; App Store Server API for fleet seed \(seed)" } ?? ""))
+                            + serverAPINote)
                     }
                 }
                 if interval > 0 {

@@ -29,7 +29,7 @@ struct Verify: ParsableCommand {
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         var exit: Int32 = 0
         for id in try selector.ids(in: ledger) {
-            guard try ledger.subscription(id: id) != nil else { throw ValidationError("No subscription \(id).") }
+            guard let subscription = try ledger.subscription(id: id) else { throw ValidationError("No subscription \(id).") }
             let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
             if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
             switch settlement {
@@ -37,8 +37,11 @@ struct Verify: ParsableCommand {
                 print("result        \(settlement)")
                 if case .retry = settlement { exit = max(exit, 1) }
             case .postpone:
-                let queue = try FleetStatus.read(settings: settings).queue
+                let status = try FleetStatus.read(settings: settings)
+                let queue = status.queue
+                let appHalt = status.apps.first { $0.name == subscription.app }?.haltedReason
                 let why = queue.haltedReason.map { "the fleet is halted (\($0)); `receiptfleet resume` lifts it" }
+                    ?? appHalt.map { "the app \(subscription.app) is halted (\($0)); `receiptfleet resume --app \(subscription.app)` lifts it" }
                     ?? queue.pausedUntil.map { "the fleet is paused until \($0): Apple is unavailable" }
                     ?? "Apple did not answer usefully"
                 print("result        not verified: \(why)")

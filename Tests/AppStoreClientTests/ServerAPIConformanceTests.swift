@@ -48,7 +48,7 @@ import Testing
 
     @Test func bothBackendsTellEveryLifecycleTheSame() async throws {
         let receipts = SimulatedReceipt.fleet(count: 28, seed: Self.seed, anchorMs: Self.anchorMs)
-        let setup = ServerAPISimulation(publicKey: Self.key.publicKey, seed: Self.seed, anchorMs: Self.anchorMs)
+        let setup = ServerAPISimulation(publicKey: Self.key.publicKey, seeds: [Self.seed], anchorMs: Self.anchorMs)
         let root = try SimulatorSigningChain().root
         let (differences, compared, events) = try await LiveSimulator.with(startMs: Self.anchorMs + Self.steps[0], serverAPI: setup) { simulator in
             let (verifyReceipt, serverAPI) = (

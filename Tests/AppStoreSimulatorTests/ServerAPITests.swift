@@ -15,7 +15,7 @@ import Testing
 
     static func simulator() throws -> SimulatedAppStore {
         try SimulatedAppStore(clock: SimulatorClock(startMs: anchorMs), serverAPI: ServerAPISimulation(
-            publicKey: key.publicKey, seed: seed, anchorMs: anchorMs))
+            publicKey: key.publicKey, seeds: [seed], anchorMs: anchorMs))
     }
 
     static func token(key: P256.Signing.PrivateKey = key, bundleID: String = "com.receiptfleet.demo", issuedAt: Date = Date()) throws -> String {
@@ -123,7 +123,7 @@ import Testing
         let id = try #require(receipt(.renewing, seed: Self.seed).subscriptions.first).originalTransactionID
         let simulator = try SimulatedAppStore(
             knobs: FaultKnobs(rateLimit: 1), clock: SimulatorClock(startMs: anchorMs),
-            serverAPI: ServerAPISimulation(publicKey: Self.key.publicKey, seed: Self.seed, anchorMs: anchorMs))
+            serverAPI: ServerAPISimulation(publicKey: Self.key.publicKey, seeds: [Self.seed], anchorMs: anchorMs))
         let token = try Self.token()
         let answers = try await withRouter(simulator) { client in
             try await withThrowingTaskGroup(of: String.self) { group in

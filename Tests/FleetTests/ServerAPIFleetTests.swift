@@ -61,6 +61,49 @@ import Testing
         }
     }
 
+    /// Two apps on the Server API with the account's one key: each app's subscriptions are asked
+    /// about with tokens naming that app (the simulator answers only about the token's app), and
+    /// every state is the truth.
+    @Test func eachAppIsAskedAboutWithATokenOfItsOwn() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        let journalSeed = FleetSetup.seed + 1
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(
+                startMs: nowMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, journalSeed: journalSeed, anchorMs: nowMs)
+            ) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 30)
+                try setup.useServerAPI(of: simulator, byDefault: true)
+                setup.settings.apps = try AppCatalog([
+                    AppConfiguration(name: "default", bundleIDs: [Catalog.bundleIDs[0]]),
+                    AppConfiguration(name: "journal", bundleIDs: [Catalog.bundleIDs[1]]),
+                ])
+                let journal = SimulatedReceipt.fleet(count: 30, seed: journalSeed, anchorMs: nowMs, app: 1).flatMap(\.subscriptions)
+                try await onOwnThread {
+                    let connection = try database.connect()
+                    try Migrator.migrate(connection)
+                    try Ledger(connection).addSubscriptions(journal.map {
+                        var subscription = $0.newSubscription
+                        subscription.app = "journal"
+                        return subscription
+                    })
+                }
+                _ = try await setup.load()
+                let final = try await setup.work()
+                #expect(final.isSettled && final.serverAPI.haltedReason == nil && final.queue.haltedReason == nil)
+                try await setup.expectTheTruth()
+                let stored = Dictionary(uniqueKeysWithValues: try await setup.query(
+                    "SELECT original_transaction_id AS id, status, last_verified_at FROM subscriptions WHERE app = 'journal'"
+                ) { (try $0["id"].text() ?? "", (try $0["status"].text() ?? "", try $0["last_verified_at"].timestamptz())) })
+                let wrong = journal.filter { subscription in
+                    guard let (status, at) = stored[subscription.originalTransactionID], at != nil else { return true }
+                    return subscription.groundTruth(at: FleetSetup.milliseconds(at)).status.rawValue != status
+                }
+                #expect(wrong.isEmpty, "\(wrong.count) of the journal's \(journal.count) subscriptions are not the truth")
+                #expect(try await setup.count("SELECT count(*) AS n FROM verifications WHERE backend = 'server_api'") > 0)
+            }
+        }
+    }
+
     /// Apple refusing the Server API's key (401) halts the Server API alone, with the key id in the
     /// alarm: verifyReceipt's subscriptions are all verified, the Server API's wait (none dead),
     /// `status` says so, and `resume` (with the key fixed) lets them through.

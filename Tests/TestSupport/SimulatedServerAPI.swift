@@ -9,9 +9,10 @@ import Fleet
 public enum SimulatedServerAPI {
     public static let privateKey = P256.Signing.PrivateKey()
 
-    /// What the simulator needs to serve the Server API for the fleet drawn with `seed` around `anchorMs`.
-    public static func simulation(seed: UInt64, anchorMs: Int64) -> ServerAPISimulation {
-        ServerAPISimulation(publicKey: privateKey.publicKey, seed: seed, anchorMs: anchorMs)
+    /// What the simulator needs to serve the Server API for the fleet drawn with `seed` around
+    /// `anchorMs` (and for the second app's, drawn with `journalSeed`).
+    public static func simulation(seed: UInt64, journalSeed: UInt64? = nil, anchorMs: Int64) -> ServerAPISimulation {
+        ServerAPISimulation(publicKey: privateKey.publicKey, seeds: [seed] + (journalSeed.map { [$0] } ?? []), anchorMs: anchorMs)
     }
 
     /// The fleet's settings for `simulator`'s Server API.
