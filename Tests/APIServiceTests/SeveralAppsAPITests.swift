@@ -54,4 +54,20 @@ import Testing
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE app = 'journal' AND original_transaction_id = '\(otid)'") == 1)
         }
     }
+
+    /// A V2 notification names its app's bundle id: it reaches that app's subscription, and the
+    /// same original_transaction_id means nothing to another app.
+    @Test func aV2NotificationGoesToTheAppOfItsBundleID() async throws {
+        try await APIHarness.with(configureFleet: Self.twoApps) { api in
+            let journal = api.receipt(app: 1)
+            let otid = journal.subscriptions[0].originalTransactionID
+            #expect(try await api.post("/v1/receipts", ["receipt": journal.receiptData]).status == 200)
+            let theirs = try await api.post(APIHarness.notificationPath, try api.signedNotification(otid: otid, bundleID: Catalog.bundleIDs[1]), auth: .none)
+            #expect(theirs.status == 200 && theirs.json["status"] as? String == "queued", "\(theirs.json)")
+            let others = try await api.post(APIHarness.notificationPath, try api.signedNotification(otid: otid), auth: .none)
+            #expect(others.status == 200 && others.json["status"] as? String == "unknown_subscription", "\(others.json)")
+            let stranger = try await api.post(APIHarness.notificationPath, try api.signedNotification(otid: otid, bundleID: "com.example.other"), auth: .none)
+            #expect(stranger.status == 401)
+        }
+    }
 }

@@ -66,39 +66,20 @@ import Testing
     /// every state is the truth.
     @Test func eachAppIsAskedAboutWithATokenOfItsOwn() async throws {
         let nowMs = FleetEndToEndTests.nowMs
-        let journalSeed = FleetSetup.seed + 1
         try await TestDatabase.with { database in
             try await LiveSimulator.with(
-                startMs: nowMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, journalSeed: journalSeed, anchorMs: nowMs)
+                startMs: nowMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, journalSeed: FleetSetup.journalSeed, anchorMs: nowMs)
             ) { simulator in
                 var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 30)
                 try setup.useServerAPI(of: simulator, byDefault: true)
-                setup.settings.apps = try AppCatalog([
-                    AppConfiguration(name: "default", bundleIDs: [Catalog.bundleIDs[0]]),
-                    AppConfiguration(name: "journal", bundleIDs: [Catalog.bundleIDs[1]]),
-                ])
-                let journal = SimulatedReceipt.fleet(count: 30, seed: journalSeed, anchorMs: nowMs, app: 1).flatMap(\.subscriptions)
-                try await onOwnThread {
-                    let connection = try database.connect()
-                    try Migrator.migrate(connection)
-                    try Ledger(connection).addSubscriptions(journal.map {
-                        var subscription = $0.newSubscription
-                        subscription.app = "journal"
-                        return subscription
-                    })
-                }
+                setup.settings.apps = try FleetSetup.twoApps()
+                let journal = try await setup.addJournal(receipts: 30, nowMs: nowMs)
                 _ = try await setup.load()
                 let final = try await setup.work()
                 #expect(final.isSettled && final.serverAPI.haltedReason == nil && final.queue.haltedReason == nil)
                 try await setup.expectTheTruth()
-                let stored = Dictionary(uniqueKeysWithValues: try await setup.query(
-                    "SELECT original_transaction_id AS id, status, last_verified_at FROM subscriptions WHERE app = 'journal'"
-                ) { (try $0["id"].text() ?? "", (try $0["status"].text() ?? "", try $0["last_verified_at"].timestamptz())) })
-                let wrong = journal.filter { subscription in
-                    guard let (status, at) = stored[subscription.originalTransactionID], at != nil else { return true }
-                    return subscription.groundTruth(at: FleetSetup.milliseconds(at)).status.rawValue != status
-                }
-                #expect(wrong.isEmpty, "\(wrong.count) of the journal's \(journal.count) subscriptions are not the truth")
+                let wrong = try await setup.journalMismatches(journal)
+                #expect(wrong.isEmpty, "\(wrong.count) of the journal's \(journal.count) subscriptions are not the truth: \(wrong.prefix(5))")
                 #expect(try await setup.count("SELECT count(*) AS n FROM verifications WHERE backend = 'server_api'") > 0)
             }
         }

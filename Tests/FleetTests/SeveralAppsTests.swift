@@ -20,21 +20,8 @@ import Testing
         try await TestDatabase.with { database in
             try await LiveSimulator.with(knobs: knobs, startMs: nowMs) { simulator in
                 var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 60, secret: "the-account-secret")
-                setup.settings.apps = try AppCatalog([
-                    AppConfiguration(name: "default", bundleIDs: [Catalog.bundleIDs[0]]),
-                    AppConfiguration(name: "journal", bundleIDs: [Self.journalBundleID], sharedSecrets: [SharedSecret("a-stale-secret")]),
-                ])
-                // The journal's receipts: another seed, so that their original_transaction_ids differ.
-                let journal = SimulatedReceipt.fleet(count: 30, seed: 6, anchorMs: nowMs, app: 1).flatMap(\.subscriptions)
-                try await onOwnThread {
-                    let connection = try database.connect()
-                    try Migrator.migrate(connection)
-                    try Ledger(connection).addSubscriptions(journal.map {
-                        var subscription = $0.newSubscription
-                        subscription.app = "journal"
-                        return subscription
-                    })
-                }
+                setup.settings.apps = try FleetSetup.twoApps(journalSecrets: [SharedSecret("a-stale-secret")])
+                let journal = try await setup.addJournal(receipts: 30, nowMs: nowMs)
                 let defaults = setup.subscriptions.count
                 let scheduled = try await setup.load().enqueued
                 #expect(scheduled == defaults + journal.count)
@@ -56,24 +43,15 @@ import Testing
                     """) == 0, "a wrong secret never touches a subscription")
 
                 // The operator fixes the journal's secret and lifts its halt alone.
-                setup.settings.apps = try AppCatalog([
-                    AppConfiguration(name: "default", bundleIDs: [Catalog.bundleIDs[0]]),
-                    AppConfiguration(name: "journal", bundleIDs: [Self.journalBundleID], sharedSecrets: [SharedSecret("the-journal-secret")]),
-                ])
+                setup.settings.apps = try FleetSetup.twoApps(journalSecrets: [SharedSecret("the-journal-secret")])
                 let settings = setup.settings
                 _ = try await onOwnThread { try resumeFleet(settings: settings, app: "journal") }
                 let settled = try await setup.work()
                 #expect(settled.isSettled && settled.queue.dead == 0, "the buried first ones were replayed")
                 #expect(settled.apps.allSatisfy { $0.haltedReason == nil })
                 #expect(try await setup.count("SELECT count(*) AS n FROM subscriptions WHERE last_verified_at IS NULL") == 0)
-                let stored = Dictionary(uniqueKeysWithValues: try await setup.query(
-                    "SELECT original_transaction_id AS id, status, last_verified_at FROM subscriptions WHERE app = 'journal'"
-                ) { (try $0["id"].text() ?? "", (try $0["status"].text() ?? "", try $0["last_verified_at"].timestamptz())) })
-                let wrong = journal.filter { subscription in
-                    guard let (status, at) = stored[subscription.originalTransactionID] else { return true }
-                    return subscription.groundTruth(at: FleetSetup.milliseconds(at)).status.rawValue != status
-                }
-                #expect(wrong.isEmpty, "\(wrong.count) of the journal's subscriptions are not the truth")
+                let wrong = try await setup.journalMismatches(journal)
+                #expect(wrong.isEmpty, "\(wrong.count) of the journal's subscriptions are not the truth: \(wrong.prefix(5))")
             }
         }
     }
