@@ -142,7 +142,7 @@ public struct FleetReading: Sendable {
     public func status() throws(FleetUnreadable) -> FleetStatus {
         guard let redisSide, let ledgerSide else { throw FleetUnreadable(problems: problems) }
         let byApp = ledgerSide.subscriptions
-        let names = Set(appNames).union(ledgerSide.verifiedLastMinute.keys).union(byApp?.keys ?? [:].keys)
+        let names = Set(appNames).union(ledgerSide.verifiedLastMinute.keys).union(byApp.map { Array($0.keys) } ?? [])
         let apps = names.sorted().map { name in
             FleetStatus.AppStatus(
                 name: name, haltedReason: redisSide.haltedApps[name], verifiedLastMinute: ledgerSide.verifiedLastMinute[name] ?? 0,
@@ -153,7 +153,7 @@ public struct FleetReading: Sendable {
             lastSchedulerRun: redisSide.lastSchedulerRun, verifiedLastMinute: apps.reduce(0) { $0 + $1.verifiedLastMinute },
             appleStatusLastMinute: ledgerSide.appleStatusLastMinute, apps: apps,
             outbox: ledgerSide.outbox,
-            subscriptions: byApp.map { $0.values.reduce(into: [:]) { total, app in total.merge(app, uniquingKeysWith: +) } },
+            subscriptions: byApp.map(LedgerCounts.total),
             dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour)
     }
 }

@@ -6,13 +6,14 @@ import Logging
 
 /// The use case's call to Apple and its verdict, the same for every way in.
 extension SubscriptionVerification {
-    /// Asks Apple about `subject` of `app` (nil: a registration's receipt whose app is not known
-    /// yet) (a caller that was admitted; a further call, to the other
-    /// environment or for more history, asks the gate itself), judges the answer by the status
-    /// policy, and tells the fleet what it must know: a recovery after `probing`, an unavailable
-    /// Apple (a pause, a halt), a spent endpoint, a configuration error. `attempt` counts this one (for 21002's last chance).
-    /// `subscriptionID` is nil for a subject the ledger does not know yet (a registration): its
-    /// configuration error is one client's, perhaps another app's receipt, and never halts the fleet.
+    /// Asks Apple about `subject`, a receipt or transaction of `app`, for a caller that was admitted
+    /// (a further call, to the other environment or for more history, asks the gate itself); judges
+    /// the answer by the status policy, and tells the fleet what it must know: a recovery after
+    /// `probing`, an unavailable Apple (a pause, a halt), a spent endpoint, a configuration error.
+    /// `attempt` counts this one (for 21002's last chance). `app` decides the shared secret; it is
+    /// nil for a registration's receipt whose app is not known yet. `subscriptionID` is nil for a
+    /// subject the ledger does not know yet (a registration): its configuration error is one
+    /// client's, perhaps another app's receipt, and never halts anything.
     public func ask(
         about subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment, attempt: Int,
         probing: Bool, subscriptionID: Int64?

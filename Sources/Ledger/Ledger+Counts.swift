@@ -4,11 +4,14 @@ import PostgresClient
 /// The ledger's numbers for `receiptfleet status`.
 public struct LedgerCounts: Sendable, Equatable {
     /// Subscriptions per status column value, `unverified` included; statuses with none are absent.
-    public var subscriptionsByStatus: [String: Int] {
-        subscriptionsByApp.values.reduce(into: [:]) { total, app in total.merge(app, uniquingKeysWith: +) }
-    }
+    public var subscriptionsByStatus: [String: Int] { Self.total(subscriptionsByApp) }
     /// The same, for each app (`subscriptions.app`); apps with none are absent.
     public var subscriptionsByApp: [String: [String: Int]]
+
+    /// The apps' counts by status, added up.
+    public static func total(_ byApp: [String: [String: Int]]) -> [String: Int] {
+        byApp.values.reduce(into: [:]) { total, app in total.merge(app, uniquingKeysWith: +) }
+    }
     /// Subscriptions whose next check is due.
     public var dueNow: Int
     /// Events written at or after `since`, per type.
