@@ -72,6 +72,33 @@ import Testing
         }
     }
 
+    /// An app halted by its secret shows in the Apps table with a button that lifts its halt
+    /// alone, after a confirmation naming the app and the reason.
+    @Test func aHaltedAppIsShownAndResumedAlone() async throws {
+        try await ConsoleHarness.with { console in
+            let fleet = console.fleet
+            try await onOwnThread {
+                let gate = FleetGate(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix),
+                                     limit: fleet.rateLimit)
+                _ = try gate.reportConfigurationError(subscriptionID: 1, reason: "21004: the secret is wrong", needed: 1, app: "default")
+            }
+            let session = try await console.logIn()
+            let page = try await console.get("/console", session: session)
+            #expect(page.body.contains(#"<table id="apps">"#) && page.body.contains("Halted: 21004: the secret is wrong"))
+            #expect(page.body.contains(#"id="resume-app-default""#))
+            #expect(page.text(id: "gate")?.hasPrefix("Open") == true, "the fleet itself is not halted")
+
+            let asked = try await console.post("/console/gate/resume", ["csrf": session.csrf, "app": "default"], session: session)
+            #expect(asked.text(id: "halt-reason") == "The app default is halted: 21004: the secret is wrong")
+            let resumed = try await console.post(
+                "/console/gate/resume", ["csrf": session.csrf, "app": "default", "confirm": "yes"], session: session)
+            #expect(resumed.status == 303)
+            #expect(try await console.status().apps.allSatisfy { $0.haltedReason == nil })
+            let unknown = try await console.post("/console/gate/resume", ["csrf": session.csrf, "app": "photos"], session: session)
+            #expect(unknown.status == 400)
+        }
+    }
+
     @Test func aStaleFormChangesNothing() async throws {
         try await ConsoleHarness.with { console in
             let session = try await console.logIn()

@@ -152,6 +152,13 @@ import Testing
             }
             let expected = Dictionary(grouping: truths, by: \.bundleID).mapValues(\.count)
             #expect(byApp == ["demo \(expected[Catalog.bundleIDs[0]] ?? 0)", "journal \(expected[Catalog.bundleIDs[1]] ?? 0)"])
+
+            // `status` splits the fleet by app.
+            let status = try await runFleetCommand(
+                ["status"], environment: deployment.settings.processEnvironment.merging(["RECEIPTFLEET_APPS_FILE": apps.path]) { $1 })
+            #expect(status.status == 0, "\(status.output)")
+            #expect(status.output.contains("app journal".padding(toLength: 14, withPad: " ", startingAt: 0)
+                + "0 verified in the last minute; unverified \(expected[Catalog.bundleIDs[1]] ?? 0)"), "\(status.output)")
         }
     }
 
