@@ -213,17 +213,17 @@ public final class APIServer: Sendable {
     /// The app a lookup is in: its `app` query parameter, which may be left out when the deployment
     /// has one app (accounts and transaction ids are each app's own).
     private func app(of request: Request) throws(APIError) -> String {
-        guard let name = request.uri.queryParameters["app"].map(String.init) else {
-            guard fleet.apps.apps.count == 1 else {
-                throw .badRequest("app_required", "this deployment has several apps: name one with 'app' ("
-                                  + fleet.apps.names.joined(separator: ", ") + ")")
-            }
-            return fleet.apps.names[0]
+        let named: String?
+        do {
+            named = try fleet.apps.resolve(request.uri.queryParameters["app"].map(String.init))
+        } catch {
+            throw .badRequest("unknown_app", error.description)
         }
-        guard fleet.apps.app(named: name) != nil else {
-            throw .badRequest("unknown_app", "'app' must name one of this deployment's apps: " + fleet.apps.names.joined(separator: ", "))
+        guard let named else {
+            throw .badRequest("app_required", "this deployment has several apps: name one with 'app' ("
+                              + fleet.apps.names.joined(separator: ", ") + ")")
         }
-        return name
+        return named
     }
 
     /// The two query parameters a lookup takes, of which a request must give exactly one, not empty.

@@ -119,12 +119,11 @@ struct Registrar: Sendable {
     /// The app the request named, checked; without a name, the deployment's one app if it has
     /// only one, else nil (Apple's answer will tell).
     func app(named name: String?) throws(APIError) -> String? {
-        guard let name else { return fleet.apps.apps.count == 1 ? fleet.apps.names[0] : nil }
-        guard fleet.apps.app(named: name) != nil else {
-            throw .badRequest("unknown_app", "'app' must name one of this deployment's apps: "
-                              + fleet.apps.names.joined(separator: ", "))
+        do {
+            return try fleet.apps.resolve(name)
+        } catch {
+            throw .badRequest("unknown_app", error.description)
         }
-        return name
     }
 
     /// Waits for the fleet's rate limiter of `endpoint` (up to `appleWait`): books a time slot

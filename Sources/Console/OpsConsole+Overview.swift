@@ -29,8 +29,10 @@ extension OpsConsole {
         let (who, form) = try await operatorActing(request)
         let fleet = self.fleet
         let app = form["app"]
-        if let app, fleet.apps.app(named: app) == nil {
-            throw ConsoleProblem.badRequest("No app is named \(app).")
+        do {
+            if let app { _ = try fleet.apps.resolve(app) }
+        } catch {
+            throw ConsoleProblem.badRequest(error.description)
         }
         if form["confirm"] != "yes", let reason = try await lanes.run({ desk in
             let status = try desk.status.read(.live).status()

@@ -52,6 +52,14 @@ public struct AppCatalog: Sendable, Equatable {
 
     public func app(named name: String) -> AppConfiguration? { apps.first { $0.name == name } }
 
+    /// The app a caller named, checked; a caller that named none gets the only app, or nil when
+    /// there are several (then it must name one, or something else must tell).
+    public func resolve(_ name: String?) throws(AppCatalogError) -> String? {
+        guard let name else { return apps.count == 1 ? apps[0].name : nil }
+        guard app(named: name) != nil else { throw .unknownApp(name, names) }
+        return name
+    }
+
     /// The app a receipt or notification of `bundleID` belongs to. A deployment of one app that
     /// names no bundle id takes every one, as it did before apps were configured.
     public func app(bundleID: String?) -> AppConfiguration? {
@@ -65,12 +73,14 @@ public enum AppCatalogError: Error, Equatable, CustomStringConvertible {
     case empty
     case repeatedName(String)
     case sharedBundleID(String, String, String)
+    case unknownApp(String, [String])
 
     public var description: String {
         switch self {
         case .empty: "it names no app"
         case .repeatedName(let name): name.isEmpty ? "an app has no name" : "the app name '\(name)' is used twice"
         case .sharedBundleID(let bundle, let first, let second): "the bundle id \(bundle) belongs to both \(first) and \(second)"
+        case .unknownApp(let name, let names): "No app is named '\(name)'; this deployment's apps are: \(names.joined(separator: ", "))."
         }
     }
 }

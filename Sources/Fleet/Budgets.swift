@@ -25,8 +25,12 @@ extension FleetSettings {
 
 /// An app's halt concerns its shared secret, which only verifyReceipt is sent: the Server API's
 /// calls, and its configuration errors, answer to the Server API's group instead.
+extension VerificationBackend {
+    func haltingApp(_ app: String?) -> String? { self == .verifyReceipt ? app : nil }
+}
+
 extension AppleEndpoint {
-    func haltingApp(_ app: String?) -> String? { backend == .verifyReceipt ? app : nil }
+    func haltingApp(_ app: String?) -> String? { backend.haltingApp(app) }
 }
 
 extension Connections {
@@ -48,7 +52,7 @@ extension Connections {
     ) throws(QueueError) -> Bool {
         try gate.reportConfigurationError(
             subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend),
-            app: backend == .verifyReceipt ? app : nil)
+            app: backend.haltingApp(app))
     }
 
     /// `endpoint` answered 429: its budget is spent for `wait`. Returns how long it now is.

@@ -49,9 +49,7 @@ struct Resume: ParsableCommand {
 
     func run() throws {
         let settings = try options.settings()
-        if let app, settings.apps.app(named: app) == nil {
-            throw ValidationError("no app is named '\(app)'; this deployment's apps are: \(settings.apps.names.joined(separator: ", "))")
-        }
+        if let app { _ = try settings.apps.resolve(app) }
         let replayed = try audited("fleet.resume", target: app.map { "app:\($0)" }, settings: settings,
                                    results: { ["replayed": "\($0)"] }) {
             try resumeFleet(settings: settings, app: app)

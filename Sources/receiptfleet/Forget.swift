@@ -50,12 +50,10 @@ struct Forget: ParsableCommand {
 
     /// What to forget; an account is each app's own, so it needs the app when there are several.
     private func target(in apps: AppCatalog) throws -> ForgetTarget {
-        if let app, apps.app(named: app) == nil {
-            throw ValidationError("No app is named '\(app)'; this deployment's apps are: \(apps.names.joined(separator: ", ")).")
-        }
+        let resolved = try apps.resolve(app)
         if let id { return .subscription(id: id) }
         if let originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
-        guard let app = app ?? (apps.apps.count == 1 ? apps.names[0] : nil) else {
+        guard let app = resolved else {
             throw ValidationError("Accounts are each app's own: name the app with --app (\(apps.names.joined(separator: ", "))).")
         }
         return .account(id: account ?? "", app: app)
