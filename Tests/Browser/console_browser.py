@@ -7,7 +7,7 @@ and passes what it set up in the environment:
   CONSOLE_OPERATOR                 and its name
   DEAD_LETTER_ID                   a dead letter whose subscription is not queued
   SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
-  RECEIPTFLEET_BINARY              the receiptfleet binary, for `receiptfleet status --json`
+  RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
   SCREENSHOTS                      where the screenshots go (one per page and width)
 
@@ -21,7 +21,7 @@ import sys
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException, WebDriverException
 from selenium.webdriver.support.ui import WebDriverWait
 
 URL = os.environ["CONSOLE_URL"].rstrip("/")
@@ -34,6 +34,21 @@ def status():
     out = subprocess.run([os.environ["RECEIPTFLEET_BINARY"], "status", "--json"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, f"receiptfleet status --json failed: {out.stderr}"
     return json.loads(out.stdout)
+
+
+def cli(*arguments):
+    """Runs a receiptfleet command, as an operator at a terminal would."""
+    out = subprocess.run([os.environ["RECEIPTFLEET_BINARY"], *arguments], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"receiptfleet {' '.join(arguments)} failed: {out.stderr}"
+
+
+def wait_for_gate(driver, prefix):
+    """Waits for the overview's gate line to start with prefix (the page refreshes every 5 s)."""
+    try:
+        WebDriverWait(driver, 30, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: text(d, "gate").startswith(prefix))
+    except TimeoutException:
+        raise AssertionError(f"after 30 s the gate says {text(driver, 'gate')!r}, not {prefix!r}: the overview did not refresh")
 
 
 def browser():
@@ -123,6 +138,15 @@ def main():
         assert status()["queue"].get("haltedReason") is None, "still halted after resuming"
         assert text(driver, "gate").startswith("Open"), text(driver, "gate")
         print("paused and resumed")
+
+        # Live refresh: a halt from the terminal shows on the open overview without reloading it.
+        driver.execute_script("window.rfSameDocument = true;")
+        cli("pause", "--reason", "from the terminal")
+        wait_for_gate(driver, "Halted: from the terminal")
+        cli("resume")
+        wait_for_gate(driver, "Open")
+        assert driver.execute_script("return window.rfSameDocument === true;"), "the page was reloaded, not refreshed in place"
+        print("the overview refreshes itself")
 
         # Replay the dead letter: it leaves the dead letters and its job is queued.
         before = status()["queue"]
