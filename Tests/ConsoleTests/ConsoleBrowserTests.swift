@@ -5,8 +5,9 @@ import Testing
 
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
 /// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
-/// the terminal showing on the open overview, replay a dead letter, look a subscription up; every page at 1280 px and 375 px without sideways
-/// scrolling, with screenshots under .run/console-screenshots for review.
+/// the terminal showing on the open overview, replay a dead letter, look a subscription up; every
+/// page at 1280 px and 375 px without sideways scrolling, with screenshots under
+/// .run/console-screenshots for review.
 @Suite struct ConsoleBrowserTests {
     static var python: String {
         let environment = ProcessInfo.processInfo.environment
