@@ -49,6 +49,19 @@ struct DebianPackageTests {
         #expect(!contents.output.contains(" ./etc/"), "configuration is the operator's: postinst makes it, the package ships none")
     }
 
+    /// The man page covers the subcommands, and bash takes the completion script.
+    @Test func theManPageAndTheCompletionsAreTheBinarys() async throws {
+        let root = try await Self.unpacked()
+        let page = try await run("zcat", [root.appendingPathComponent("usr/share/man/man1/receiptfleet.1.gz").path], from: "gzip")
+        #expect(page.succeeded && page.output.contains(".Dt RECEIPTFLEET 1"), "\(page.output.prefix(500))")
+        for subcommand in ["worker", "schedule", "serve", "console", "migrate", "resume", "prune"] {
+            #expect(page.output.contains(".It Em \(subcommand)"), "the man page lacks \(subcommand)")
+        }
+        let script = root.appendingPathComponent("usr/share/bash-completion/completions/receiptfleet").path
+        let bash = try await run("bash", ["-c", "source \"$1\" && complete -p receiptfleet", "bash", script], from: "bash")
+        #expect(bash.succeeded && bash.output.contains("-F _receiptfleet receiptfleet"), "\(bash)")
+    }
+
     @Test func itDependsOnTheRuntimeLibrariesNotTheirDevelopmentPackages() async throws {
         let depends = try await run("dpkg-deb", ["--field", try Self.package(), "Depends"], from: "dpkg")
         for library in ["libhiredis0.14", "libcurl4", "libpq5"] {
