@@ -129,7 +129,7 @@ struct DebianPackageTests {
             for folder in ["info", "updates"] {
                 try FileManager.default.createDirectory(at: database.appendingPathComponent(folder), withIntermediateDirectories: true)
             }
-            FileManager.default.createFile(atPath: database.appendingPathComponent("status").path, contents: nil)
+            _ = FileManager.default.createFile(atPath: database.appendingPathComponent("status").path, contents: nil)
         }
 
         /// The root holds no libc to depend on, nor a shell to chroot into: the package's scripts

@@ -47,11 +47,14 @@ struct BudgetTests {
                 return (answers, spent, again)
             }
         }
+        // The steps take milliseconds, but a loaded machine has stalled them for two seconds: the
+        // waits are checked against bounds far from both what is kept and what would be wrong
+        // (granted, or the 5 s Retry-After).
         let granted = Admission.granted(slots: [.zero])
         let expected: [String: (Admission) -> Bool] = [
             "statuses' burst": { $0 == .granted(slots: Array(repeating: .zero, count: 10)) },
             "history": { $0 == granted },
-            "statuses spent": { if case .throttled(let wait) = $0 { wait > .seconds(29) } else { false } },
+            "statuses spent": { if case .throttled(let wait) = $0 { wait > .seconds(20) } else { false } },
             "history while the statuses are spent": { $0 == granted },
             "verifyReceipt while the statuses are spent": { $0 == granted },
             "history while the Server API is halted": { $0 == .halted(reason: "the Server API refuses the key") },
@@ -66,6 +69,6 @@ struct BudgetTests {
             #expect(expected[step]?(admission) == true, "\(step): \(admission)")
         }
         #expect(spent > .seconds(29) && spent <= .seconds(30))
-        #expect(again > .seconds(29), "a shorter Retry-After shortens nothing")
+        #expect(again > .seconds(20), "a shorter Retry-After shortens nothing")
     }
 }
