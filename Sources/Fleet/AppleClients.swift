@@ -55,8 +55,7 @@ public final class AppleClients: AppleVerifier {
         case .transaction(let originalTransactionID, let knownLatestTransactionID):
             let serverAPI: ServerAPIClient
             do {
-                guard let client = try serverAPIClient(forApp: app) else { throw ServerAPIUnavailable.notConfigured }
-                serverAPI = client
+                serverAPI = try serverAPIClient(forApp: app)
             } catch {
                 return Verification(exchanges: [VerificationExchange(
                     environment: environment, outcome: .serverAPI(.notConfigured), latency: .zero,
@@ -68,9 +67,9 @@ public final class AppleClients: AppleVerifier {
         }
     }
 
-    /// The Server API's client for `app`'s tokens; nil when no key is configured.
-    private func serverAPIClient(forApp app: String?) throws -> ServerAPIClient? {
-        guard let configured = settings.serverAPI else { return nil }
+    /// The Server API's client for `app`'s tokens, made on first use.
+    private func serverAPIClient(forApp app: String?) throws -> ServerAPIClient {
+        guard let configured = settings.serverAPI else { throw ServerAPIUnavailable.notConfigured }
         let bundleID = settings.serverAPIBundleID(forApp: app)
         if let client = serverAPI[bundleID] { return client }
         let client = try ServerAPIClient(

@@ -15,8 +15,7 @@ public func resumeFleet(settings: FleetSettings, app: String? = nil) throws -> I
         reasons = [try gate.haltedReason(app: app)].compactMap(\.self)
         try gate.resume(app: app)
     } else {
-        reasons = try ([connection.command("GET", keys.halted).string] + settings.apps.names.map(gate.haltedReason(app:)))
-            .compactMap(\.self)
+        reasons = try ([gate.haltedReason()] + settings.apps.names.map(gate.haltedReason(app:))).compactMap(\.self)
         try gate.resume(budgets: settings.serverAPIBudgets, apps: settings.apps.names)
     }
     let codes = ["21004", "21000"].filter { code in reasons.contains { $0.hasPrefix(code) } }

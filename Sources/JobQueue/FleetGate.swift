@@ -224,6 +224,11 @@ public final class FleetGate {
         try connection.execute(["DEL", keys.halted(app: app), keys.configurationStreak(app: app)])
     }
 
+    /// Why the whole fleet is halted; nil when it is not.
+    public func haltedReason() throws(QueueError) -> String? {
+        try connection.execute(["GET", keys.halted]).string
+    }
+
     /// Why `app` is halted; nil when it is not.
     public func haltedReason(app: String) throws(QueueError) -> String? {
         try connection.execute(["GET", keys.halted(app: app)]).string

@@ -29,17 +29,16 @@ SHOTS = os.environ["SCREENSHOTS"]
 WIDTHS = (1280, 375)
 
 
-def status():
-    """What `receiptfleet status --json` says, the command operators trust."""
-    out = subprocess.run([os.environ["RECEIPTFLEET_BINARY"], "status", "--json"], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, f"receiptfleet status --json failed: {out.stderr}"
-    return json.loads(out.stdout)
-
-
 def cli(*arguments):
-    """Runs a receiptfleet command, as an operator at a terminal would."""
+    """Runs a receiptfleet command, as an operator at a terminal would; returns what it printed."""
     out = subprocess.run([os.environ["RECEIPTFLEET_BINARY"], *arguments], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, f"receiptfleet {' '.join(arguments)} failed: {out.stderr}"
+    return out.stdout
+
+
+def status():
+    """What `receiptfleet status --json` says, the command operators trust."""
+    return json.loads(cli("status", "--json"))
 
 
 def wait_for_gate(driver, prefix):
