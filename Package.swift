@@ -45,7 +45,12 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
 
         // Thin clients: no product words.
-        .target(name: "Lanes"),
+        // Dedicated threads for blocking C I/O: lanes for async callers, thread services for a process's loops.
+        .target(name: "Lanes", dependencies: [
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+        ]),
         // Masks the secrets in URLs and conninfo strings, for both clients and every command.
         .target(name: "Redaction"),
         // What the binary is (version, commit, build date), stamped at each build by the BuildStamp plugin.
@@ -55,7 +60,7 @@ let package = Package(
         .target(name: "AccessTokens", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
         .target(name: "HTTPClient", dependencies: ["CCurl", "CCurlShim"]),
-        .target(name: "PostgresClient", dependencies: ["CLibpq", "Lanes", "Redaction"]),
+        .target(name: "PostgresClient", dependencies: ["CLibpq", "Redaction"]),
 
         // Domain.
         // Apple's vocabulary, parsing, analysis and events: pure, no I/O (the ledger links no libcurl).
@@ -79,6 +84,7 @@ let package = Package(
             "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The metrics server of every fleet process; keeps Hummingbird and Prometheus out of Fleet.
         .target(name: "Observability", dependencies: [
@@ -112,11 +118,20 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+
+        // The composition root: each long-running process's services, by role, in one ServiceGroup.
+        .target(name: "ProcessRoot", dependencies: [
+            "APIService", "Console", "Fleet", "Observability",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
         .target(name: "AppStoreSimulator", dependencies: [
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "X509", package: "swift-certificates"),
@@ -125,8 +140,9 @@ let package = Package(
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
             "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
-            "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
+            "Ledger", "Observability", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "X509", package: "swift-certificates"),
@@ -136,13 +152,18 @@ let package = Package(
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "PostgresClient",
-            "RedisClient",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "Observability",
+            "PostgresClient", "ProcessRoot", "RedisClient",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "X509", package: "swift-certificates"),
         ], path: "Tests/TestSupport"),
-        .testTarget(name: "LanesTests", dependencies: ["Lanes"]),
+        .testTarget(name: "LanesTests", dependencies: [
+            "Lanes",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         .testTarget(name: "RedactionTests", dependencies: [
             "Redaction",
             .product(name: "PropertyBased", package: "swift-property-based"),

@@ -7,6 +7,7 @@ import Hummingbird
 import JobQueue
 import Lanes
 import Logging
+import ServiceLifecycle
 
 /// Lanes, each a thread with its own Redis, PostgreSQL and verifyReceipt connections: the only
 /// way the async handlers reach the blocking clients.
@@ -22,7 +23,7 @@ typealias APILanes = LanePool<Connections>
 ///     DELETE /v1/accounts/{id}             forget an account's subscriptions and purchases (deletion requests)
 ///     POST /v1/notifications/apple         App Store Server Notifications V1 and V2 (no token: Apple signs)
 ///     /console                             the ops console, when operator tokens are configured (its own login)
-public final class APIServer: Sendable {
+public final class APIServer: NamedService {
     public static let notificationPath = "/v1/notifications/apple"
 
     let settings: APISettings
@@ -39,14 +40,16 @@ public final class APIServer: Sendable {
     let notificationLimiter: ClientRateLimiter
     /// The ops console under /console, with its own login; nil when no operator token is configured.
     let console: OpsConsole?
+    let onListening: @Sendable (Int) async -> Void
 
     /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
     /// Throws when the client rate limit is not a rate (see `RateLimit`).
     public init(
         settings: APISettings, fleet: FleetSettings, console: ConsoleSettings? = nil, logger: Logger,
-        metrics: any MetricsFactory = MetricsSystem.factory
+        metrics: any MetricsFactory = MetricsSystem.factory, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         self.settings = settings
+        self.onListening = onListening
         self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, logger: logger) }
         self.fleet = fleet
         self.logger = logger
@@ -59,25 +62,25 @@ public final class APIServer: Sendable {
         lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer, enqueueOnly: true) }
     }
 
-    /// Serves until SIGTERM or SIGINT (or the task is cancelled), then closes the lanes.
-    /// `onListening` receives the bound port (useful with port 0).
-    public func run(onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+    /// The console's sampler, a service of its own beside this one, when the console is mounted.
+    public var consoleSampler: ConsoleSampler? { console?.sampler }
+
+    /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
+    /// `onListening` (given to `init`) receives the bound port (useful with port 0).
+    public func run() async throws {
+        let onListening = onListening
         let app = Application(
             router: router(),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
-            services: console.map { [$0.sampler] } ?? [],
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         var failure: (any Error)?
-        do { try await app.runService() } catch { failure = error }
+        do { try await app.run() } catch { failure = error }
         // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
-        await withCheckedContinuation { finished in
-            Thread { [lanes, clientLimiter, console] in
-                lanes.shutdown()
-                clientLimiter.shutdown()
-                console?.shutdown()
-                finished.resume()
-            }.start()
+        _ = try? await onNewThread(named: "rf-api-stop") { [lanes, clientLimiter, console] in
+            lanes.shutdown()
+            clientLimiter.shutdown()
+            console?.shutdown()
         }
         if let failure { throw failure }
     }

@@ -1,4 +1,5 @@
 import Hummingbird
+import ServiceLifecycle
 import NIOCore
 import Synchronization
 
@@ -95,13 +96,13 @@ public final class SimulatedAppStore: Sendable {
         return router
     }
 
-    /// Serves until SIGINT or SIGTERM; `onListening` receives the bound port (useful with port 0).
-    public func run(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void) async throws {
-        let app = Application(
+    /// The HTTP server, a ServiceLifecycle service: it serves until graceful shutdown or
+    /// cancellation; `onListening` receives the bound port (useful with port 0).
+    public func server(host: String, port: Int, onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
+        Application(
             router: router(),
             configuration: .init(address: .hostname(host, port: port), serverName: "AppStoreSimulator"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? port) })
-        try await app.runService()
     }
 
     private func verify(_ request: Request, endpoint: SimulatedEnvironment, connection: any Channel) async throws -> Response {

@@ -6,7 +6,7 @@ import ServiceLifecycle
 /// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps an hour
 /// of them in Redis for the console's charts. Every replica runs one; the store keeps one sample
 /// per interval whichever replica comes first, so the charts are the same on every replica.
-public struct ConsoleSampler: Service {
+public struct ConsoleSampler: NamedService {
     let lanes: LanePool<ConsoleDesk>
     let interval: Duration
     let logger: Logger

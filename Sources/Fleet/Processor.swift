@@ -11,23 +11,26 @@ import Logging
 /// A job leaves Redis only after its result is durable, or atomically moved to the delayed set or
 /// the dead letters; a worker that dies holding jobs leaves them to be reclaimed.
 final class Processor {
+    /// Which of the process's processors this is (`Processors.consumer(index)` names it).
+    private let index: Int
     private let settings: FleetSettings
     private let connections: Connections
     private let stop: StopSignal
+    private let jobs: JobsInHand
     private let metrics: FleetMetrics
     private let logger: Logger
     private let gate: PacedGate
     private let verification: SubscriptionVerification
-    private var lastReclaim = ContinuousClock.now
-    private var lastHeartbeat = ContinuousClock.now - .seconds(60)
 
     init(
-        settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard, metrics: FleetMetrics,
-        logger: Logger
+        index: Int, settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard,
+        jobs: JobsInHand, metrics: FleetMetrics, logger: Logger
     ) {
+        self.index = index
         self.settings = settings
         self.connections = connections
         self.stop = stop
+        self.jobs = jobs
         self.metrics = metrics
         self.logger = logger
         gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, metrics: metrics)
@@ -37,13 +40,12 @@ final class Processor {
     }
 
     /// Works until the stop signal is set, then finishes the batch in hand and deregisters.
-    /// `leases` renews each batch's jobs while they are in hand, however long Apple takes.
-    func run(keepingLeasesWith leases: LeaseKeeper) {
+    /// Each batch is held in `jobs` while in hand, so the lease keeper renews it however long Apple takes.
+    func run() {
         while !stop.isSet {
             do {
-                try heartbeatIfDue()
-                let jobs = try nextBatch()
-                if !jobs.isEmpty { try leases.holding(jobs) { try process(jobs) } }
+                let batch = try nextBatch()
+                if !batch.isEmpty { try jobs.holding(batch) { try process(batch) } }
                 if let rest = gate.endBatch() { stop.sleep(rest) }
             } catch {
                 // A broken connection reconnects on the next call; held jobs are reclaimed later.
@@ -58,38 +60,23 @@ final class Processor {
         }
     }
 
-    private func heartbeatIfDue() throws {
-        guard lastHeartbeat.duration(to: .now) >= .seconds(5) else { return }
-        try connections.queue.heartbeat()
-        lastHeartbeat = .now
-    }
-
-    /// Jobs whose workers died come first (every half visibility timeout), then new ones.
+    /// Jobs the reclaimer took back for this processor come first, then new ones.
     private func nextBatch() throws -> [ReservedJob] {
-        if lastReclaim.duration(to: .now) >= settings.visibilityTimeout / 2 {
-            lastReclaim = .now
-            let reclaimed = try connections.queue.reclaim(
-                idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries,
-                limit: settings.batchSize)
-            if reclaimed.buried > 0 {
-                metrics.settled(.dead, count: reclaimed.buried)
-                logger.warning("jobs delivered too often went to the dead letters", metadata: ["count": "\(reclaimed.buried)"])
-            }
-            if !reclaimed.jobs.isEmpty { return reclaimed.jobs }
-        }
+        let reclaimed = jobs.takeReclaimed(for: index)
+        if !reclaimed.isEmpty { return reclaimed }
         return try connections.queue.reserve(count: settings.batchSize, block: .seconds(1))
     }
 
-    private func process(_ jobs: [ReservedJob]) throws {
-        let loaded = try connections.ledger.loadForVerification(ids: jobs.map(\.job.subscriptionID))
+    private func process(_ batch: [ReservedJob]) throws {
+        let loaded = try connections.ledger.loadForVerification(ids: batch.map(\.job.subscriptionID))
         let subscriptions = Dictionary(loaded.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         var decisions: [(ReservedJob, Decision)] = []
-        for (index, job) in jobs.enumerated() {
+        for (position, job) in batch.enumerated() {
             guard !stop.isSet else {
                 decisions.append((job, .settle(.postpone(.zero))))  // another worker takes it at once
                 continue
             }
-            let decision = try verification.decide(job.job, subscriptions[job.job.subscriptionID], upcoming: jobs.count - index)
+            let decision = try verification.decide(job.job, subscriptions[job.job.subscriptionID], upcoming: batch.count - position)
             decisions.append((job, decision))
         }
         let settled = Array(zip(decisions.map(\.0), try verification.write(decisions.map(\.1))))

@@ -1,28 +1,30 @@
-import Foundation
+import Dispatch
+import UnixSignals
 import Synchronization
 
 /// A flag that threads' loops watch: set once, from any thread, when they should wind down.
-/// Loops notice it within 50 ms, also while they sleep through `sleep(_:)`.
+/// Sleepers (`sleep(_:)`) wake the moment it is set, without polling.
 public final class StopSignal: Sendable {
     private let stopped = Atomic<Bool>(false)
+    /// Entered once at birth and left once when set: a wait on it ends when the flag is set.
+    private let raised = DispatchGroup()
 
-    public init() {}
+    public init() { raised.enter() }
+
+    deinit { set() }  // a group still entered must not be released
 
     public var isSet: Bool { stopped.load(ordering: .acquiring) }
 
-    public func set() { stopped.store(true, ordering: .releasing) }
+    public func set() {
+        if !stopped.exchange(true, ordering: .acquiringAndReleasing) { raised.leave() }
+    }
 
-    /// Sleeps for `duration`, waking early (within 50 ms) once the flag is set.
+    /// Sleeps for `duration`, waking at once when the flag is set.
     /// Returns false if it woke because of the flag.
     @discardableResult
     public func sleep(_ duration: Duration) -> Bool {
-        let deadline = ContinuousClock.now + duration
-        while !isSet {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { return true }
-            Thread.sleep(forTimeInterval: min(left.seconds, 0.05))
-        }
-        return false
+        guard duration > .zero else { return !isSet }
+        return raised.wait(timeout: .now() + duration.seconds) == .timedOut
     }
 }
 
@@ -36,5 +38,25 @@ extension Duration {
     /// Up to `fraction` of this duration more, at random: spreads out workers that would wake together.
     public func withJitter(_ fraction: Double = 0.2) -> Duration {
         self + .milliseconds(Int64(Double.random(in: 0...fraction) * seconds * 1000))
+    }
+}
+
+extension StopSignal {
+    /// A signal that SIGTERM or SIGINT sets, for a command that is not a service (the demo), which
+    /// stops between its steps. It traps them as `ServiceGroup` does, through ServiceLifecycle's
+    /// `UnixSignalsSequence`, so that they no longer end the process at once.
+    public static func onTerminationSignals() -> StopSignal {
+        let stop = StopSignal()
+        let trapped = DispatchSemaphore(value: 0)
+        Task.detached {
+            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+            trapped.signal()
+            for await _ in signals {
+                stop.set()
+                return
+            }
+        }
+        trapped.wait()  // the handlers are in place before the caller starts anything
+        return stop
     }
 }

@@ -6,65 +6,53 @@ import Logging
 import NIOCore
 import ServiceLifecycle
 
-/// A fleet process's `/metrics`, `/healthz` and `/readyz` (docs/metrics.md), on Hummingbird.
-///
-/// Every long-running fleet command starts one with the same call, before its own work:
-/// `let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)`,
-/// then `await server?.stop()` when it ends.
-public final class MetricsServer: Sendable {
-    /// Where it listens; the port is the one bound, also when port 0 was asked for.
-    public let address: MetricsAddress
-    private let group: ServiceGroup
-    private let running: Task<Void, any Error>
-    private let gauges: FleetGauges
+/// A fleet process's `/metrics`, `/healthz` and `/readyz` (docs/metrics.md), on Hummingbird: the
+/// first service of every long-running fleet process (`ProcessRoot`), so that it starts first and
+/// stops last, after the work it reports on.
+public struct MetricsServer: NamedService {
+    let requested: MetricsAddress
+    let metrics: ProcessMetrics
+    let gauges: FleetGauges
+    let logger: Logger
+    let onListening: @Sendable (MetricsAddress) async -> Void
 
-    private init(address: MetricsAddress, group: ServiceGroup, running: Task<Void, any Error>, gauges: FleetGauges) {
-        self.address = address
-        self.group = group
-        self.running = running
-        self.gauges = gauges
+    /// nil when `settings.metricsAddress` is off. `onListening` hears the address bound (the port
+    /// is the one bound, also when port 0 was asked for).
+    public init?(
+        settings: FleetSettings, metrics: ProcessMetrics, logger: Logger,
+        onListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
+    ) {
+        guard let requested = settings.metricsAddress else { return nil }
+        self.requested = requested
+        self.metrics = metrics
+        self.logger = logger
+        self.onListening = onListening
+        gauges = FleetGauges(settings: settings, factory: metrics.factory)
     }
 
-    /// Serves at `settings.metricsAddress` and returns once it listens; nil when that is off.
-    /// Throws `MetricsServerError` when it cannot listen there (the port is taken, say).
-    public static func start(settings: FleetSettings, metrics: ProcessMetrics, logger: Logger) async throws -> MetricsServer? {
-        guard let requested = settings.metricsAddress else { return nil }
-        let gauges = FleetGauges(settings: settings, factory: metrics.factory)
-        let (ports, listening) = AsyncStream.makeStream(of: Int.self)
+    /// Serves until graceful shutdown, then closes the gauges' connections to Redis and PostgreSQL.
+    /// Throws `MetricsServerError` when it cannot listen where it was told to (the port is taken, say).
+    public func run() async throws {
+        let (requested, logger, onListening) = (requested, logger, onListening)
         let application = Application(
-            router: routes(metrics: metrics, gauges: gauges),
+            router: Self.routes(metrics: metrics, gauges: gauges),
             configuration: .init(address: .hostname(requested.host, port: requested.port), serverName: "receiptfleet"),
             onServerRunning: { channel in
-                listening.yield(channel.localAddress?.port ?? requested.port)
-                listening.finish()
+                let bound = MetricsAddress(host: requested.host, port: channel.localAddress?.port ?? requested.port)
+                logger.info("serving metrics", metadata: ["url": "http://\(bound)/metrics"])
+                await onListening(bound)
             },
             logger: logger)
-        // No signals: the process handles SIGTERM itself, and stops this server last.
-        let group = ServiceGroup(services: [application], logger: logger)
-        let running = Task {
-            defer { listening.finish() }
-            try await group.run()
+        let failure: (any Error)?
+        do {
+            try await application.run()
+            failure = nil
+        } catch {
+            failure = error
         }
-        guard let port = await ports.first(where: { _ in true }) else {
-            await stop(gauges)
-            let reason: any Error = if case .failure(let error) = await running.result { error } else { CancellationError() }
-            throw MetricsServerError(address: requested, reason: reason)
-        }
-        let bound = MetricsAddress(host: requested.host, port: port)
-        logger.info("serving metrics", metadata: ["url": "http://\(bound)/metrics"])
-        return MetricsServer(address: bound, group: group, running: running, gauges: gauges)
-    }
-
-    /// Stops listening once the requests in progress are answered, and closes the connections to
-    /// Redis and PostgreSQL.
-    public func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = await running.result
-        await Self.stop(gauges)
-    }
-
-    private static func stop(_ gauges: FleetGauges) async {
-        _ = try? await onNewThread(named: "rf-metrics-stop") { gauges.shutdown() }
+        // Waits for the gauges' lane on a thread of its own, not on the cooperative pool.
+        _ = try? await onNewThread(named: "rf-metrics-stop") { [gauges] in gauges.shutdown() }
+        if let failure { throw MetricsServerError(address: requested, reason: failure) }
     }
 
     private static func routes(metrics: ProcessMetrics, gauges: FleetGauges) -> Router<BasicRequestContext> {

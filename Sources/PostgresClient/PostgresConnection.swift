@@ -3,7 +3,7 @@ import Foundation
 import Redaction
 
 /// One PostgreSQL session. Every call blocks the calling thread until the server answers, so use a
-/// connection from one thread of its own (for async code, `PostgresPool` provides those threads).
+/// connection from one thread of its own (for async code, a `Lane` of the `Lanes` target).
 /// It is not `Sendable`: the compiler keeps it on that thread.
 ///
 /// SQL and values travel separately (`$1`, `$2`… and `PostgresValue`); there is no way to splice a

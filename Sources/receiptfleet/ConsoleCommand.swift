@@ -3,6 +3,7 @@ import Console
 import Fleet
 import Foundation
 import Observability
+import ProcessRoot
 
 /// `receiptfleet console`
 struct ConsoleCommand: AsyncParsableCommand {
@@ -36,15 +37,12 @@ struct ConsoleCommand: AsyncParsableCommand {
                 "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
         }
         let (host, port) = try resolved.listenAddress(default: "127.0.0.1:8081")
-        let metrics = ProcessMetrics()
-        let metricsServer = try await MetricsServer.start(settings: fleet, metrics: metrics, logger: logger)
-        let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger)
-        try await server.run { port in
-            logger.info("console listening", metadata: [
-                "url": "http://\(host):\(port)/console", "operators": "\(settings.operators.names.joined(separator: ","))",
-            ])
+        let operators = settings.operators.names.joined(separator: ",")
+        let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
+            logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
         }
-        await metricsServer?.stop()
+        try await ProcessRoot.run(
+            ProcessRoot.services(for: .console(server), settings: fleet, metrics: ProcessMetrics(), logger: logger), logger: logger)
         logger.info("console stopped")
     }
 }

@@ -4,6 +4,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import HTTPClient
+import Lanes
 import Ledger
 import PostgresClient
 
@@ -98,13 +99,13 @@ struct Demo: ParsableCommand {
     }
 
     func run() throws {
-        let signals = TerminationSignals()
+        let interrupted = StopSignal.onTerminationSignals()
         let configured = try options.settings()
         // The default limit suits Apple; the simulator on this machine takes far more.
         let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
         let stage = try DemoStage(
             configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
-            logDirectory: logDirectory, backend: VerificationBackend(argument: backend) ?? .verifyReceipt, signals: signals)
+            logDirectory: logDirectory, backend: VerificationBackend(argument: backend) ?? .verifyReceipt, interrupted: interrupted)
         defer { stage.stopAll() }
         stage.restartCommand = restartCommand
         stage.serverPIDFile = serverPIDFile
@@ -148,7 +149,7 @@ struct Demo: ParsableCommand {
         if let consoleToken {
             say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
             say("the fleet keeps running; Ctrl-C stops it")
-            _ = signals.wait()
+            while interrupted.sleep(.seconds(3_600)) {}
         }
         if !check.passed { throw ExitCode(1) }
     }

@@ -28,7 +28,8 @@ final class DemoStage {
     private let simulatorBase: String
     private let simulatorPort: Int
     let logDirectory: URL
-    private let signals: TerminationSignals
+    /// Set by SIGINT or SIGTERM: the demo stops between steps and stops what it started.
+    private let interrupted: StopSignal
     /// The shell command that restarts a server, for the restart faults.
     var restartCommand: String?
     /// What a fault's steps measured (a backup's size, a restore's time), for the report.
@@ -53,14 +54,14 @@ final class DemoStage {
 
     init(
         configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, backend: VerificationBackend,
-        signals: TerminationSignals
+        interrupted: StopSignal
     ) throws {
         serverPostgres = try configured.postgresConfiguration()
         demoPostgres = serverPostgres.database(Self.database)
         self.simulatorPort = simulatorPort
         simulatorBase = "http://127.0.0.1:\(simulatorPort)"
         self.logDirectory = URL(fileURLWithPath: logDirectory)
-        self.signals = signals
+        self.interrupted = interrupted
         var settings = configured
         settings.postgresURL = demoPostgres.unmaskedConnectionString
         settings.relayPostgresURL = try configured.relayPostgresURL.map {
@@ -398,8 +399,8 @@ final class DemoStage {
     }
 
     private func checkInterrupted() throws {
-        if let signal = signals.received {
-            say("\(signal): stopping")
+        if interrupted.isSet {
+            say("interrupted: stopping")
             throw ExitCode(130)
         }
         if let dead = children.first(where: { !$0.process.isRunning }) {

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Fleet
-import Lanes
+import ProcessRoot
 import Observability
 
 /// `receiptfleet relay`
@@ -25,13 +25,8 @@ struct Relay: AsyncParsableCommand {
     func run() async throws {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
-        let metrics = ProcessMetrics()
-        let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
-        let relay = RelayRunner(settings: settings, metrics: metrics.fleet, logger: logger)
-        relay.start()
-        let signal = await TerminationSignals().wait()
-        logger.info("stopping the relay", metadata: ["signal": "\(signal)"])
-        _ = try await onNewThread(named: "rf-stop") { relay.stop(grace: .seconds(20)) }
-        await server?.stop()
+        try await ProcessRoot.run(
+            ProcessRoot.services(for: .relay, settings: settings, metrics: ProcessMetrics(), logger: logger), logger: logger)
+        logger.info("relay stopped")
     }
 }

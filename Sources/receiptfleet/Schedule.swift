@@ -3,6 +3,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import Lanes
+import ProcessRoot
 import Observability
 
 /// `receiptfleet schedule`
@@ -57,43 +58,69 @@ struct Schedule: AsyncParsableCommand {
         let logger = setUpLogging(level: options.logLevel)
         let settings = try options.settings()
         let metrics = ProcessMetrics()
-        // A one-shot run ends before anyone could scrape it; with --every the scheduler is a service,
-        // which stops between passes on SIGTERM or SIGINT.
-        let server = every == nil ? nil : try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
-        let signals = every == nil ? nil : TerminationSignals()
-        // The scheduler's connections block: they live on a lane, off Swift's cooperative pool.
-        let scheduler = Lane(name: "rf-scheduler") { try Scheduler(settings: settings, metrics: metrics.fleet) }
-        defer { scheduler.shutdown() }  // nothing is queued by then: the thread ends at once
-        repeat {
-            let now = Date()
-            var passOptions = Scheduler.Options(
-                runID: runID ?? (every == nil ? Scheduler.nightlyRunID(now) : String(Instant(now).description.prefix(16))))
-            passOptions.dryRun = dryRun
-            passOptions.limit = limit
-            passOptions.environment = environment.flatMap(AppStoreEnvironment.init(rawValue:))
-            let pass = passOptions
-            let summary = try await scheduler.run { scheduler in
+        let plan = plan
+        guard let every else {
+            // One pass: its connections block, so it runs on a thread of its own, off Swift's cooperative pool.
+            let summary = try await onNewThread(named: "rf-scheduler") {
                 let progress = ProgressLine()
                 defer { progress.finish() }
-                return try scheduler.run(pass, now: now) { summary in
-                    progress.show("run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
-                        + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s")
+                let now = Date()
+                return try Scheduler(settings: settings, metrics: metrics.fleet).run(plan.options(at: now), now: now) {
+                    progress.show(Self.progress($0))
                 }
             }
+            plan.report(summary)
+            return
+        }
+        // A service: a pass every interval until SIGTERM or SIGINT, with its metrics served.
+        let loop = SchedulerLoop(
+            ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger), every: .seconds(every),
+            options: { plan.options(at: $0) },
+            report: { summary, finished in
+                if finished { plan.report(summary) } else { logger.debug("\(Self.progress(summary))") }
+            })
+        try await ProcessRoot.run(
+            ProcessRoot.services(for: .scheduler(loop), settings: settings, metrics: metrics, logger: logger), logger: logger)
+        logger.info("scheduler stopped")
+    }
+
+    /// The options of each pass, from the flags.
+    private var plan: PassPlan {
+        PassPlan(runID: runID, periodic: every != nil, dryRun: dryRun, limit: limit,
+                 environment: environment.flatMap(AppStoreEnvironment.init(rawValue:)))
+    }
+
+    private struct PassPlan: Sendable {
+        let runID: String?
+        let periodic: Bool
+        let dryRun: Bool
+        let limit: Int?
+        let environment: AppStoreEnvironment?
+
+        /// The options of the pass that starts at `now`.
+        func options(at now: Date) -> Scheduler.Options {
+            var options = Scheduler.Options(
+                runID: runID ?? (periodic ? String(Instant(now).description.prefix(16)) : Scheduler.nightlyRunID(now)))
+            options.dryRun = dryRun
+            options.limit = limit
+            options.environment = environment
+            return options
+        }
+
+        func report(_ summary: ScheduleSummary) {
             print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
                 + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
             if summary.notificationsRecovered > 0 {
                 print((dryRun ? "\(summary.notificationsRecovered) notifications await a verification" : "Enqueued again the jobs of "
                     + "\(summary.notificationsRecovered) notifications") + " that their subscriptions have not had since they arrived.")
             }
-            logger.debug("scheduler pass done", metadata: ["run": "\(summary.runID)"])
-            if let every, let signals {
-                let next = ContinuousClock.now + .seconds(every)
-                while signals.received == nil, ContinuousClock.now < next { try await Task.sleep(for: .milliseconds(100)) }
-            }
-        } while every != nil && signals?.received == nil
-        if let signal = signals?.received { logger.info("stopping the scheduler", metadata: ["signal": "\(signal)"]) }
-        await server?.stop()
+            fflush(nil)  // a periodic scheduler's lines reach a pipe as each pass ends (nil: stdout is a C global)
+        }
+    }
+
+    private static func progress(_ summary: ScheduleSummary) -> String {
+        "run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
+            + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s"
     }
 }
 

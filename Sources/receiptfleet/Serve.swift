@@ -5,6 +5,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import Observability
+import ProcessRoot
 
 /// `receiptfleet serve`
 struct Serve: AsyncParsableCommand {
@@ -57,20 +58,19 @@ struct Serve: AsyncParsableCommand {
             logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
         }
         let metrics = ProcessMetrics()
-        let metricsServer = try await MetricsServer.start(settings: fleet, metrics: metrics, logger: logger)
         let console = try resolved.consoleSettings()
         if console == nil {
             logger.notice("the ops console is off: set RECEIPTFLEET_CONSOLE_TOKENS (or console-tokens-file) to serve it under /console")
         }
-        let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics.factory)
-        try await server.run { port in
+        let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics.factory) { port in
             if console != nil { logger.info("console listening", metadata: ["url": "http://\(settings.host):\(port)/console"]) }
             logger.info("API listening", metadata: [
                 "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
                 "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
             ])
         }
-        await metricsServer?.stop()
+        try await ProcessRoot.run(
+            ProcessRoot.services(for: .api(server), settings: fleet, metrics: metrics, logger: logger), logger: logger)
         logger.info("API stopped")
     }
 }

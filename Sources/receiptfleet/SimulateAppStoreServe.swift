@@ -2,6 +2,9 @@ import AppStoreSimulator
 import ArgumentParser
 import Crypto
 import Foundation
+import Logging
+import ProcessRoot
+import ServiceLifecycle
 
 extension SimulateAppStore {
     /// `receiptfleet simulate-appstore serve`
@@ -84,28 +87,29 @@ extension SimulateAppStore {
             let serverAPINote = serverAPIKey == nil || fleetSeed.isEmpty ? ""
                 : "; App Store Server API for fleet seeds " + fleetSeed.map(String.init).joined(separator: ", ")
             let (host, port, interval) = (host, port, statsInterval)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    try await simulator.run(host: host, port: port) { bound in
-                        log("App Store simulator listening on http://\(host):\(bound) "
-                            + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
-                            + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
-                            + (knobs.sharedSecret == nil ? "not required" : "required")
-                            + serverAPINote)
+            var services: [any Service] = [simulator.server(host: host, port: port) { bound in
+                log("App Store simulator listening on http://\(host):\(bound) "
+                    + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
+                    + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
+                    + (knobs.sharedSecret == nil ? "not required" : "required")
+                    + serverAPINote)
+            }]
+            if interval > 0 { services.append(StatisticsLog(simulator: simulator, interval: .seconds(interval))) }
+            try await ProcessRoot.run(services, logger: Logger(label: "simulate-appstore"))
+            log("App Store simulator stopped")
+        }
+
+        /// Prints the simulator's statistics every interval until graceful shutdown.
+        private struct StatisticsLog: Service {
+            let simulator: SimulatedAppStore
+            let interval: Duration
+
+            func run() async {
+                await cancelWhenGracefulShutdown {
+                    while (try? await Task.sleep(for: interval)) != nil {
+                        log(Serve.summary(simulator.statistics))
                     }
                 }
-                if interval > 0 {
-                    group.addTask {
-                        while true {
-                            try await Task.sleep(for: .seconds(interval))
-                            log(Self.summary(simulator.statistics))
-                        }
-                    }
-                }
-                // The server returns on SIGINT/SIGTERM; then stop the statistics too.
-                try await group.next()
-                group.cancelAll()
-                log("App Store simulator stopped")
             }
         }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Fleet
 import Foundation
 import Lanes
+import ProcessRoot
 import Observability
 
 /// `receiptfleet worker`
@@ -38,24 +39,9 @@ struct Worker: AsyncParsableCommand {
         for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {
             logger.warning("\(warning)")
         }
-        let metrics = ProcessMetrics()
-        let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: logger)
-        let pool = WorkerPool(settings: settings, metrics: metrics.fleet, logger: logger)
-        pool.start()
-        let relay = withRelay ? RelayRunner(settings: settings, metrics: metrics.fleet, logger: logger) : nil
-        relay?.start()
-        let signal = await TerminationSignals().wait()
-        logger.info("stopping: finishing the jobs in hand", metadata: ["signal": "\(signal)", "grace": "\(settings.drainGrace)"])
-        let drained = try await onNewThread(named: "rf-stop") {
-            let drained = pool.drain(grace: settings.drainGrace)
-            relay?.stop(grace: .seconds(5))
-            return drained
-        }
-        await server?.stop()
-        if drained {
-            logger.info("stopped cleanly")
-        } else {
-            logger.warning("the grace period ended with jobs still running; they will be reclaimed")
-        }
+        try await ProcessRoot.run(
+            ProcessRoot.services(for: .worker(withRelay: withRelay), settings: settings, metrics: ProcessMetrics(), logger: logger),
+            logger: logger)
+        logger.info("stopped")
     }
 }

@@ -68,12 +68,13 @@ struct APIHarness: Sendable {
                 let metrics = TestMetrics()
                 let logger = log.map { log in Logger(label: "api-test") { _ in log.handler } } ?? Logger(label: "api-test")
                 var ports: [Int] = []
-                var running: [Task<Void, any Error>] = []
-                defer { for task in running { task.cancel() } }
+                var running: [RunningServices] = []
+                defer { for services in running { services.cancel() } }
                 for _ in 0..<replicas {
-                    let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics)
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
-                    running.append(Task { try await server.run { listening.yield($0) } })
+                    let server = try APIServer(
+                        settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics, onListening: { listening.yield($0) })
+                    running.append(RunningServices([server] + (server.consoleSampler.map { [$0] } ?? []), logger: logger))
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
                     ports.append(port)
                 }

@@ -189,20 +189,19 @@ import TestSupport
             #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
 
             try await api.resumeFleet()
-            let worker = WorkerPool(settings: api.fleet, logger: Logger(label: "api-test-worker"))
-            worker.start()
-            defer { worker.drain(grace: .seconds(10)) }
-            // The worker checks the junk receipt the claim stored: Apple refuses it, nothing is linked.
-            let checked = "SELECT count(*) AS n FROM verifications WHERE run_id = 'registration'"
-            let deadline = ContinuousClock.now + .seconds(30)
-            while try await api.count(checked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
-            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
+            try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
+                // The worker checks the junk receipt the claim stored: Apple refuses it, nothing is linked.
+                let checked = "SELECT count(*) AS n FROM verifications WHERE run_id = 'registration'"
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await api.count(checked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
 
-            let alice = try await api.post("/v1/receipts", ["receipt": genuine.receiptData, "account_id": "alice"])
-            #expect(alice.status == 200)
-            #expect((alice.json["subscriptions"] as? [[String: Any]])?.first?["account"] as? String == "linked")
-            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'") == 1)
-            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'mallory'") == 0)
+                let alice = try await api.post("/v1/receipts", ["receipt": genuine.receiptData, "account_id": "alice"])
+                #expect(alice.status == 200)
+                #expect((alice.json["subscriptions"] as? [[String: Any]])?.first?["account"] as? String == "linked")
+                #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'") == 1)
+                #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'mallory'") == 0)
+            }
         }
     }
 
@@ -218,15 +217,14 @@ import TestSupport
             ])
             #expect(queued.status == 202)
             try await api.resumeFleet()
-            let worker = WorkerPool(settings: api.fleet, logger: Logger(label: "api-test-worker"))
-            worker.start()
-            defer { worker.drain(grace: .seconds(10)) }
-            let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
-            let deadline = ContinuousClock.now + .seconds(30)
-            while try await api.count(linked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
-            #expect(try await api.count(linked) == 1)
-            let listed = try await api.get("/v1/subscriptions?account_id=alice")
-            #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["active"])
+            try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
+                let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await api.count(linked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                #expect(try await api.count(linked) == 1)
+                let listed = try await api.get("/v1/subscriptions?account_id=alice")
+                #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["active"])
+            }
         }
     }
 }

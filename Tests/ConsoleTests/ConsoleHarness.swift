@@ -52,12 +52,13 @@ struct ConsoleHarness: Sendable {
                     sampleInterval: sampleInterval)
                 let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")
                 var ports: [Int] = []
-                var running: [Task<Void, any Error>] = []
-                defer { for task in running { task.cancel() } }
+                var running: [RunningServices] = []
+                defer { for services in running { services.cancel() } }
                 for _ in 0..<replicas {
-                    let server = try ConsoleServer(settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger)
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
-                    running.append(Task { try await server.run { listening.yield($0) } })
+                    let server = try ConsoleServer(
+                        settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger, onListening: { listening.yield($0) })
+                    running.append(RunningServices([server, server.sampler], logger: logger))
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
                     ports.append(port)
                 }

@@ -35,25 +35,39 @@ func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on
     return ids
 }
 
-/// Starts `count` dispatchers, as `RelayRunner` does: each on a thread of its own with its own
-/// connection and HTTP client, delivering until the group is stopped. `now` is every one's clock;
-/// what goes wrong in their rounds is recorded in `errors`.
+/// Starts `count` dispatchers, as the relay's `WebhookDispatchers` service does: each on a thread of
+/// its own with its own connection and HTTP client, delivering until stopped. `now` is every one's
+/// clock; what goes wrong in their rounds is recorded in `errors`.
 func startDispatchers(
     _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration().local,
     now: @escaping @Sendable () -> Date = Date.init, errors: Recorder
-) -> ThreadGroup {
-    let group = ThreadGroup()
-    for index in 0..<count {
-        group.spawn("rf-test-wh-\(index)") { stop in
+) -> RunningDispatchers {
+    let dispatchers = RunningDispatchers()
+    for _ in 0..<count {
+        dispatchers.finished.enter()
+        Thread { [stop = dispatchers.signal] in
             do {
                 try WebhookDispatcher(database: world.connect(), configuration: configuration, now: now)
                     .run(until: stop, onError: { errors.record("\($0)") })
             } catch {
                 errors.record("\(error)")
             }
-        }
+            dispatchers.finished.leave()
+        }.start()
     }
-    return group
+    return dispatchers
+}
+
+/// Dispatcher threads a test started, and their stop.
+final class RunningDispatchers: Sendable {
+    let signal = StopSignal()
+    let finished = DispatchGroup()
+
+    /// Stops them and waits up to `grace` for their rounds to end.
+    func stop(grace: Duration) {
+        signal.set()
+        _ = finished.wait(timeout: .now() + grace.seconds)
+    }
 }
 
 /// Waits until `condition` holds, checking every 5 ms; false if it still does not after `limit`.

@@ -111,10 +111,15 @@ struct FleetSetup: Sendable {
     func work(
         logger: Logger = Logger(label: "e2e"), until done: @escaping @Sendable (FleetStatus) -> Bool = \.isSettled
     ) async throws -> FleetStatus {
-        let pool = WorkerPool(settings: settings, logger: logger)
-        pool.start()
-        defer { pool.drain(grace: .seconds(10)) }
-        return try await status(within: .seconds(60), until: done)
+        let worker = RunningServices.worker(settings: settings, logger: logger)
+        do {
+            let status = try await status(within: .seconds(60), until: done)
+            try await worker.stop()
+            return status
+        } catch {
+            try? await worker.stop()
+            throw error
+        }
     }
 
     /// Reads the fleet's status every 200 ms until `done` says so or `limit` passes; returns the

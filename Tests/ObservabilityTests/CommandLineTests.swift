@@ -53,7 +53,7 @@ import Testing
                 process.send(SIGTERM)
                 #expect(try await process.exitStatus(within: .seconds(30)) == 0, "\(process.log)")
             }
-            #expect(scheduler.log.contains("stopping the scheduler"))
+            #expect(scheduler.log.contains("scheduler stopped"))
         }
     }
 

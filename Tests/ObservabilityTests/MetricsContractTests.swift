@@ -20,20 +20,13 @@ import Testing
         "receiptfleet_scheduler_jobs_enqueued_total", "receiptfleet_build_info",
     ]
 
-    /// A worker pool that has just started, with its metrics server, scraped once.
+    /// A worker process that has just started, with its metrics server, scraped once.
     static func scrapeARunningWorker() async throws -> Scrape {
         try await Deployment.with { deployment in
             let metrics = ProcessMetrics()
-            let pool = WorkerPool(settings: deployment.settings, metrics: metrics.fleet, logger: quietLogger)
-            pool.start()
-            let scrape: Result<Scrape, any Error>
-            do {
-                scrape = .success(try await withMetricsServer(deployment.settings, metrics: metrics) { try await $0.scrape() })
-            } catch {
-                scrape = .failure(error)
+            return try await RunningServices.worker(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
+                try await withMetricsServer(deployment.settings, metrics: metrics) { try await $0.scrape() }
             }
-            _ = try await onOwnThread { pool.drain(grace: .seconds(10)) }
-            return try scrape.get()
         }
     }
 

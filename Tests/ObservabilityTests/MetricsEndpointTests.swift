@@ -91,15 +91,16 @@ import Testing
         try await Deployment.with { deployment in
             try await withMetricsServer(deployment.settings) { server in
                 #expect(try await server.scrape().value("receiptfleet_live_workers") == 0)
-                let pool = WorkerPool(settings: deployment.settings, logger: quietLogger)
-                pool.start()
-                var live: Double?
-                let deadline = ContinuousClock.now + .seconds(15)
-                while live != Double(deployment.settings.concurrency), ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(200))
-                    live = try await server.scrape().value("receiptfleet_live_workers")
+                let worker = RunningServices.worker(settings: deployment.settings, logger: quietLogger)
+                let live = try await worker.whileRunning {
+                    var live: Double?
+                    let deadline = ContinuousClock.now + .seconds(15)
+                    while live != Double(deployment.settings.concurrency), ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(200))
+                        live = try await server.scrape().value("receiptfleet_live_workers")
+                    }
+                    return live
                 }
-                _ = try await onOwnThread { pool.drain(grace: .seconds(10)) }
                 #expect(live == Double(deployment.settings.concurrency))
                 #expect(try await server.scrape().value("receiptfleet_live_workers") == 0, "deregistered on drain")
             }
@@ -122,15 +123,14 @@ import Testing
                 let events = try await deployment.count("SELECT count(*) AS n FROM events")
                 #expect(events > 0)
 
-                let relay = RelayRunner(settings: deployment.settings, metrics: metrics.fleet, logger: quietLogger)
-                relay.start()
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try await deployment.count("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'delivered'") < events,
-                    ContinuousClock.now < deadline
-                {
-                    try await Task.sleep(for: .milliseconds(100))
+                try await RunningServices.relay(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while try await deployment.count("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'delivered'") < events,
+                        ContinuousClock.now < deadline
+                    {
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
                 }
-                _ = try await onOwnThread { relay.stop(grace: .seconds(10)) }
 
                 let scrape = try await server.scrape()
                 #expect(scrape.value("receiptfleet_events_published_total", ["sink": "stream"]) == Double(events))
@@ -222,9 +222,8 @@ import Testing
             try await withMetricsServer(deployment.settings) { first in
                 var settings = deployment.settings
                 settings.metricsAddress = first.address
-                let error = await #expect(throws: MetricsServerError.self) {
-                    try await MetricsServer.start(settings: settings, metrics: ProcessMetrics(), logger: quietLogger)
-                }
+                let second = try #require(MetricsServer(settings: settings, metrics: ProcessMetrics(), logger: quietLogger))
+                let error = await #expect(throws: MetricsServerError.self) { try await second.run() }
                 let text = error?.description ?? ""
                 #expect(text.contains("127.0.0.1:\(first.address.port)") && text.contains("in use"), "\(text)")
                 #expect(text.contains("--metrics-address") && text.contains("RECEIPTFLEET_METRICS_ADDRESS"))
@@ -237,6 +236,6 @@ import Testing
     @Test func offServesNothing() async throws {
         var settings = FleetSettings(redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
         settings.metricsAddress = try MetricsAddress.parse("off")
-        #expect(try await MetricsServer.start(settings: settings, metrics: ProcessMetrics(), logger: quietLogger) == nil)
+        #expect(MetricsServer(settings: settings, metrics: ProcessMetrics(), logger: quietLogger) == nil)
     }
 }

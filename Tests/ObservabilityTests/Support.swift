@@ -96,7 +96,10 @@ func fetch(_ url: String) async throws -> (status: Int, body: String) {
     }
 }
 
-extension MetricsServer {
+/// A metrics server a test runs, where it listens.
+struct ServedMetrics {
+    let address: MetricsAddress
+
     func fetch(_ path: String) async throws -> (status: Int, body: String) {
         try await ObservabilityTests.fetch("http://\(address)\(path)")
     }
@@ -167,33 +170,26 @@ struct Scrape {
 
 /// Runs `body` with a metrics server for `settings` (which must not be off), stopped afterwards.
 func withMetricsServer<T: Sendable>(
-    _ settings: FleetSettings, metrics: ProcessMetrics = ProcessMetrics(), _ body: (MetricsServer) async throws -> T
+    _ settings: FleetSettings, metrics: ProcessMetrics = ProcessMetrics(), _ body: (ServedMetrics) async throws -> T
 ) async throws -> T {
-    guard let server = try await MetricsServer.start(settings: settings, metrics: metrics, logger: quietLogger) else {
+    let (bound, listening) = AsyncStream.makeStream(of: MetricsAddress.self)
+    guard let server = MetricsServer(settings: settings, metrics: metrics, logger: quietLogger, onListening: { listening.yield($0) })
+    else { throw MetricsAreOff() }
+    let running = RunningServices([server], logger: quietLogger)
+    Task { _ = try? await running.stopped(); listening.finish() }  // a server that cannot listen ends the wait
+    guard let address = await bound.first(where: { _ in true }) else {
+        try await running.stopped()
         throw MetricsAreOff()
     }
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    return try await running.whileRunning { try await body(ServedMetrics(address: address)) }
 }
 
 struct MetricsAreOff: Error {}
 
-/// Runs a worker pool recording into `metrics` until every job has left the queue, then drains it.
+/// Runs a worker process's services recording into `metrics` until every job has left the queue, then stops them.
 func work(_ deployment: Deployment, metrics: ProcessMetrics) async throws {
-    let pool = WorkerPool(settings: deployment.settings, metrics: metrics.fleet, logger: quietLogger)
-    pool.start()
-    do {
+    try await RunningServices.worker(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
         try await deployment.waitUntilTheQueueIsEmpty()
-        _ = try await onOwnThread { pool.drain(grace: .seconds(10)) }
-    } catch {
-        _ = try? await onOwnThread { pool.drain(grace: .seconds(10)) }
-        throw error
     }
 }
 

@@ -19,12 +19,13 @@ public struct LiveSimulator: Sendable {
     ) async throws -> T {
         let store = try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs), serverAPI: serverAPI)
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
-        let server = Task { try await store.run(host: "127.0.0.1", port: 0) { listening.yield($0) } }
-        defer { server.cancel() }
-        guard let port = await ports.first(where: { _ in true }) else {
-            throw SimulatorDidNotStart()
+        let server = RunningServices([store.server(host: "127.0.0.1", port: 0) { listening.yield($0) }])
+        return try await server.whileRunning {
+            guard let port = await ports.first(where: { _ in true }) else {
+                throw SimulatorDidNotStart()
+            }
+            return try await body(LiveSimulator(store: store, port: port))
         }
-        return try await body(LiveSimulator(store: store, port: port))
     }
 
     struct SimulatorDidNotStart: Error {}

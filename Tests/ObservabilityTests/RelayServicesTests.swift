@@ -4,8 +4,8 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The relay as `receiptfleet relay` runs it: its webhook threads and the cap per endpoint.
-@Suite struct RelayRunnerTests {
+/// The relay as `receiptfleet relay` runs it (`ProcessRoot`'s relay services): its webhook threads and the cap per endpoint.
+@Suite struct RelayServicesTests {
     @Test func aReceiverThatNeverAnswersHoldsOnlyItsCapOfTheRelaysWebhookThreads() async throws {
         try await Deployment.with(receipts: 6) { deployment in
             let hanging = try TestHTTPServer(.hold)
@@ -27,15 +27,15 @@ import Testing
             }
             #expect(events > 2)
 
-            let relay = RelayRunner(settings: deployment.settings, logger: quietLogger)
-            relay.start()
-            let deadline = ContinuousClock.now + .seconds(10)  // well before the hanging requests time out (15 s)
-            while healthy.requests.count < events, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            let held = try await RunningServices.relay(settings: deployment.settings, logger: quietLogger).whileRunning {
+                let deadline = ContinuousClock.now + .seconds(10)  // well before the hanging requests time out (15 s)
+                while healthy.requests.count < events, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let held = hanging.requests.count
+                hanging.stop()  // ends the held requests, so the relay can stop
+                return held
             }
-            let held = hanging.requests.count
-            hanging.stop()  // ends the held requests, so the relay can stop
-            _ = try await onOwnThread { relay.stop(grace: .seconds(20)) }
 
             #expect(healthy.requests.count == events, "the healthy receiver got every event")
             #expect(held == deployment.settings.webhookEndpointConcurrency)

@@ -1,0 +1,39 @@
+import JobQueue
+import Lanes
+import Logging
+import RedisClient
+import ServiceLifecycle
+
+/// Tells the fleet every 5 s that this process's processors are alive (`QueueStats.liveWorkers`,
+/// the live-worker gauge, the console's workers). It stops before the processors drain, so that
+/// their deregistration is the last word.
+public struct Heartbeat: ProcessDuty {
+    static let interval = Duration.seconds(5)
+
+    public let context: ProcessContext
+
+    public init(_ context: ProcessContext) {
+        self.context = context
+    }
+
+    public func run() async {
+        await ThreadService("rf-heartbeat", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
+            var queues: [JobQueue] = []
+            repeat {
+                do {
+                    if queues.isEmpty {
+                        let connection = try RedisConnection(settings.redisConfiguration())
+                        let keys = try QueueKeys(prefix: settings.keyPrefix)
+                        queues = try (0..<settings.concurrency).map { index in
+                            try JobQueue(connection: connection, keys: keys, consumer: Processors.consumer(index), preparingGroups: false)
+                        }
+                    }
+                    for queue in queues { try queue.heartbeat() }
+                } catch {
+                    logger.error("heartbeat failed; trying again", metadata: ["error": "\(error)"])
+                    queues = []
+                }
+            } while stop.sleep(Self.interval)
+        }.run()
+    }
+}

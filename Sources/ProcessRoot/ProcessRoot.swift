@@ -1,0 +1,72 @@
+import APIService
+import Console
+import Fleet
+import Logging
+import Observability
+import ServiceLifecycle
+
+/// The composition root: what each long-running process runs, built from its role and settings,
+/// and run as one `ServiceGroup` that SIGTERM and SIGINT shut down gracefully.
+///
+/// The group starts the services together and stops them in reverse order, one after the other:
+/// so the list reads bottom-up. Metrics come first (they stop last, after the work they report
+/// on); a worker's lease keeper comes before its processors (held jobs keep their leases while
+/// the processors drain), and its heartbeat and reclaimer after them (they stop first, so that no
+/// job is reclaimed into a processor that is leaving, and the processors' deregistration is the
+/// last word on who is alive).
+public enum ProcessRoot {
+    public enum Role: Sendable {
+        /// `receiptfleet worker [--with-relay]`.
+        case worker(withRelay: Bool)
+        /// `receiptfleet relay`.
+        case relay
+        /// `receiptfleet schedule --every`.
+        case scheduler(SchedulerLoop)
+        /// `receiptfleet serve` (with the console's sampler when it mounts the console).
+        case api(APIServer)
+        /// `receiptfleet console`.
+        case console(ConsoleServer)
+    }
+
+    /// The role's services, in start order.
+    public static func services(
+        for role: Role, settings: FleetSettings, metrics: ProcessMetrics, logger: Logger,
+        onMetricsListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
+    ) -> [any Service] {
+        var services: [any Service] = []
+        if let server = MetricsServer(settings: settings, metrics: metrics, logger: logger, onListening: onMetricsListening) {
+            services.append(server)
+        }
+        let context = ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger)
+        switch role {
+        case .worker(let withRelay):
+            let jobs = JobsInHand(processors: settings.concurrency)
+            services += [LeaseKeeper(context, jobs: jobs), Promoter(context), ConsumerCleanup(context)]
+            if withRelay { services += relay(context) }
+            services += [Processors(context, jobs: jobs), Reclaimer(context, jobs: jobs), Heartbeat(context)]
+        case .relay:
+            services += relay(context)
+        case .scheduler(let loop):
+            services.append(loop)
+        case .api(let server):
+            services += [server] + (server.consoleSampler.map { [$0] } ?? [])
+        case .console(let server):
+            services += [server, server.sampler]
+        }
+        return services
+    }
+
+    private static func relay(_ context: ProcessContext) -> [any Service] {
+        [OutboxRelayService(context), WebhookDispatchers(context)]
+    }
+
+    /// Runs `services` until SIGTERM or SIGINT (then stops them gracefully, last first) or until
+    /// one of them ends; rethrows the first failure.
+    public static func run(_ services: [any Service], logger: Logger) async throws {
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+}

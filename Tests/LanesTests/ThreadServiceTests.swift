@@ -1,0 +1,74 @@
+import Foundation
+import Lanes
+import Logging
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+@Suite struct ThreadServiceTests {
+    /// Atomics are not copyable, so the tests share them through a class.
+    final class Counters: Sendable {
+        let started = Atomic<Int>(0)
+        let ended = Atomic<Int>(0)
+    }
+
+    @Test func aSleeperWakesWhenTheSignalIsSetNotWhenItsSleepEnds() async throws {
+        let stop = StopSignal()
+        let woke = DispatchSemaphore(value: 0)
+        let slept = Mutex<Bool?>(nil)
+        Thread {
+            let fullNap = stop.sleep(.seconds(60))
+            slept.withLock { $0 = fullNap }
+            woke.signal()
+        }.start()
+        try await Task.sleep(for: .milliseconds(50))
+        let setAt = ContinuousClock.now
+        stop.set()
+        #expect(woke.wait(timeout: .now() + 5) == .success, "the sleeper woke when the signal was set")
+        #expect(setAt.duration(to: .now) < .seconds(5))
+        #expect(slept.withLock { $0 } == false, "sleep says it woke because of the signal")
+        #expect(stop.sleep(.seconds(60)) == false, "a set signal never sleeps again")
+    }
+
+    @Test func gracefulShutdownStopsEveryThreadAndWaitsForThem() async throws {
+        let counters = Counters()
+        let service = ThreadService("rf-test", threads: 3, grace: .seconds(30), logger: Logger(label: "test")) { _, stop in
+            counters.started.add(1, ordering: .relaxed)
+            while stop.sleep(.seconds(60)) {}
+            Thread.sleep(forTimeInterval: 0.1)  // winding down takes a moment
+            counters.ended.add(1, ordering: .relaxed)
+        }
+        let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: Logger(label: "test")))
+        let running = Task { try await group.run() }
+        while counters.started.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(counters.ended.load(ordering: .relaxed) == 0)
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(counters.ended.load(ordering: .relaxed) == 3, "the service returned only after every thread ended")
+    }
+
+    @Test func aThreadStillBusyAfterTheGraceIsLeftBehind() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let service = ThreadService("rf-test-stuck", grace: .milliseconds(200), logger: Logger(label: "test")) { _, _ in
+            release.wait()  // a call that ignores the stop, as a C call does
+        }
+        let ended = Task { await service.runThreads() }
+        try await Task.sleep(for: .milliseconds(50))
+        ended.cancel()
+        #expect(await ended.value == false, "the grace ran out with the thread still busy")
+        release.signal()
+    }
+
+    @Test func threadsAreNamedForTheKernel() async throws {
+        let name = Mutex<String?>(nil)
+        let service = ThreadService("rf-test-name", grace: .seconds(5), logger: Logger(label: "test")) { _, stop in
+            name.withLock { $0 = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+            while stop.sleep(.seconds(60)) {}
+        }
+        let running = Task { await service.runThreads() }
+        while name.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        running.cancel()
+        #expect(await running.value)
+        #expect(name.withLock { $0 }?.trimmingCharacters(in: .whitespacesAndNewlines) == "rf-test-name")
+    }
+}
