@@ -68,8 +68,8 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
         .target(name: "EventRelay", dependencies: [
-            "Lanes",
-            "PostgresClient", "RedisClient", "HTTPClient", "Ledger",
+            "AppStore", "Lanes",
+            "PostgresClient", "RedisClient", "HTTPClient",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
@@ -94,7 +94,7 @@ let package = Package(
         // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
         // (under /console in receiptfleet serve, or alone in receiptfleet console).
         .target(name: "Console", dependencies: [
-            "AccessTokens", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
+            "AccessTokens", "AppStore", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Mustache", package: "swift-mustache"),
@@ -148,11 +148,11 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
-        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["CCurl", "HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["CLibpq", "PostgresClient", "Redaction", "TestSupport"]),
         .testTarget(
             name: "EventRelayTests",
-            dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]
+            dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "TestSupport"]
         ),
         .testTarget(
             name: "AppStoreTests",
@@ -168,9 +168,9 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
-        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -186,14 +186,13 @@ let package = Package(
             "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
             "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
-            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Fixtures")]),
         // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
         .testTarget(name: "ConsoleTests", dependencies: [
-            "AccessTokens", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
-            .product(name: "Hummingbird", package: "hummingbird"),
+            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [
