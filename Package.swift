@@ -1,15 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layers, bottom to top (imports only point down; see docs/architecture.md):
-//   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
-//   thin clients     Lanes, Redaction, AccessTokens, BuildInfo, RedisClient, HTTPClient, PostgresClient
-//   domain           AppStore, JobQueue, Ledger
-//   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
-//                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
-//                    Console (the ops console), APIService (receiptfleet serve, which mounts the console)
-//   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
-//   executables      receiptfleet, queue-benchmark, ledger-benchmark
+// Layers: docs/architecture.md lists every target, bottom first, and a target imports only targets
+// listed before it. Each target declares every module it imports, directly (not through another
+// target's dependencies). scripts/check-layering checks both, and scripts/test runs it first.
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
