@@ -45,6 +45,8 @@ let package = Package(
         // What the binary is (version, commit, build date), stamped at each build by the BuildStamp plugin.
         .target(name: "BuildInfo", plugins: ["BuildStamp"]),
         .plugin(name: "BuildStamp", capability: .buildTool()),
+        // One line of progress on a terminal, redrawn in place: the CLI's long commands and the demo.
+        .target(name: "Terminal"),
         // Named secret tokens compared in constant time: the API's bearer tokens, the console's operator tokens.
         .target(name: "AccessTokens", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
@@ -119,7 +121,7 @@ let package = Package(
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
             "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
-            "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient",
+            "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),

@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import Lanes
 import Observability
+import Terminal
 
 /// `receiptfleet schedule`
 struct Schedule: AsyncParsableCommand {
@@ -94,26 +95,5 @@ struct Schedule: AsyncParsableCommand {
         } while every != nil && signals?.received == nil
         if let signal = signals?.received { logger.info("stopping the scheduler", metadata: ["signal": "\(signal)"]) }
         await server?.stop()
-    }
-}
-
-/// One line of progress on a terminal, redrawn in place; plain lines when output is not a terminal.
-final class ProgressLine {
-    private let interactive = isatty(STDERR_FILENO) == 1
-    private var lastShown = ContinuousClock.now - .seconds(1)
-
-    func show(_ text: String) {
-        guard interactive else {
-            if lastShown.duration(to: .now) >= .seconds(2) {
-                lastShown = .now
-                FileHandle.standardError.write(Data((text + "\n").utf8))
-            }
-            return
-        }
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
-    }
-
-    func finish() {
-        if interactive { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }
