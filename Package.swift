@@ -118,9 +118,18 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
 
+        // The demo (receiptfleet demo, scripts/demo, scripts/faults): the whole fleet on this machine
+        // against the simulator, two nights, checked against its ground truth.
+        .target(name: "Demo", dependencies: [
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
+            "PostgresClient", "RedisClient", "Terminal",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
+            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo", "EventRelay", "Fleet", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),

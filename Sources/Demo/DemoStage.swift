@@ -29,7 +29,7 @@ final class DemoStage {
     private let simulatorBase: String
     private let simulatorPort: Int
     let logDirectory: URL
-    private let signals: TerminationSignals
+    private let signals: any DemoSignals
     /// The shell command that restarts a server, for the restart faults.
     var restartCommand: String?
     /// What a fault's steps measured (a backup's size, a restore's time), for the report.
@@ -54,7 +54,7 @@ final class DemoStage {
 
     init(
         configured: FleetSettings, rateLimit: Double, simulatorPort: Int, logDirectory: String, backend: VerificationBackend,
-        signals: TerminationSignals
+        signals: any DemoSignals
     ) throws {
         serverPostgres = try configured.postgresConfiguration()
         demoPostgres = serverPostgres.database(Self.database)
