@@ -1,15 +1,9 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layers, bottom to top (imports only point down; see docs/architecture.md):
-//   C libraries      CHiredis, CCurl, CLibpq, CCurlShim
-//   thin clients     Lanes, Redaction, AccessTokens, BuildInfo, RedisClient, HTTPClient, PostgresClient
-//   domain           AppStore, JobQueue, Ledger
-//   fleet            Fleet (worker pool, scheduler, maintenance, metrics instruments),
-//                    Observability (the /metrics, /healthz, /readyz server, on Hummingbird and Prometheus),
-//                    Console (the ops console), APIService (receiptfleet serve, which mounts the console)
-//   stand-ins        AppStoreSimulator (Apple's verifyReceipt, on Hummingbird; imports no domain target)
-//   executables      receiptfleet, queue-benchmark, ledger-benchmark
+// Layers: docs/architecture.md lists every target, bottom first, and a target imports only targets
+// listed before it. Each target declares every module it imports, directly (not through another
+// target's dependencies). scripts/check-layering checks both, and scripts/test runs it first.
 let package = Package(
     name: "ReceiptFleet",
     platforms: [.macOS(.v15)],
@@ -56,6 +50,8 @@ let package = Package(
         // What the binary is (version, commit, build date), stamped at each build by the BuildStamp plugin.
         .target(name: "BuildInfo", plugins: ["BuildStamp"]),
         .plugin(name: "BuildStamp", capability: .buildTool()),
+        // One line of progress on a terminal, redrawn in place: the CLI's long commands and the demo.
+        .target(name: "Terminal"),
         // Named secret tokens compared in constant time: the API's bearer tokens, the console's operator tokens.
         .target(name: "AccessTokens", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "RedisClient", dependencies: ["CHiredis", "Redaction"]),
@@ -73,8 +69,8 @@ let package = Package(
         .target(name: "JobQueue", dependencies: ["RedisClient"]),
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
         .target(name: "EventRelay", dependencies: [
-            "Lanes",
-            "PostgresClient", "RedisClient", "HTTPClient", "Ledger",
+            "AppStore", "Lanes",
+            "PostgresClient", "RedisClient", "HTTPClient",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
@@ -100,7 +96,7 @@ let package = Package(
         // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
         // (under /console in receiptfleet serve, or alone in receiptfleet console).
         .target(name: "Console", dependencies: [
-            "AccessTokens", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
+            "AccessTokens", "AppStore", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Mustache", package: "swift-mustache"),
@@ -137,10 +133,19 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
 
+        // The demo (receiptfleet demo, scripts/demo, scripts/faults): the whole fleet on this machine
+        // against the simulator, two nights, checked against its ground truth.
+        .target(name: "Demo", dependencies: [
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
+            "PostgresClient", "RedisClient", "Terminal",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes",
-            "Ledger", "Observability", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient",
+            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo", "EventRelay", "Fleet", "JobQueue", "Lanes",
+            "Ledger", "Observability", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -169,11 +174,11 @@ let package = Package(
             .product(name: "PropertyBased", package: "swift-property-based"),
         ]),
         .testTarget(name: "RedisClientTests", dependencies: ["RedisClient", "TestSupport"]),
-        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"]),
+        .testTarget(name: "HTTPClientTests", dependencies: ["CCurl", "HTTPClient", "TestSupport"]),
         .testTarget(name: "PostgresClientTests", dependencies: ["CLibpq", "PostgresClient", "Redaction", "TestSupport"]),
         .testTarget(
             name: "EventRelayTests",
-            dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "HTTPClient", "TestSupport"]
+            dependencies: ["EventRelay", "Lanes", "Ledger", "PostgresClient", "RedisClient", "TestSupport"]
         ),
         .testTarget(
             name: "AppStoreTests",
@@ -189,9 +194,9 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
-        .testTarget(name: "LedgerTests", dependencies: ["Ledger", "PostgresClient", "TestSupport"]),
+        .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "EventRelay", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -207,14 +212,13 @@ let package = Package(
             "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
             "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
-            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Fixtures")]),
         // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
         .testTarget(name: "ConsoleTests", dependencies: [
-            "AccessTokens", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
-            .product(name: "Hummingbird", package: "hummingbird"),
+            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
+            "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -3,6 +3,7 @@ import Fleet
 import Foundation
 import Ledger
 import PostgresClient
+import Terminal
 
 /// `receiptfleet prune`
 struct Prune: ParsableCommand {

@@ -10,6 +10,6 @@ struct ReceiptFleet: AsyncParsableCommand {
         version: BuildInfo.description,
         subcommands: [
             Worker.self, Relay.self, Serve.self, ConsoleCommand.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Config.self, Pause.self, Resume.self, Audit.self, Prune.self, Migrate.self, Inspect.self,
-            SimulateAppStore.self, Demo.self,
+            SimulateAppStore.self, DemoCommand.self,
         ])
 }

@@ -5,6 +5,7 @@ import Foundation
 import Lanes
 import ProcessRoot
 import Observability
+import Terminal
 
 /// `receiptfleet schedule`
 struct Schedule: AsyncParsableCommand {
@@ -121,26 +122,5 @@ struct Schedule: AsyncParsableCommand {
     private static func progress(_ summary: ScheduleSummary) -> String {
         "run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
             + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s"
-    }
-}
-
-/// One line of progress on a terminal, redrawn in place; plain lines when output is not a terminal.
-final class ProgressLine {
-    private let interactive = isatty(STDERR_FILENO) == 1
-    private var lastShown = ContinuousClock.now - .seconds(1)
-
-    func show(_ text: String) {
-        guard interactive else {
-            if lastShown.duration(to: .now) >= .seconds(2) {
-                lastShown = .now
-                FileHandle.standardError.write(Data((text + "\n").utf8))
-            }
-            return
-        }
-        FileHandle.standardError.write(Data(("\r\u{1B}[2K" + text).utf8))
-    }
-
-    func finish() {
-        if interactive { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

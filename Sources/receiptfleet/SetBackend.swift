@@ -3,6 +3,7 @@ import ArgumentParser
 import Fleet
 import Ledger
 import PostgresClient
+import Terminal
 
 /// `receiptfleet subscriptions set-backend`
 struct SetBackend: ParsableCommand {

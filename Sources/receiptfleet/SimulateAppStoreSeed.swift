@@ -1,6 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
-import Crypto
+import Demo
 import Foundation
 
 extension SimulateAppStore {
@@ -96,27 +96,6 @@ extension SimulateAppStore {
                 try SimulatedServerAPIFiles.writeRoot(to: serverAPIRoot)
                 log("wrote the simulator's signing root to \(serverAPIRoot) (trust it in tests and demos only)")
             }
-        }
-    }
-}
-
-/// The files a fleet needs to talk to the simulated Server API: `seed`'s, and the demo's.
-enum SimulatedServerAPIFiles {
-    /// Writes a new In-App Purchase key (P-256, PEM, readable by this user only) unless one is
-    /// there; returns whether it wrote one.
-    static func writeKey(to path: String) throws -> Bool {
-        guard !FileManager.default.fileExists(atPath: path) else { return false }
-        let pem = P256.Signing.PrivateKey().pemRepresentation + "\n"
-        guard FileManager.default.createFile(atPath: path, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw ValidationError("Cannot create \(path): check the directory exists and is writable.")
-        }
-        return true
-    }
-
-    /// Writes the root the simulator signs its answers with (PEM).
-    static func writeRoot(to path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: Data((try SimulatorSigningChain().rootPEM + "\n").utf8)) else {
-            throw ValidationError("Cannot create \(path): check the directory exists and is writable.")
         }
     }
 }

@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import Ledger
 import PostgresClient
+import Terminal
 
 /// `receiptfleet subscriptions import|show|set-backend|forget`
 struct Subscriptions: ParsableCommand {

@@ -3,6 +3,7 @@ import EventRelay
 import Fleet
 import PostgresClient
 import Redaction
+import Terminal
 
 /// `receiptfleet webhooks add|list|disable|remove|replay|rotate-secret|rotate-key`
 struct Webhooks: ParsableCommand {

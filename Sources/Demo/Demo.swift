@@ -8,40 +8,9 @@ import Lanes
 import Ledger
 import PostgresClient
 
-/// `receiptfleet demo`
-struct Demo: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Run the whole fleet on this machine against the App Store simulator, and show what it found.",
-        discussion: """
-            Uses the Redis and PostgreSQL servers configured as usual (scripts/demo starts throwaway \
-            ones and passes them on), but never their data: it creates the database receiptfleet_demo \
-            next to the configured one and uses the Redis prefix {rfdemo}. It starts the App Store \
-            simulator, seeds simulated subscriptions of every lifecycle kind, and runs two nights: one \
-            a month ago (the first sight of every subscription: a baseline, no events), then tonight, \
-            when renewals, refunds, expiries, billing retries, plan changes … have happened and \
-            become events. The scheduler, --workers worker processes and the relay do the work; \
-            progress shows live, a summary follows. Everything it started stops at the end, and on \
-            Ctrl-C.
-
-            At the end the second night is checked against the simulator's ground truth: every job \
-            done or dead (none lost), dead letters only for receipts Apple refuses for good, every \
-            subscription's state equal to the truth at its verification, no event twice. The demo \
-            exits 1 when the check fails. --fault makes something go wrong in the middle of the \
-            second night (scripts/faults drills them all).
-
-            Examples:
-              scripts/demo                              (starts the servers, builds, runs this)
-              receiptfleet demo --subscriptions 50000
-              receiptfleet demo --keep-running          (leave the fleet up to explore, with the ops console)
-              receiptfleet demo --backend server-api    (the App Store Server API instead of verifyReceipt)
-              receiptfleet demo --fault kill-worker --json
-              receiptfleet demo --fault restart-redis --restart-command 'scripts/services restart redis'
-              receiptfleet demo --fault restart-redis-without-aof --restart-command 'scripts/services restart redis --lose-data'
-              receiptfleet demo --fault freeze-postgres --server-pid-file .run/postgres/postmaster.pid
-            """)
-
-    @OptionGroup var options: FleetOptions
-
+/// The options of `receiptfleet demo` that are the demo's own, and the demo: `run` plays its two
+/// nights. The command around it (its help, the fleet's options, trapping the signals) is the CLI's.
+public struct DemoOptions: ParsableArguments {
     @Option(help: "Simulated subscriptions to seed (receipts; a few hold two subscriptions).")
     var subscriptions = 10_000
 
@@ -84,7 +53,9 @@ struct Demo: ParsableCommand {
     @Flag(help: "Print the figures and the check as JSON on standard output (the summary goes to standard error).")
     var json = false
 
-    func validate() throws {
+    public init() {}
+
+    public func validate() throws {
         guard (1...5_000_000).contains(subscriptions) else { throw ValidationError("--subscriptions must be 1 to 5000000.") }
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be 1 to 16.") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256.") }
@@ -98,11 +69,11 @@ struct Demo: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let interrupted = StopSignal.onTerminationSignals()
-        let configured = try options.settings()
-        // The default limit suits Apple; the simulator on this machine takes far more.
-        let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
+    /// Plays the two nights on the fleet's settings as configured (`configured`), at `rateLimit`
+    /// requests a second, and prints the summary; stops everything it started at the first of
+    /// `interrupted` (SIGTERM or SIGINT: `StopSignal.onTerminationSignals()`). Throws `ExitCode(1)`
+    /// when the check against the simulator's truth fails.
+    public func run(configured: FleetSettings, rateLimit: Double, interrupted: StopSignal) throws {
         let stage = try DemoStage(
             configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
             logDirectory: logDirectory, backend: VerificationBackend(argument: backend) ?? .verifyReceipt, interrupted: interrupted)

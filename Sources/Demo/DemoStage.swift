@@ -10,6 +10,7 @@ import Lanes
 import Ledger
 import PostgresClient
 import RedisClient
+import Terminal
 
 /// What `receiptfleet demo` starts and owns: its database, its Redis keys, the simulator and the
 /// fleet's processes. `stopAll` ends every process it started.
