@@ -14,6 +14,12 @@ import Darwin
 /// Delivery is reliable: a reserved job stays in its stream's pending list until it is acked,
 /// retried, postponed or buried, each an atomic Lua move; if its worker dies, `reclaim` hands it to
 /// another after the visibility timeout.
+///
+/// The Lua scripts (each above the method that runs it; their shared parts in `ScriptPrologue`)
+/// make multi-step moves atomic: a job is always in exactly one of the ready streams (perhaps
+/// reserved), the delayed set or the dead-letter stream, never in two and never in none; and a
+/// subscription's bit in the queued bitmap is set exactly while a deduplicated job of it (see
+/// `Job.Reason.isDeduplicated`) is in a ready stream or the delayed set.
 public final class JobQueue {
     public let keys: QueueKeys
     /// This handle's name in the consumer group; unique per process and thread.
