@@ -70,7 +70,7 @@ extension JobQueue {
     /// leaves the dead letters without a second job, since the queued one does the same work.
     /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap. ARGV[1] reason letter,
     /// ARGV[2…] triples of dead-letter id, subscription id, run id. Returns the number of letters replayed.
-    private static let replayScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.freshJob + """
+    private static let replayScript = ClockedScript(ScriptPrologue.freshJob + """
         local replayed = 0
         for i = 2, #ARGV, 3 do
             if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
@@ -98,7 +98,7 @@ extension JobQueue {
                 arguments += [letter.id, job.subscriptionID, job.runID]
             }
             if arguments.count > 1 {
-                let reply = try connection.evaluate(
+                let reply = try evaluate(
                     Self.replayScript, keys: [keys.dead, keys.ready, keys.queued], arguments: arguments)
                 replayed += Int(reply.int ?? 0)
             }

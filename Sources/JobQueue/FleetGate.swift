@@ -95,17 +95,23 @@ public struct GateBudget: Sendable, Hashable {
 /// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
-public final class FleetGate {
+public final class FleetGate: ClockedScriptRunner {
     public let limit: RateLimit
     public let pausePolicy: PausePolicy
+    /// The clock its scripts read (time slots, pauses, the recurring failure's streak): `.redis`, or `.driven` in tests.
+    public let clock: ScriptClock
     let keys: QueueKeys
     let connection: RedisConnection
 
-    public init(connection: RedisConnection, keys: QueueKeys, limit: RateLimit, pausePolicy: PausePolicy = .standard) {
+    public init(
+        connection: RedisConnection, keys: QueueKeys, limit: RateLimit, pausePolicy: PausePolicy = .standard,
+        clock: ScriptClock = .redis
+    ) {
         self.connection = connection
         self.keys = keys
         self.limit = limit
         self.pausePolicy = pausePolicy
+        self.clock = clock
     }
 
     /// Decides, in one round trip, whether a worker may call Apple now.
@@ -121,7 +127,7 @@ public final class FleetGate {
     /// Returns {'halted', reason} | {'app-halted', reason} | {'paused', ms to wait} | {'probe', 1} |
     /// {'throttled', ms to wait} | {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
-    private static let admitScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.reserve + """
+    private static let admitScript = ClockedScript(ScriptPrologue.reserve + """
         redis.call('INCR', KEYS[9])
         local reason = redis.call('GET', KEYS[1])
         if not reason and KEYS[10] ~= KEYS[1] then reason = redis.call('GET', KEYS[10]) end
@@ -163,7 +169,7 @@ public final class FleetGate {
     ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let limit = budget?.limit ?? limit
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.admitScript,
             keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
                    budget.map { keys.limiterGranted($0.name) } ?? keys.limiterGranted, keys.unavailableStreak,
@@ -189,11 +195,11 @@ public final class FleetGate {
         }
     }
 
-    /// Counts an unavailable answer (see `countUnavailable`); being another failure than a
-    /// recurring one, it ends the streak of those.
+    /// Counts an unavailable answer (see `ScriptPrologue.countUnavailable`); being another failure
+    /// than a recurring one, it ends the streak of those.
     /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring failure.
     /// ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak. Returns the ms until the pause ends (0: no pause).
-    private static let reportUnavailableScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.countUnavailable + """
+    private static let reportUnavailableScript = ClockedScript(ScriptPrologue.countUnavailable + """
         redis.call('DEL', KEYS[5])
         return countUnavailable(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
         """)
@@ -204,7 +210,7 @@ public final class FleetGate {
     /// fleet does not pause (the caller retries its job alone).
     @discardableResult
     public func reportUnavailable() throws(QueueError) -> Duration {
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.reportUnavailableScript,
             keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak])
@@ -213,13 +219,14 @@ public final class FleetGate {
     }
 
     /// Counts a failure that usually passes but is a misconfiguration when it never stops (see
-    /// `countUnavailable`). The first one starts the streak; one that comes `halt after` ms or more
-    /// later, with every call failing so in between, halts the fleet instead. The streak forgets
-    /// itself after `halt after` ms without such a failure, so two lone ones a night apart never halt.
+    /// `ScriptPrologue.countUnavailable`). The first one starts the streak; one that comes `halt after`
+    /// ms or more later, with every call failing so in between, halts the fleet instead. The streak
+    /// forgets itself after `halt after` ms without such a failure, so two lone ones a night apart
+    /// never halt.
     /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring
     /// failure, KEYS[6] halted. ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak, ARGV[4] halt after ms,
     /// ARGV[5] halt reason. Returns -1 when this call halted the fleet, else the ms until the pause ends.
-    private static let reportRecurringFailureScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.countUnavailable + """
+    private static let reportRecurringFailureScript = ClockedScript(ScriptPrologue.countUnavailable + """
         local since = tonumber(redis.call('GET', KEYS[5])) or now
         if now - since >= tonumber(ARGV[4]) then
             redis.call('SET', KEYS[6], ARGV[5])
@@ -236,7 +243,7 @@ public final class FleetGate {
     /// between, reported with an admission or `reportUnavailable`, starts over), it halts the fleet
     /// with `reason` instead: sanitized text only, cut to 500 characters.
     public func reportRecurringFailure(reason: String, haltAfter: Duration) throws(QueueError) -> RecurringFailureVerdict {
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.reportRecurringFailureScript,
             keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure, keys.halted],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak,

@@ -23,7 +23,7 @@ extension JobQueue {
     /// and sets the bit of each one added; the job's ack or burial clears it again.
     /// KEYS[1] ready stream, KEYS[2] queued bitmap. ARGV[1] run id, ARGV[2] reason letter (a
     /// deduplicated reason), ARGV[3…] subscription ids. Returns the number added.
-    private static let enqueueScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.freshJob + """
+    private static let enqueueScript = ClockedScript(ScriptPrologue.freshJob + """
         local added = 0
         for i = 3, #ARGV do
             if redis.call('SETBIT', KEYS[2], ARGV[i], 1) == 0 then
@@ -61,7 +61,7 @@ extension JobQueue {
             let calls = pipelined.map { batch in
                 RedisScriptCall(keys: keys, arguments: header + batch.map { $0 as any RedisArgument })
             }
-            for reply in try connection.evaluate(Self.enqueueScript, pipelining: calls) {
+            for reply in try evaluate(Self.enqueueScript, pipelining: calls) {
                 guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
                 added += Int(count)
             }
@@ -74,7 +74,7 @@ extension JobQueue {
     /// KEYS[1] ready stream, KEYS[2] (optional) the occurrence's once-key. ARGV[1] subscription id,
     /// ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime in seconds.
     /// Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
-    private static let enqueueOneScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.freshJob + """
+    private static let enqueueOneScript = ClockedScript(ScriptPrologue.freshJob + """
         if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then return false end
         local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
         redis.call('XADD', KEYS[1], '*', 'j', job)
@@ -97,7 +97,7 @@ extension JobQueue {
         try Job.validate(subscriptionID: subscriptionID)
         try Self.refuseDeduplicated(reason)
         let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.enqueueOneScript, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
             arguments: [subscriptionID, runID, reason.rawValue, Self.onceMemory.wholeMilliseconds / 1000])
         if occurrence != nil, reply == .null { return nil }

@@ -1,5 +1,3 @@
-import RedisClient
-
 /// Why a job failed, as stored with its dead letter. Callers pass sanitized text: never a
 /// receipt, a secret or a password.
 public struct JobFailure: Sendable, Hashable {
@@ -68,7 +66,7 @@ extension JobQueue {
     /// consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6] message, ARGV[7]
     /// attempts, ARGV[8] first failure in ms ("" for now), ARGV[9] the subscription id whose queued
     /// bit the job holds, or "". Returns 1, or 0 if the entry is not (or no longer) reserved by this consumer.
-    private static let buryScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.ownership + ScriptPrologue.releaseQueued + """
+    private static let buryScript = ClockedScript(ScriptPrologue.ownership + ScriptPrologue.releaseQueued + """
         if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
         redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
         redis.call('XDEL', KEYS[1], ARGV[3])
@@ -83,7 +81,7 @@ extension JobQueue {
     func bury(
         stream: String, entryID: String, jobText: String, failure: JobFailure, attempts: Int, firstFailedAt: Int64?
     ) throws(QueueError) -> Bool {
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.buryScript, keys: [stream, keys.dead, keys.queued],
             arguments: [
                 QueueKeys.group, consumer, entryID, String(jobText.prefix(500)), failure.errorClass, failure.message,
@@ -98,7 +96,7 @@ extension JobQueue {
     /// ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6] "stamp" to record now as its
     /// first failure if it has none (its text ends in '|'), else "".
     /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
-    private static let delayScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.ownership + """
+    private static let delayScript = ClockedScript(ScriptPrologue.ownership + """
         if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
         redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
         redis.call('XDEL', KEYS[1], ARGV[3])
@@ -112,7 +110,7 @@ extension JobQueue {
         _ reserved: ReservedJob, as job: Job, after delay: Duration, stampFirstFailure: Bool
     ) throws(QueueError) -> Bool {
         guard delay >= .zero else { throw .invalidArgument("a delay cannot be negative (\(delay))") }
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.delayScript, keys: [reserved.stream, keys.delayed],
             arguments: [
                 QueueKeys.group, consumer, reserved.entryID, delay.wholeMilliseconds, job.encoded,

@@ -15,7 +15,7 @@ extension JobQueue {
     /// KEYS[1] delayed set, KEYS[2] ready stream, KEYS[3] high-priority ready stream.
     /// ARGV[1] batch size, ARGV[2…] the reason letters that go to the high-priority stream.
     /// Returns the number of jobs moved. Undecodable members go to KEYS[2]; reserve buries them.
-    private static let promoteScript = RedisScript(ScriptPrologue.clock + """
+    private static let promoteScript = ClockedScript("""
         local high = {}
         for i = 2, #ARGV do high[ARGV[i]] = true end
         local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
@@ -34,7 +34,7 @@ extension JobQueue {
     public func promoteDue(batch: Int = 500) throws(QueueError) -> Int {
         guard (1...10_000).contains(batch) else { throw .invalidArgument("promote batch \(batch) is outside 1...10000") }
         let highReasons = Job.Reason.allCases.filter(\.isHighPriority).map(\.rawValue)
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.promoteScript, keys: [keys.delayed, keys.ready, keys.readyHigh], arguments: [batch] + highReasons)
         guard let moved = reply.int else { throw .unexpectedReply(operation: "promoteDue", reply: "\(reply)") }
         return Int(moved)
@@ -119,7 +119,7 @@ extension JobQueue {
 
     /// Records that a consumer is alive and forgets consumers silent for too long.
     /// KEYS[1] workers set. ARGV[1] consumer, ARGV[2] forget after ms. Returns 1.
-    private static let heartbeatScript = RedisScript(ScriptPrologue.clock + """
+    private static let heartbeatScript = ClockedScript("""
         redis.call('ZADD', KEYS[1], now, ARGV[1])
         redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
         return 1
@@ -128,7 +128,7 @@ extension JobQueue {
     /// Records that this consumer is alive (see `QueueStats.liveWorkers`); call it every few
     /// seconds. Consumers silent for an hour are forgotten.
     public func heartbeat() throws(QueueError) {
-        try connection.evaluate(Self.heartbeatScript, keys: [keys.workers], arguments: [consumer, 3_600_000])
+        try evaluate(Self.heartbeatScript, keys: [keys.workers], arguments: [consumer, 3_600_000])
     }
 
     /// Removes a consumer from the group, unless it still has reserved entries.

@@ -42,7 +42,7 @@ extension JobQueue {
     /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
     /// granted | nil}; a lane is {length, reserved, age of oldest unreserved entry in ms (-1: none),
     /// {{consumer, reserved, idle ms}, …}}.
-    private static let statsScript = RedisScript(ScriptPrologue.clock + ScriptPrologue.asMap + """
+    private static let statsScript = ClockedScript(ScriptPrologue.asMap + """
         local function lane(stream)
             local length, reserved, lastDelivered, consumers = redis.call('XLEN', stream), 0, '0-0', {}
             local groups = redis.pcall('XINFO', 'GROUPS', stream)
@@ -68,7 +68,7 @@ extension JobQueue {
 
     /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.
     public func stats(liveWithin: Duration = .seconds(30)) throws(QueueError) -> QueueStats {
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.statsScript,
             keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted],
             arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])

@@ -3,23 +3,43 @@
 ///
 /// Every script sits right above the method that runs it, with its KEYS, its ARGV and what it
 /// returns. They follow the same rules:
-/// - Times come from Redis's own clock (`TIME`, see `clock`), never a worker's, so hosts with
-///   skewed clocks agree.
+/// - Times come from Redis's own clock (`TIME`, see `clock(_:)`), never a worker's, so hosts with
+///   skewed clocks agree; tests may drive that clock instead (`ScriptClock`). A script that reads
+///   the time is a `ClockedScript`.
 /// - Every key a script touches is passed in KEYS and shares the deployment's hash tag, so the
 ///   scripts run unchanged on Redis Cluster.
 /// - Jobs are stored as their text form (see `Job`): `subscription|run|reason|attempt|enqueuedAt|firstFailedAt`.
 ///   Scripts build that text for fresh jobs and read the reason letter from it, nothing more.
 enum ScriptPrologue {
-    /// Redis's clock: `now` in ms (also as `nowText`, digits only) and `nowus` in µs. Lua 5.1 numbers
-    /// are doubles, exact for integers below 2^53, so µs since the epoch fit; `..` would print large
-    /// numbers in exponent form, hence string.format.
-    static let clock = """
-        local clock = redis.call('TIME')
-        local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-        local now = math.floor(nowus / 1000)
-        local nowText = string.format('%d', now)
+    /// The clock (see `ScriptClock`): `now` in ms (also as `nowText`, digits only) and `nowus` in µs.
+    /// Lua 5.1 numbers are doubles, exact for integers below 2^53, so µs since the epoch fit; `..`
+    /// would print large numbers in exponent form, hence string.format.
+    ///
+    /// On Redis's clock, `TIME`. The driven clock's key is the last of KEYS (`ClockedScript`): taken
+    /// off KEYS, then read; when it is missing, Redis's time is stored in it and read.
+    static func clock(_ clock: ScriptClock) -> String {
+        switch clock {
+        case .redis: """
+            local clock = redis.call('TIME')
+            local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+            local now = math.floor(nowus / 1000)
+            local nowText = string.format('%d', now)
 
-        """
+            """
+        case .driven: """
+            local drivenClock = table.remove(KEYS)
+            local nowus = tonumber(redis.call('GET', drivenClock))
+            if not nowus then
+                local clock = redis.call('TIME')
+                nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+                redis.call('SET', drivenClock, string.format('%d', nowus))
+            end
+            local now = math.floor(nowus / 1000)
+            local nowText = string.format('%d', now)
+
+            """
+        }
+    }
 
     /// `reservedBy(stream, group, id, consumer)`: whether the entry is reserved by that consumer.
     /// Checking the owner, not just the pending list, keeps a worker whose job was reclaimed by
