@@ -64,6 +64,25 @@ extension JobQueue {
         return found
     }
 
+    /// Re-enqueues dead letters as fresh jobs (attempt 0), each only if it is still in the
+    /// dead-letter stream (so concurrent replays cannot duplicate it). Replay is a deduplicated
+    /// reason: a letter whose subscription is already queued again (a later pass enqueued it)
+    /// leaves the dead letters without a second job, since the queued one does the same work.
+    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap. ARGV[1] reason letter,
+    /// ARGV[2…] triples of dead-letter id, subscription id, run id. Returns the number of letters replayed.
+    private static let replayScript = ClockedScript(ScriptPrologue.freshJob + """
+        local replayed = 0
+        for i = 2, #ARGV, 3 do
+            if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
+                if redis.call('SETBIT', KEYS[3], ARGV[i + 1], 1) == 0 then
+                    redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
+                end
+                replayed = replayed + 1
+            end
+        end
+        return replayed
+        """)
+
     /// Enqueues the matching dead letters again as fresh jobs (attempt 0, reason replay) and
     /// removes them from the dead letters, atomically per letter. Like the bulk enqueue, replay
     /// adds no job for a subscription already queued (a later pass enqueued it again): its letter
@@ -79,8 +98,8 @@ extension JobQueue {
                 arguments += [letter.id, job.subscriptionID, job.runID]
             }
             if arguments.count > 1 {
-                let reply = try connection.evaluate(
-                    Scripts.replay, keys: [keys.dead, keys.ready, keys.queued], arguments: arguments)
+                let reply = try evaluate(
+                    Self.replayScript, keys: [keys.dead, keys.ready, keys.queued], arguments: arguments)
                 replayed += Int(reply.int ?? 0)
             }
             return true

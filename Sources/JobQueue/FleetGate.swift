@@ -95,18 +95,69 @@ public struct GateBudget: Sendable, Hashable {
 /// Fleet-wide admission to Apple: halt, then pause, then the rate limit, in one round trip.
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
-public final class FleetGate {
+public final class FleetGate: ClockedScriptRunner {
     public let limit: RateLimit
     public let pausePolicy: PausePolicy
+    /// The clock its scripts read (time slots, pauses, the recurring failure's streak): `.redis`, or `.driven` in tests.
+    public let clock: ScriptClock
     let keys: QueueKeys
     let connection: RedisConnection
 
-    public init(connection: RedisConnection, keys: QueueKeys, limit: RateLimit, pausePolicy: PausePolicy = .standard) {
+    public init(
+        connection: RedisConnection, keys: QueueKeys, limit: RateLimit, pausePolicy: PausePolicy = .standard,
+        clock: ScriptClock = .redis
+    ) {
         self.connection = connection
         self.keys = keys
         self.limit = limit
         self.pausePolicy = pausePolicy
+        self.clock = clock
     }
+
+    /// Decides, in one round trip, whether a worker may call Apple now.
+    /// KEYS[1] halted, KEYS[2] paused, KEYS[3] probe, KEYS[4] limiter state, KEYS[5] granted counter,
+    /// KEYS[6] unavailable streak, KEYS[7] configuration streak, KEYS[8] recurring failure, KEYS[9]
+    /// admission counter, KEYS[10] the budget's group halt, KEYS[11] the budget's throttle (set while
+    /// Apple's 429 lasts); for the fleet's first budget, which has neither, both are KEYS[1];
+    /// KEYS[12] the caller's app's halt (KEYS[1] when no app is named); KEYS[7] is the streak of the
+    /// app the last answer was about, or the fleet's. ARGV[1] interval µs, ARGV[2] burst, ARGV[3] wanted, ARGV[4] probe lease ms,
+    /// ARGV[5] the caller's last answer (`LastAnswer`): 1 or 2 when Apple answered (the unavailable
+    /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
+    /// too), ARGV[6] how far ahead slots may be booked, µs.
+    /// Returns {'halted', reason} | {'app-halted', reason} | {'paused', ms to wait} | {'probe', 1} |
+    /// {'throttled', ms to wait} | {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
+    /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
+    private static let admitScript = ClockedScript(ScriptPrologue.reserve + """
+        redis.call('INCR', KEYS[9])
+        local reason = redis.call('GET', KEYS[1])
+        if not reason and KEYS[10] ~= KEYS[1] then reason = redis.call('GET', KEYS[10]) end
+        if reason then return {'halted', reason} end
+        if KEYS[12] ~= KEYS[1] then
+            local appReason = redis.call('GET', KEYS[12])
+            if appReason then return {'app-halted', appReason} end
+        end
+        local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
+        if pausedUntil then
+            if now < pausedUntil then return {'paused', pausedUntil - now} end
+            if redis.call('SET', KEYS[3], nowText, 'NX', 'PX', ARGV[4]) then
+                redis.call('INCRBY', KEYS[5], 1)
+                return {'probe', 1}
+            end
+            -- A probe is out: its verdict comes within one call, so look again within a second
+            -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
+            return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
+        end
+        if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
+        if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
+        if KEYS[11] ~= KEYS[1] then
+            local throttled = redis.call('PTTL', KEYS[11])
+            if throttled > 0 then return {'throttled', throttled} end
+        end
+        local slots, wait = reserve(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
+                                    tonumber(ARGV[6]))
+        if #slots > 0 then return {'granted', slots} end
+        return {'wait', wait}
+        """)
 
     /// Asks to call Apple up to `wanted` times, at slots no further ahead than `horizon` (zero: now
     /// or not at all), for a receipt of `app` (nil: any app's), against `budget` (nil: the fleet's
@@ -118,8 +169,8 @@ public final class FleetGate {
     ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let limit = budget?.limit ?? limit
-        let reply = try connection.evaluate(
-            Scripts.admit,
+        let reply = try evaluate(
+            Self.admitScript,
             keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
                    budget.map { keys.limiterGranted($0.name) } ?? keys.limiterGranted, keys.unavailableStreak,
                    lastApp.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak, keys.recurringFailure,
@@ -144,19 +195,47 @@ public final class FleetGate {
         }
     }
 
+    /// Counts an unavailable answer (see `ScriptPrologue.countUnavailable`); being another failure
+    /// than a recurring one, it ends the streak of those.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring failure.
+    /// ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak. Returns the ms until the pause ends (0: no pause).
+    private static let reportUnavailableScript = ClockedScript(ScriptPrologue.countUnavailable + """
+        redis.call('DEL', KEYS[5])
+        return countUnavailable(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+        """)
+
     /// Reports that Apple failed as unavailable (5xx, 21005, timeouts). Once `streak` such
     /// answers came in a row, starts a fleet-wide pause, longer after each consecutive one,
     /// unless a pause is already running. Returns the time until the pause ends: zero when the
     /// fleet does not pause (the caller retries its job alone).
     @discardableResult
     public func reportUnavailable() throws(QueueError) -> Duration {
-        let reply = try connection.evaluate(
-            Scripts.reportUnavailable,
+        let reply = try evaluate(
+            Self.reportUnavailableScript,
             keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportUnavailable", reply: "\(reply)") }
         return .milliseconds(ms)
     }
+
+    /// Counts a failure that usually passes but is a misconfiguration when it never stops (see
+    /// `ScriptPrologue.countUnavailable`). The first one starts the streak; one that comes `halt after`
+    /// ms or more later, with every call failing so in between, halts the fleet instead. The streak
+    /// forgets itself after `halt after` ms without such a failure, so two lone ones a night apart
+    /// never halt.
+    /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring
+    /// failure, KEYS[6] halted. ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak, ARGV[4] halt after ms,
+    /// ARGV[5] halt reason. Returns -1 when this call halted the fleet, else the ms until the pause ends.
+    private static let reportRecurringFailureScript = ClockedScript(ScriptPrologue.countUnavailable + """
+        local since = tonumber(redis.call('GET', KEYS[5])) or now
+        if now - since >= tonumber(ARGV[4]) then
+            redis.call('SET', KEYS[6], ARGV[5])
+            redis.call('DEL', KEYS[5])
+            return -1
+        end
+        redis.call('SET', KEYS[5], string.format('%d', since), 'PX', ARGV[4])
+        return countUnavailable(KEYS[1], KEYS[2], KEYS[3], KEYS[4], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]))
+        """)
 
     /// Reports a failure that usually passes but is a misconfiguration when it never stops (a
     /// broken TLS handshake: https to a plain HTTP port). It counts toward the pause like
@@ -164,14 +243,30 @@ public final class FleetGate {
     /// between, reported with an admission or `reportUnavailable`, starts over), it halts the fleet
     /// with `reason` instead: sanitized text only, cut to 500 characters.
     public func reportRecurringFailure(reason: String, haltAfter: Duration) throws(QueueError) -> RecurringFailureVerdict {
-        let reply = try connection.evaluate(
-            Scripts.reportRecurringFailure,
+        let reply = try evaluate(
+            Self.reportRecurringFailureScript,
             keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure, keys.halted],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak,
                         max(haltAfter.wholeMilliseconds, 1), String(reason.prefix(500))])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportRecurringFailure", reply: "\(reply)") }
         return ms < 0 ? .halted(reason: String(reason.prefix(500))) : .counted(pause: .milliseconds(ms))
     }
+
+    /// Counts one subscription's configuration error (21004, 21000); once `needed` different
+    /// subscriptions answered so in a row (an answer about a receipt in between, told to `admit`,
+    /// starts over), halts the fleet (or the group, or the app, whose halt and streak the keys are).
+    /// KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]
+    /// subscription id, ARGV[2] needed, ARGV[3] halt reason, ARGV[4] streak lifetime in ms.
+    /// Returns 1 when this call halted the fleet (or it was halted), else 0.
+    private static let reportConfigurationErrorScript = RedisScript("""
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+        redis.call('SADD', KEYS[2], ARGV[1])
+        redis.call('PEXPIRE', KEYS[2], ARGV[4])
+        if redis.call('SCARD', KEYS[2]) < tonumber(ARGV[2]) then return 0 end
+        redis.call('SET', KEYS[1], ARGV[3])
+        redis.call('DEL', KEYS[2])
+        return 1
+        """)
 
     /// Reports that Apple answered `subscriptionID`'s receipt with a configuration error. One such
     /// answer can be one app's receipt among another's, so the fleet (or only `group`, or only
@@ -183,18 +278,26 @@ public final class FleetGate {
     ) throws(QueueError) -> Bool {
         let halted = app.map { keys.halted(app: $0) } ?? group.map { keys.halted($0) } ?? keys.halted
         let reply = try connection.evaluate(
-            Scripts.reportConfigurationError,
+            Self.reportConfigurationErrorScript,
             keys: [halted, app.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak],
             arguments: [subscriptionID, max(needed, 1), String(reason.prefix(500)), 600_000])
         guard let halted = reply.int else { throw .unexpectedReply(operation: "reportConfigurationError", reply: "\(reply)") }
         return halted == 1
     }
 
+    /// Marks a budget spent until Apple's Retry-After: the later of its mark and this one.
+    /// KEYS[1] the budget's throttle. ARGV[1] ms. Returns the ms it is now spent.
+    private static let reportThrottledScript = RedisScript("""
+        redis.call('SET', KEYS[1], '1', 'PX', ARGV[1], 'NX')
+        redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')
+        return redis.call('PTTL', KEYS[1])
+        """)
+
     /// Reports that `budget`'s endpoint answered 429: nobody calls it for `wait` (the longest such
     /// report wins), while other budgets go on. Returns how long it is now spent.
     public func reportThrottled(_ budget: GateBudget, for wait: Duration) throws(QueueError) -> Duration {
         let reply = try connection.evaluate(
-            Scripts.reportThrottled, keys: [keys.throttled(budget.name)], arguments: [max(wait.wholeMilliseconds, 1)])
+            Self.reportThrottledScript, keys: [keys.throttled(budget.name)], arguments: [max(wait.wholeMilliseconds, 1)])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportThrottled", reply: "\(reply)") }
         return .milliseconds(max(ms, 0))
     }

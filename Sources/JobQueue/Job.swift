@@ -3,7 +3,7 @@
 /// A job has one text form, used everywhere it is stored (stream field `j`, delayed-set member,
 /// dead-letter field `job`): `subscription|run|reason|attempt|enqueuedAt|firstFailedAt`, e.g.
 /// `4711|2025-06-01|n|0|1748736000000|`. It is short because a night's queue holds millions of them.
-/// The Lua scripts build this text for fresh jobs and read the reason from it (see Scripts.swift).
+/// The Lua scripts build this text for fresh jobs and read the reason from it (see `ScriptPrologue.freshJob`).
 public struct Job: Sendable, Hashable {
     /// Why the job exists. The raw values are one letter, to keep queued jobs small.
     public enum Reason: String, Sendable, Hashable, CaseIterable {

@@ -19,6 +19,21 @@ extension JobQueue {
     /// Script calls per pipeline: bounds the memory of a very large enqueue.
     static let enqueuePipelineDepth = 16
 
+    /// Adds one job per subscription unless the subscription is already queued (its bit is set),
+    /// and sets the bit of each one added; the job's ack or burial clears it again.
+    /// KEYS[1] ready stream, KEYS[2] queued bitmap. ARGV[1] run id, ARGV[2] reason letter (a
+    /// deduplicated reason), ARGV[3…] subscription ids. Returns the number added.
+    private static let enqueueScript = ClockedScript(ScriptPrologue.freshJob + """
+        local added = 0
+        for i = 3, #ARGV do
+            if redis.call('SETBIT', KEYS[2], ARGV[i], 1) == 0 then
+                redis.call('XADD', KEYS[1], '*', 'j', freshJob(ARGV[i], ARGV[1], ARGV[2]))
+                added = added + 1
+            end
+        end
+        return added
+        """)
+
     /// Enqueues one job per subscription that has no deduplicated job in the queue yet (ready,
     /// reserved, or delayed for a retry or a pause), in the stream the reason's priority selects.
     /// So a pass that runs while the last one's jobs still wait adds nothing for them, whatever
@@ -46,13 +61,25 @@ extension JobQueue {
             let calls = pipelined.map { batch in
                 RedisScriptCall(keys: keys, arguments: header + batch.map { $0 as any RedisArgument })
             }
-            for reply in try connection.evaluate(Scripts.enqueue, pipelining: calls) {
+            for reply in try evaluate(Self.enqueueScript, pipelining: calls) {
                 guard let count = reply.int else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
                 added += Int(count)
             }
         }
         return EnqueueResult(added: added, alreadyQueued: subscriptionIDs.count - added)
     }
+
+    /// Adds one job now, whatever is queued: for a job that answers one event (a notification).
+    /// Its reason is not deduplicated, so it neither reads nor sets the queued bitmap.
+    /// KEYS[1] ready stream, KEYS[2] (optional) the occurrence's once-key. ARGV[1] subscription id,
+    /// ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime in seconds.
+    /// Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
+    private static let enqueueOneScript = ClockedScript(ScriptPrologue.freshJob + """
+        if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then return false end
+        local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
+        redis.call('XADD', KEYS[1], '*', 'j', job)
+        return job
+        """)
 
     /// Enqueues one job for `subscriptionID` now, in the stream the reason's priority selects,
     /// whatever is queued. For jobs that answer one event (an App Store notification, a
@@ -70,8 +97,8 @@ extension JobQueue {
         try Job.validate(subscriptionID: subscriptionID)
         try Self.refuseDeduplicated(reason)
         let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
-        let reply = try connection.evaluate(
-            Scripts.enqueueOne, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
+        let reply = try evaluate(
+            Self.enqueueOneScript, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
             arguments: [subscriptionID, runID, reason.rawValue, Self.onceMemory.wholeMilliseconds / 1000])
         if occurrence != nil, reply == .null { return nil }
         guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }

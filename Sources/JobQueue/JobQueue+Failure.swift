@@ -60,12 +60,29 @@ extension JobQueue {
             attempts: reserved.job.attempt + 1, firstFailedAt: reserved.job.firstFailedAt)
     }
 
+    /// Moves a reserved entry to the dead-letter stream. A dead letter is not queued: the
+    /// subscription's queued bit (if the job holds it) is cleared, so the next pass may enqueue it.
+    /// KEYS[1] its ready stream, KEYS[2] dead stream, KEYS[3] queued bitmap. ARGV[1] group, ARGV[2]
+    /// consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6] message, ARGV[7]
+    /// attempts, ARGV[8] first failure in ms ("" for now), ARGV[9] the subscription id whose queued
+    /// bit the job holds, or "". Returns 1, or 0 if the entry is not (or no longer) reserved by this consumer.
+    private static let buryScript = ClockedScript(ScriptPrologue.ownership + ScriptPrologue.releaseQueued + """
+        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+        redis.call('XDEL', KEYS[1], ARGV[3])
+        releaseQueued(KEYS[3], ARGV[9])
+        local firstFailure = ARGV[8] ~= '' and ARGV[8] or nowText
+        redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'error', ARGV[5], 'message', ARGV[6],
+            'attempts', ARGV[7], 'first_failure', firstFailure, 'last_failure', nowText, 'buried_at', nowText)
+        return 1
+        """)
+
     @discardableResult
     func bury(
         stream: String, entryID: String, jobText: String, failure: JobFailure, attempts: Int, firstFailedAt: Int64?
     ) throws(QueueError) -> Bool {
-        let reply = try connection.evaluate(
-            Scripts.bury, keys: [stream, keys.dead, keys.queued],
+        let reply = try evaluate(
+            Self.buryScript, keys: [stream, keys.dead, keys.queued],
             arguments: [
                 QueueKeys.group, consumer, entryID, String(jobText.prefix(500)), failure.errorClass, failure.message,
                 attempts, firstFailedAt.map(String.init) ?? "", (try? Job(encoded: jobText))?.heldQueuedBit ?? "",
@@ -73,12 +90,28 @@ extension JobQueue {
         return reply.int == 1
     }
 
+    /// Moves a reserved job to the delayed set, due `delay` ms from now. It is still queued, so
+    /// its subscription's queued bit stays set.
+    /// KEYS[1] its ready stream, KEYS[2] delayed set. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
+    /// ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6] "stamp" to record now as its
+    /// first failure if it has none (its text ends in '|'), else "".
+    /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
+    private static let delayScript = ClockedScript(ScriptPrologue.ownership + """
+        if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
+        redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
+        redis.call('XDEL', KEYS[1], ARGV[3])
+        local job = ARGV[5]
+        if ARGV[6] == 'stamp' and string.sub(job, -1) == '|' then job = job .. nowText end
+        redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), job)
+        return 1
+        """)
+
     private func moveToDelayed(
         _ reserved: ReservedJob, as job: Job, after delay: Duration, stampFirstFailure: Bool
     ) throws(QueueError) -> Bool {
         guard delay >= .zero else { throw .invalidArgument("a delay cannot be negative (\(delay))") }
-        let reply = try connection.evaluate(
-            Scripts.delay, keys: [reserved.stream, keys.delayed],
+        let reply = try evaluate(
+            Self.delayScript, keys: [reserved.stream, keys.delayed],
             arguments: [
                 QueueKeys.group, consumer, reserved.entryID, delay.wholeMilliseconds, job.encoded,
                 stampFirstFailure ? "stamp" : "",

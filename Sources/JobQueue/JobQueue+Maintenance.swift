@@ -11,6 +11,22 @@ public struct Reclaimed: Sendable, Hashable {
 }
 
 extension JobQueue {
+    /// Moves due delayed jobs to their ready stream, earliest due first.
+    /// KEYS[1] delayed set, KEYS[2] ready stream, KEYS[3] high-priority ready stream.
+    /// ARGV[1] batch size, ARGV[2…] the reason letters that go to the high-priority stream.
+    /// Returns the number of jobs moved. Undecodable members go to KEYS[2]; reserve buries them.
+    private static let promoteScript = ClockedScript("""
+        local high = {}
+        for i = 2, #ARGV do high[ARGV[i]] = true end
+        local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+        for _, job in ipairs(due) do
+            local reason = string.match(job, '^[^|]*|[^|]*|([^|]*)|')
+            redis.call('XADD', (reason and high[reason]) and KEYS[3] or KEYS[2], '*', 'j', job)
+            redis.call('ZREM', KEYS[1], job)
+        end
+        return #due
+        """)
+
     /// Moves up to `batch` due jobs from the delayed set to their ready streams, earliest due
     /// first, atomically; safe to run in many processes at once. Returns how many moved: call
     /// again while it returns `batch`.
@@ -18,8 +34,8 @@ extension JobQueue {
     public func promoteDue(batch: Int = 500) throws(QueueError) -> Int {
         guard (1...10_000).contains(batch) else { throw .invalidArgument("promote batch \(batch) is outside 1...10000") }
         let highReasons = Job.Reason.allCases.filter(\.isHighPriority).map(\.rawValue)
-        let reply = try connection.evaluate(
-            Scripts.promote, keys: [keys.delayed, keys.ready, keys.readyHigh], arguments: [batch] + highReasons)
+        let reply = try evaluate(
+            Self.promoteScript, keys: [keys.delayed, keys.ready, keys.readyHigh], arguments: [batch] + highReasons)
         guard let moved = reply.int else { throw .unexpectedReply(operation: "promoteDue", reply: "\(reply)") }
         return Int(moved)
     }
@@ -58,11 +74,26 @@ extension JobQueue {
         return result
     }
 
+    /// Claims for this consumer entries reserved longer than `min idle` ms ago (their worker
+    /// probably died), one XAUTOCLAIM step. KEYS[1] ready stream. ARGV[1] group, ARGV[2] consumer,
+    /// ARGV[3] min idle ms, ARGV[4] cursor, ARGV[5] count.
+    /// Returns {next cursor, {{entry id, {field, value, …}, delivery count}, …}, deleted entries
+    /// (Redis 7 drops from the pending list entries that were deleted from the stream)}.
+    private static let reclaimScript = RedisScript("""
+        local reply = redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], 'COUNT', ARGV[5])
+        local claimed = {}
+        for _, entry in ipairs(reply[2]) do
+            local pending = redis.call('XPENDING', KEYS[1], ARGV[1], entry[1], entry[1], 1)
+            claimed[#claimed + 1] = {entry[1], entry[2], pending[1][4]}
+        end
+        return {reply[1], claimed, #(reply[3] or {})}
+        """)
+
     private func reclaimStep(
         _ stream: String, after minIdle: Duration, cursor: String, count: Int
     ) throws(QueueError) -> (cursor: String, entries: [DeliveredEntry], deleted: Int) {
         let reply = try connection.evaluate(
-            Scripts.reclaim, keys: [stream],
+            Self.reclaimScript, keys: [stream],
             arguments: [QueueKeys.group, consumer, minIdle.wholeMilliseconds, cursor, count])
         guard let parts = reply.array, parts.count == 3, let next = parts[0].string, let items = parts[1].array,
             let deleted = parts[2].int
@@ -86,26 +117,67 @@ extension JobQueue {
             attempts: job.map { $0.attempt + 1 } ?? entry.deliveries - 1, firstFailedAt: job?.firstFailedAt)
     }
 
+    /// Records that a consumer is alive and forgets consumers silent for too long.
+    /// KEYS[1] workers set. ARGV[1] consumer, ARGV[2] forget after ms. Returns 1.
+    private static let heartbeatScript = ClockedScript("""
+        redis.call('ZADD', KEYS[1], now, ARGV[1])
+        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+        return 1
+        """)
+
     /// Records that this consumer is alive (see `QueueStats.liveWorkers`); call it every few
     /// seconds. Consumers silent for an hour are forgotten.
     public func heartbeat() throws(QueueError) {
-        try connection.evaluate(Scripts.heartbeat, keys: [keys.workers], arguments: [consumer, 3_600_000])
+        try evaluate(Self.heartbeatScript, keys: [keys.workers], arguments: [consumer, 3_600_000])
     }
+
+    /// Removes a consumer from the group, unless it still has reserved entries.
+    /// KEYS[1] workers set, KEYS[2…] ready streams. ARGV[1] group, ARGV[2] consumer.
+    /// Returns 1 if removed, 0 if it still holds entries (settle or let them be reclaimed first).
+    private static let deregisterScript = RedisScript("""
+        for i = 2, #KEYS do
+            local pending = redis.pcall('XPENDING', KEYS[i], ARGV[1], '-', '+', 1, ARGV[2])
+            if pending.err == nil and #pending > 0 then return 0 end
+        end
+        for i = 2, #KEYS do redis.pcall('XGROUP', 'DELCONSUMER', KEYS[i], ARGV[1], ARGV[2]) end
+        redis.call('ZREM', KEYS[1], ARGV[2])
+        return 1
+        """)
 
     /// Removes this consumer from the group on a clean stop. Refuses (returns false) while it
     /// still holds reserved jobs: settle them first, or leave them for `reclaim`.
     public func deregister() throws(QueueError) -> Bool {
         try connection.evaluate(
-            Scripts.deregister, keys: [keys.workers] + keys.readyStreams, arguments: [QueueKeys.group, consumer]
+            Self.deregisterScript, keys: [keys.workers] + keys.readyStreams, arguments: [QueueKeys.group, consumer]
         ).int == 1
     }
+
+    /// Removes consumers that hold no entries and were idle longer than a limit (left by
+    /// processes that exited without deregistering). KEYS ready streams. ARGV[1] group,
+    /// ARGV[2] idle ms. Returns the number of (stream, consumer) pairs removed.
+    private static let removeIdleConsumersScript = RedisScript(ScriptPrologue.asMap + """
+        local removed = 0
+        for _, stream in ipairs(KEYS) do
+            local consumers = redis.pcall('XINFO', 'CONSUMERS', stream, ARGV[1])
+            if consumers.err == nil then
+                for _, flat in ipairs(consumers) do
+                    local consumer = asMap(flat)
+                    if consumer.pending == 0 and consumer.idle > tonumber(ARGV[2]) then
+                        redis.call('XGROUP', 'DELCONSUMER', stream, ARGV[1], consumer.name)
+                        removed = removed + 1
+                    end
+                end
+            end
+        end
+        return removed
+        """)
 
     /// Removes consumers that hold no jobs and have been idle longer than `idle`: those left by
     /// processes that died or exited without deregistering. Returns how many (per stream) went.
     @discardableResult
     public func removeIdleConsumers(idleLongerThan idle: Duration) throws(QueueError) -> Int {
         let reply = try connection.evaluate(
-            Scripts.removeIdleConsumers, keys: keys.readyStreams, arguments: [QueueKeys.group, idle.wholeMilliseconds])
+            Self.removeIdleConsumersScript, keys: keys.readyStreams, arguments: [QueueKeys.group, idle.wholeMilliseconds])
         guard let removed = reply.int else { throw .unexpectedReply(operation: "removeIdleConsumers", reply: "\(reply)") }
         return Int(removed)
     }

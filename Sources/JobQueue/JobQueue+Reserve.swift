@@ -58,6 +58,49 @@ extension JobQueue {
         try ack([reserved])[0]
     }
 
+    /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
+    /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
+    /// KEYS[1] queued bitmap, KEYS[2…] the jobs' ready streams. ARGV[1] group, ARGV[2] consumer, then
+    /// per job three: the index in KEYS of its stream, its entry id, the subscription id whose queued
+    /// bit it holds ("" if none).
+    /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
+    /// A batch costs a few commands, not four per job: one XPENDING per stream lists what this
+    /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream and one
+    /// BITFIELD for every queued bit (the same bits SETBIT numbers).
+    private static let ackScript = RedisScript("""
+        local acked, owned, streams = {}, {}, {}
+        for i = 3, #ARGV, 3 do
+            local index = tonumber(ARGV[i])
+            streams[index] = streams[index] or {}
+            table.insert(streams[index], i)
+        end
+        for index, jobs in pairs(streams) do
+            local stream, held, ids = KEYS[index], {}, {}
+            for _, entry in ipairs(redis.call('XPENDING', stream, ARGV[1], '-', '+', 100000, ARGV[2])) do
+                held[entry[1]] = true
+            end
+            for _, i in ipairs(jobs) do
+                if held[ARGV[i + 1]] then
+                    owned[i] = true
+                    ids[#ids + 1] = ARGV[i + 1]
+                end
+            end
+            if #ids > 0 then
+                redis.call('XACK', stream, ARGV[1], unpack(ids))
+                redis.call('XDEL', stream, unpack(ids))
+            end
+        end
+        local bits = {}
+        for i = 3, #ARGV, 3 do
+            if owned[i] and ARGV[i + 2] ~= '' then
+                bits[#bits + 1] = 'SET'; bits[#bits + 1] = 'u1'; bits[#bits + 1] = ARGV[i + 2]; bits[#bits + 1] = 0
+            end
+            acked[#acked + 1] = owned[i] and 1 or 0
+        end
+        if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
+        return acked
+        """)
+
     /// Acknowledges several finished jobs in one round trip (a worker's batch), as `ack` does one;
     /// returns, in order, whether each was still reserved by this consumer.
     public func ack(_ jobs: [ReservedJob]) throws(QueueError) -> [Bool] {
@@ -67,17 +110,35 @@ extension JobQueue {
         for job in jobs {
             arguments += [streams.firstIndex(of: job.stream)! + 2, job.entryID, job.job.heldQueuedBit]
         }
-        let reply = try connection.evaluate(Scripts.ack, keys: [keys.queued] + streams, arguments: arguments)
+        let reply = try connection.evaluate(Self.ackScript, keys: [keys.queued] + streams, arguments: arguments)
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")
         }
         return acked.map { $0.int == 1 }
     }
 
+    /// Reserves up to `count` new entries without blocking, draining the streams in KEYS order
+    /// (high priority first). KEYS ready streams. ARGV[1] group, ARGV[2] consumer, ARGV[3] count.
+    /// Returns {stream, entry id, {field, value, …}} per entry.
+    private static let takeScript = RedisScript("""
+        local taken, wanted = {}, tonumber(ARGV[3])
+        for _, stream in ipairs(KEYS) do
+            if wanted == 0 then break end
+            local reply = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', wanted, 'STREAMS', stream, '>')
+            if reply then
+                for _, entry in ipairs(reply[1][2]) do
+                    taken[#taken + 1] = {stream, entry[1], entry[2]}
+                    wanted = wanted - 1
+                end
+            end
+        end
+        return taken
+        """)
+
     /// New entries without waiting, high priority first, at most `count` in all.
     private func take(_ count: Int) throws(QueueError) -> [DeliveredEntry] {
         let reply = try connection.evaluate(
-            Scripts.take, keys: keys.readyStreams, arguments: [QueueKeys.group, consumer, count])
+            Self.takeScript, keys: keys.readyStreams, arguments: [QueueKeys.group, consumer, count])
         guard let taken = reply.array else { throw .unexpectedReply(operation: "reserve", reply: "\(reply)") }
         return try taken.map { (item) throws(QueueError) in
             guard let parts = item.array, parts.count == 3, let stream = parts[0].string, let id = parts[1].string else {

@@ -14,11 +14,19 @@ import Darwin
 /// Delivery is reliable: a reserved job stays in its stream's pending list until it is acked,
 /// retried, postponed or buried, each an atomic Lua move; if its worker dies, `reclaim` hands it to
 /// another after the visibility timeout.
-public final class JobQueue {
+///
+/// The Lua scripts (each above the method that runs it; their shared parts in `ScriptPrologue`)
+/// make multi-step moves atomic: a job is always in exactly one of the ready streams (perhaps
+/// reserved), the delayed set or the dead-letter stream, never in two and never in none; and a
+/// subscription's bit in the queued bitmap is set exactly while a deduplicated job of it (see
+/// `Job.Reason.isDeduplicated`) is in a ready stream or the delayed set.
+public final class JobQueue: ClockedScriptRunner {
     public let keys: QueueKeys
     /// This handle's name in the consumer group; unique per process and thread.
     public let consumer: String
     public let retryPolicy: RetryPolicy
+    /// The clock its scripts read (due times, failure times, heartbeats, ages): `.redis`, or `.driven` in tests.
+    public let clock: ScriptClock
     let connection: RedisConnection
 
     /// Creates the ready streams and the consumer group if they do not exist yet, so an empty
@@ -27,13 +35,14 @@ public final class JobQueue {
     /// fleet: use `consumerName(thread:)`.
     public init(
         connection: RedisConnection, keys: QueueKeys, consumer: String, retryPolicy: RetryPolicy = .standard,
-        preparingGroups: Bool = true
+        preparingGroups: Bool = true, clock: ScriptClock = .redis
     ) throws(QueueError) {
         guard !consumer.isEmpty else { throw .invalidArgument("the consumer name is empty") }
         self.connection = connection
         self.keys = keys
         self.consumer = consumer
         self.retryPolicy = retryPolicy
+        self.clock = clock
         if preparingGroups { try createGroups() }
     }
 

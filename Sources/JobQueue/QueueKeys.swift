@@ -87,4 +87,7 @@ public struct QueueKeys: Sendable, Hashable {
     public func throttled(_ budget: String) -> String { "\(prefix):throttled:\(budget)" }
     /// Consumer name → last heartbeat (ms, Redis clock): a sorted set.
     public var workers: String { "\(prefix):workers" }
+    /// The time, in µs since the epoch, that handles made with `ScriptClock.driven` read instead of
+    /// Redis's clock: tests set it and add to it. Production never reads or writes it.
+    public var drivenClock: String { "\(prefix):driven-clock" }
 }

@@ -36,10 +36,40 @@ public struct QueueStats: Sendable, Hashable {
 }
 
 extension JobQueue {
+    /// Everything `QueueStats` shows, read at one instant.
+    /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] workers,
+    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter. ARGV[1] group, ARGV[2] live window ms.
+    /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
+    /// granted | nil}; a lane is {length, reserved, age of oldest unreserved entry in ms (-1: none),
+    /// {{consumer, reserved, idle ms}, …}}.
+    private static let statsScript = ClockedScript(ScriptPrologue.asMap + """
+        local function lane(stream)
+            local length, reserved, lastDelivered, consumers = redis.call('XLEN', stream), 0, '0-0', {}
+            local groups = redis.pcall('XINFO', 'GROUPS', stream)
+            for _, flat in ipairs(groups.err == nil and groups or {}) do
+                local group = asMap(flat)
+                if group.name == ARGV[1] then
+                    reserved, lastDelivered = group.pending, group['last-delivered-id']
+                    for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, ARGV[1])) do
+                        local consumer = asMap(c)
+                        consumers[#consumers + 1] = {consumer.name, consumer.pending, consumer.idle}
+                    end
+                end
+            end
+            local oldest = redis.call('XRANGE', stream, '(' .. lastDelivered, '+', 'COUNT', 1)[1]
+            local age = oldest and now - tonumber(string.match(oldest[1], '^%d+')) or -1
+            return {length, reserved, age, consumers}
+        end
+        return {lane(KEYS[1]), lane(KEYS[2]),
+            redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
+            redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
+            redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8])}
+        """)
+
     /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.
     public func stats(liveWithin: Duration = .seconds(30)) throws(QueueError) -> QueueStats {
-        let reply = try connection.evaluate(
-            Scripts.stats,
+        let reply = try evaluate(
+            Self.statsScript,
             keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted],
             arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])
         let unexpected = QueueError.unexpectedReply(operation: "stats", reply: "\(reply)")

@@ -29,22 +29,35 @@ public struct RateLimit: Sendable, Hashable {
 /// bucket for Apple is `FleetGate`'s, which checks pause and halt in the same round trip.)
 ///
 /// Like every handle here it blocks on its thread's own connection, so it is not `Sendable`.
-public final class RateLimiter {
+public final class RateLimiter: ClockedScriptRunner {
     public let limit: RateLimit
+    /// The clock its script reads: `.redis`, or `.driven` in tests.
+    public let clock: ScriptClock
     let keys: QueueKeys
     let connection: RedisConnection
 
-    public init(connection: RedisConnection, keys: QueueKeys, limit: RateLimit) {
+    public init(connection: RedisConnection, keys: QueueKeys, limit: RateLimit, clock: ScriptClock = .redis) {
         self.connection = connection
         self.keys = keys
         self.limit = limit
+        self.clock = clock
     }
+
+    /// Admits one request of one API client (a token's name, or a caller's address), fleet-wide:
+    /// every `serve` replica charges the same bucket. KEYS[1] the client's limiter state, KEYS[2]
+    /// admitted counter. ARGV[1] interval µs, ARGV[2] burst.
+    /// Returns µs to wait, 0 when admitted.
+    private static let admitClientScript = ClockedScript(ScriptPrologue.reserve + """
+        local slots, wait = reserve(KEYS[1], KEYS[2], tonumber(ARGV[1]), tonumber(ARGV[2]), 1, 0)
+        if #slots > 0 then return 0 end
+        return math.max(1, wait)
+        """)
 
     /// Admits one request of an API client ("token:<name>" or "address:<ip>") at `limit` (nil), or
     /// says how long it must wait.
     public func admit(client: String) throws(QueueError) -> Duration? {
-        let reply = try connection.evaluate(
-            Scripts.admitClient, keys: [keys.clientLimiter(client), keys.clientLimiterAdmitted],
+        let reply = try evaluate(
+            Self.admitClientScript, keys: [keys.clientLimiter(client), keys.clientLimiterAdmitted],
             arguments: [limit.intervalMicroseconds, limit.burst])
         guard let wait = reply.int else { throw .unexpectedReply(operation: "admit client", reply: "\(reply)") }
         return wait == 0 ? nil : .microseconds(wait)

@@ -6,13 +6,13 @@ import Testing
 
 @Suite("The delayed set and its promoter")
 struct DelayedTests {
-    @Test("due jobs are promoted in due order (not insertion order), in batches; jobs not yet due stay")
+    @Test("due jobs are promoted in due order (not insertion order), in batches; jobs not yet due stay until due")
     func promotionOrder() async throws {
-        let result = try await withDeployment { deployment, connection in
+        let result = try await withDeployment(clock: .driven) { deployment, connection in
             let queue = try deployment.queue("a", on: connection)
-            let now = try connection.redisNow()
+            let now = try deployment.clock.now(on: connection)
             // Inserted in this order; due in the order 2, 3, 1; job 4 is not due for a minute.
-            let dueTimes: [(Int64, Int64)] = [(1, now - 1000), (2, now - 3000), (3, now - 2000), (4, now + 60_000)]
+            let dueTimes: [(Int64, Int64)] = [(1, now), (2, now - 3000), (3, now - 2000), (4, now + 60_000)]
             for (id, due) in dueTimes {
                 try queue.schedule(Job(subscriptionID: id, runID: "later", reason: .renewal, enqueuedAt: due), at: due)
             }
@@ -21,14 +21,20 @@ struct DelayedTests {
             let secondBatch = try queue.promoteDue(batch: 2)
             let afterSecond = try queue.reserve(count: 10, block: .zero).map(\.job.subscriptionID)
             let waiting = try connection.sortedSet(deployment.keys.delayed).map { try Job(encoded: $0.member).subscriptionID }
-            return (firstBatch, afterFirst, secondBatch, afterSecond, waiting)
+            try deployment.clock.advance(by: .seconds(60) - .milliseconds(1), on: connection)
+            let aMomentEarly = try queue.promoteDue()
+            try deployment.clock.advance(by: .milliseconds(1), on: connection)
+            let due = (try queue.promoteDue(), try queue.reserve(count: 10, block: .zero).map(\.job.subscriptionID))
+            return (firstBatch, afterFirst, secondBatch, afterSecond, waiting, aMomentEarly, due)
         }
-        let (firstBatch, afterFirst, secondBatch, afterSecond, waiting) = result
+        let (firstBatch, afterFirst, secondBatch, afterSecond, waiting, aMomentEarly, due) = result
         #expect(firstBatch == 2)
         #expect(afterFirst == [2, 3])
         #expect(secondBatch == 1)
-        #expect(afterSecond == [1])
+        #expect(afterSecond == [1], "a job due now is due")
         #expect(waiting == [4])
+        #expect(aMomentEarly == 0)
+        #expect(due.0 == 1 && due.1 == [4])
     }
 
     @Test("scheduling the same job twice keeps one; a promoted high-priority job returns to its stream")

@@ -4,6 +4,7 @@ import RedisClient
 import TestSupport
 import Testing
 
+/// The gate's time (pauses, slots, streaks) is a driven clock: the tests move it instead of waiting.
 @Suite("Fleet-wide pause and halt")
 struct GateTests {
     let deployment: Deployment
@@ -11,18 +12,15 @@ struct GateTests {
     let policy: PausePolicy
 
     init() throws {
-        deployment = try Deployment()
+        deployment = try Deployment(clock: .driven)
         limit = try RateLimit(perSecond: 1000, burst: 50)
-        // Pauses long enough that eight threads starting on a busy machine all ask within one.
         policy = try PausePolicy(base: .seconds(1), cap: .seconds(10), probeLease: .seconds(30), streak: 1)
     }
 
     /// Runs `body` with a gate on a connection of its own, on a thread of its own.
     func withGate<T: Sendable>(_ body: @escaping @Sendable (FleetGate) throws -> T) async throws -> T {
         let (deployment, limit, policy) = (deployment, limit, policy)
-        return try await onOwnThread {
-            try body(FleetGate(connection: deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: policy))
-        }
+        return try await onOwnThread { try body(deployment.gate(limit: limit, pausePolicy: policy)) }
     }
 
     /// `count` workers asking at once, each with its own connection and thread.
@@ -43,21 +41,23 @@ struct GateTests {
             (try gate.reportUnavailable(), try gate.reportUnavailable())
         }
         #expect(firstPause == .seconds(1))
-        #expect(inFlightFailure <= firstPause)  // failures during a pause do not lengthen it
+        #expect(inFlightFailure == firstPause)  // failures during a pause do not lengthen it
         let duringPause = try await admitTogether(8)
-        #expect(duringPause.allSatisfy { if case .paused(let wait) = $0 { wait <= .seconds(1) } else { false } })
+        #expect(duringPause.allSatisfy { $0 == .paused(.seconds(1)) })
 
-        try await Task.sleep(for: .milliseconds(1050))
+        try await deployment.clock.advance(by: .milliseconds(999))
+        #expect(try await admitTogether(2).allSatisfy { $0 == .paused(.milliseconds(1)) })
+        try await deployment.clock.advance(by: .milliseconds(1))
         let firstPeriod = try await admitTogether(8)
         #expect(firstPeriod.filter { $0 == .probe }.count == 1)
         // The others look again within a second, for the probe's verdict (not after its 30 s lease).
-        #expect(firstPeriod.filter { if case .paused(let wait) = $0 { wait <= .seconds(1) } else { false } }.count == 7)
+        #expect(firstPeriod.filter { $0 == .paused(.seconds(1)) }.count == 7)
 
         // The probe fails: a second, twice as long pause (not four times: the in-flight failure
         // above did not count), and a new probe after it.
         let secondPause = try await withGate { try $0.reportUnavailable() }
         #expect(secondPause == .seconds(2))
-        try await Task.sleep(for: .milliseconds(2050))
+        try await deployment.clock.advance(by: .seconds(2))
         let secondPeriod = try await admitTogether(8)
         #expect(secondPeriod.filter { $0 == .probe }.count == 1)
 
@@ -138,20 +138,20 @@ struct GateTests {
         let reason = "HTTP request to 127.0.0.1 failed (tlsHandshake, curl error 35)"
         let (first, second, later, admission) = try await deployment.cleaningUp {
             try await onOwnThread {
-                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfTwo)
-                let first = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
-                let second = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
-                Thread.sleep(forTimeInterval: 0.4)
-                let stillFailing = try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))
-                Thread.sleep(forTimeInterval: 0.3)
-                return (first, second, [stillFailing, try gate.reportRecurringFailure(reason: reason, haltAfter: .milliseconds(600))],
-                        try gate.admit())
+                let connection = try deployment.connect()
+                let gate = try deployment.gate(limit: limit, pausePolicy: streakOfTwo, on: connection)
+                let report = { try gate.reportRecurringFailure(reason: reason, haltAfter: .seconds(600)) }
+                let (first, second) = (try report(), try report())
+                try deployment.clock.advance(by: .seconds(600) - .milliseconds(1), on: connection)
+                let stillFailing = try report()
+                try deployment.clock.advance(by: .milliseconds(1), on: connection)
+                return (first, second, [stillFailing, try report()], try gate.admit())
             }
         }
         #expect(first == .counted(pause: .zero), "a stray one is retried alone")
         #expect(second == .counted(pause: .seconds(10)), "the second in a row pauses the fleet")
-        #expect(later.first.map { if case .counted = $0 { true } else { false } } == true, "400 ms of failures do not halt")
-        #expect(later.last == .halted(reason: reason), "700 ms do")
+        #expect(later.first.map { if case .counted = $0 { true } else { false } } == true, "a ms short of 10 minutes does not halt")
+        #expect(later.last == .halted(reason: reason), "10 minutes of failures do")
         #expect(admission == .halted(reason: reason))
     }
 
@@ -162,21 +162,26 @@ struct GateTests {
         let neverPausing = try PausePolicy(base: .seconds(1), cap: .seconds(1), probeLease: .seconds(30), streak: 100)
         let verdicts = try await deployment.cleaningUp {
             try await onOwnThread {
-                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: neverPausing)
-                let report = { try gate.reportRecurringFailure(reason: "curl error 35", haltAfter: .milliseconds(500)) }
-                var verdicts: [RecurringFailureVerdict] = []
-                for end in [{ _ = try gate.admit(after: .verdict) }, { _ = try gate.admit(after: .configurationError) },
-                            { _ = try gate.reportUnavailable() }, { try gate.reportRecovered() }, { Thread.sleep(forTimeInterval: 0.5) }] {
-                    _ = try report()
-                    Thread.sleep(forTimeInterval: 0.3)
-                    try end()  // an answer, another failure, a probe's success, or quiet
-                    Thread.sleep(forTimeInterval: 0.3)
-                    verdicts.append(try report())
-                    try gate.resume()  // a clean slate for the next round
+                let connection = try deployment.connect()
+                let gate = try deployment.gate(limit: limit, pausePolicy: neverPausing, on: connection)
+                // Each round fails, ends the streak, then fails again after as long as halts a streak that goes on.
+                func round(haltAfter: Duration, ending end: () throws -> Void) throws -> RecurringFailureVerdict {
+                    _ = try gate.reportRecurringFailure(reason: "curl error 35", haltAfter: haltAfter)
+                    try end()
+                    try deployment.clock.advance(by: haltAfter, on: connection)
+                    defer { try? gate.resume() }  // a clean slate for the next round
+                    return try gate.reportRecurringFailure(reason: "curl error 35", haltAfter: haltAfter)
                 }
+                // An answer, another failure, a probe's success.
+                var verdicts = try [{ _ = try gate.admit(after: .verdict) }, { _ = try gate.admit(after: .configurationError) },
+                                    { _ = try gate.reportUnavailable() }, { try gate.reportRecovered() }]
+                    .map { try round(haltAfter: .seconds(600), ending: $0) }
+                // Or quiet: the streak's key expires on Redis's own clock, which only waiting moves.
+                verdicts.append(try round(haltAfter: .milliseconds(200)) { Thread.sleep(forTimeInterval: 0.3) })
                 return verdicts
             }
         }
+        #expect(verdicts.count == 5)
         #expect(!verdicts.contains { if case .halted = $0 { true } else { false } }, "\(verdicts)")
     }
 
@@ -186,10 +191,11 @@ struct GateTests {
         let streakOfTwo = try PausePolicy(base: .milliseconds(200), cap: .seconds(10), probeLease: .seconds(30), streak: 2)
         let (probe, secondPause) = try await deployment.cleaningUp {
             try await onOwnThread {
-                let gate = FleetGate(connection: try deployment.connect(), keys: deployment.keys, limit: limit, pausePolicy: streakOfTwo)
+                let connection = try deployment.connect()
+                let gate = try deployment.gate(limit: limit, pausePolicy: streakOfTwo, on: connection)
                 _ = [try gate.reportUnavailable(), try gate.reportUnavailable()]  // the fleet pauses
                 _ = try gate.admit(after: .verdict)  // an answer from before the pause, told late
-                Thread.sleep(forTimeInterval: 0.25)
+                try deployment.clock.advance(by: .milliseconds(200), on: connection)
                 return (try gate.admit(), try gate.reportUnavailable())
             }
         }
@@ -210,7 +216,7 @@ struct GateTests {
         }
         let halted = try await admitTogether(4)
         #expect(halted.allSatisfy { $0 == .halted(reason: reason) })
-        try await Task.sleep(for: .milliseconds(1050))  // the pause ran out, the halt did not
+        try await deployment.clock.advance(by: .seconds(1))  // the pause ran out, the halt did not
         #expect(try await admitTogether(2).allSatisfy { $0 == .halted(reason: reason) })
 
         try await withGate { try $0.resume() }
@@ -221,24 +227,19 @@ struct GateTests {
     @Test("the gate applies the rate limit: the burst at once, then slots one interval apart up to the horizon; past it, a wait")
     func gateLimitsRate() async throws {
         let policy = policy
-        // A token every 10 s: the steps take milliseconds, but a loaded machine has stalled them
-        // for two seconds, and the slots' bounds below allow five.
-        let slow = try RateLimit(perSecond: 0.1, burst: 50)
-        let (burst, booked, beyond) = try await withDeployment { deployment, connection in
-            let gate = FleetGate(connection: connection, keys: deployment.keys, limit: slow, pausePolicy: policy)
-            return (try gate.admit(upTo: 80), try gate.admit(upTo: 3, within: .seconds(25)), try gate.admit(upTo: 1))
+        let slow = try RateLimit(perSecond: 0.1, burst: 50)  // a token every 10 s
+        let (burst, booked, beyond, later) = try await withDeployment(clock: .driven) { deployment, connection in
+            let gate = try deployment.gate(limit: slow, pausePolicy: policy, on: connection)
+            let taken = (try gate.admit(upTo: 80), try gate.admit(upTo: 3, within: .seconds(25)), try gate.admit(upTo: 1))
+            try deployment.clock.advance(by: .seconds(30), on: connection)
+            return (taken.0, taken.1, taken.2, try gate.admit(upTo: 2))
         }
         #expect(burst == .granted(slots: Array(repeating: .zero, count: 50)))
-        guard case .granted(let slots) = booked, case .wait(let wait) = beyond else {
-            Issue.record("expected slots, then a wait; got \(booked), \(beyond)")
-            return
-        }
-        // Two slots fit in the horizon, 10 s apart (less the time since the burst was taken).
-        #expect(slots.count == 2)
-        #expect(slots.allSatisfy { $0 > .zero })
-        #expect(abs((slots[1] - slots[0]).seconds - 10) < 0.001)
-        #expect(slots[0] > .seconds(5) && slots[0] <= .seconds(10))
+        // Two slots fit in the horizon, 10 s apart.
+        #expect(booked == .granted(slots: [.seconds(10), .seconds(20)]))
         // The third slot is 10 s after the second one: waiting for it, not polling.
-        #expect(wait > slots[1] && wait <= slots[1] + .seconds(10))
+        #expect(beyond == .wait(.seconds(30)))
+        // And it comes then, alone: the burst is spent, and one interval lies between slots.
+        #expect(later == .granted(slots: [.zero]))
     }
 }

@@ -31,7 +31,7 @@ struct QueuedOnceTests {
 
     @Test("a job waiting in the delayed set to be retried or postponed is not enqueued again, nor once promoted")
     func delayedJobsStayQueued() async throws {
-        let (whileDelayed, lengths, whilePromoted, afterAck) = try await withDeployment { deployment, connection in
+        let (whileDelayed, lengths, whilePromoted, afterAck) = try await withDeployment(clock: .driven) { deployment, connection in
             let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 5), on: connection)
             try queue.enqueue(subscriptionIDs: [1, 2], run: "pass-1", reason: .nightly)
             let reserved = try queue.reserve(count: 2, block: .zero)
@@ -40,7 +40,7 @@ struct QueuedOnceTests {
             let whileDelayed = try queue.enqueue(subscriptionIDs: [1, 2], run: "pass-2", reason: .nightly)
             let lengths = (try connection.length(ofStream: deployment.keys.ready),
                            try connection.command("ZCARD", deployment.keys.delayed).int)
-            Thread.sleep(forTimeInterval: 0.01)
+            try deployment.clock.advance(by: .milliseconds(1), on: connection)
             _ = try queue.promoteDue()
             let whilePromoted = try queue.enqueue(subscriptionIDs: [1, 2], run: "pass-3", reason: .nightly)
             for job in try queue.reserve(count: 2, block: .zero) { try queue.ack(job) }
@@ -61,8 +61,8 @@ struct QueuedOnceTests {
             let reserved = try queue.reserve(count: 3, block: .zero)
             try queue.bury(reserved[0], failure: Self.rejected)
             _ = try queue.retry(reserved[1], after: timeoutFailure)  // its one attempt is spent: buried
-            Thread.sleep(forTimeInterval: 0.12)  // job 3's worker died; its next delivery makes it stalled
-            let reclaimed = try deployment.queue("b").reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 1)
+            // Job 3's worker died; its next delivery (at once: the lease is not the point here) makes it stalled.
+            let reclaimed = try deployment.queue("b").reclaim(idleLongerThan: .zero, maxDeliveries: 1)
             let dead = try queue.deadLetters().map(\.failure.errorClass)
             return (reclaimed.buried, dead, try queue.enqueue(subscriptionIDs: [1, 2, 3], run: "night", reason: .nightly))
         }

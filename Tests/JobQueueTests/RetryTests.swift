@@ -8,11 +8,15 @@ import Testing
 struct RetryTests {
     @Test("a failed job returns via the delayed set with attempt+1, then dies after maxAttempts with its history")
     func retryThenDeadLetter() async throws {
-        let result = try await withDeployment { deployment, connection in
-            let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 3), on: connection)
+        let result = try await withDeployment(clock: .driven) { deployment, connection in
+            // Backoffs of up to a minute, on a clock the test moves on a minute after each failure.
+            let minute = try RetryPolicy(base: .seconds(60), cap: .seconds(60), maxAttempts: 3)
+            let queue = try deployment.queue("a", retryPolicy: minute, on: connection)
+            let start = try deployment.clock.now(on: connection)
             try queue.enqueue(subscriptionIDs: [9], run: "night", reason: .nightly)
             var outcomes: [RetryOutcome] = []
             var delayedJobs: [Job] = []
+            var dueAfter: [Int64] = []  // ms from each failure until its retry is due
             var attemptsSeen: [Int] = []
             while true {
                 let reserved = try unwrap(try queue.reserve(block: .zero).first, "a reserved job")
@@ -20,45 +24,48 @@ struct RetryTests {
                 let outcome = try queue.retry(reserved, after: timeoutFailure)
                 outcomes.append(outcome)
                 guard case .delayed = outcome else { break }
-                delayedJobs += try connection.sortedSet(deployment.keys.delayed).map { try Job(encoded: $0.member) }
-                Thread.sleep(forTimeInterval: 0.01)
+                let delayed = try connection.sortedSet(deployment.keys.delayed)
+                delayedJobs += try delayed.map { try Job(encoded: $0.member) }
+                let now = try deployment.clock.now(on: connection)
+                dueAfter += delayed.map { $0.score - now }
+                try deployment.clock.advance(by: .seconds(60), on: connection)
                 _ = try queue.promoteDue()
             }
             let leftInRedis = (
                 try connection.length(ofStream: deployment.keys.ready),
                 try connection.command("ZCARD", deployment.keys.delayed).int
             )
-            return (outcomes, delayedJobs, attemptsSeen, try queue.deadLetters(), leftInRedis)
+            return (start, outcomes, delayedJobs, dueAfter, attemptsSeen, try queue.deadLetters(), leftInRedis)
         }
-        let (outcomes, delayedJobs, attemptsSeen, dead, leftInRedis) = result
+        let (start, outcomes, delayedJobs, dueAfter, attemptsSeen, dead, leftInRedis) = result
         #expect(attemptsSeen == [0, 1, 2])
         #expect(outcomes.count == 3)
-        #expect(outcomes.prefix(2).allSatisfy { if case .delayed(let d) = $0 { d <= .milliseconds(1) } else { false } })
+        #expect(outcomes.prefix(2).map { if case .delayed(let d) = $0 { d.wholeMilliseconds } else { -1 } } == dueAfter)
+        #expect(dueAfter.allSatisfy { (0...60_000).contains($0) })
         #expect(outcomes.last == .buried)
         #expect(delayedJobs.map(\.attempt) == [1, 2])
-        let firstFailure = try #require(delayedJobs.first?.firstFailedAt)
-        #expect(delayedJobs.allSatisfy { $0.firstFailedAt == firstFailure })
+        #expect(delayedJobs.allSatisfy { $0.firstFailedAt == start })
 
         let letter = try #require(dead.first)
         #expect(dead.count == 1)
         #expect(letter.job?.attempt == 2)
         #expect(letter.failure == timeoutFailure)
         #expect(letter.attempts == 3)
-        #expect(letter.firstFailure == firstFailure)
-        #expect(letter.lastFailure >= firstFailure + 10)  // two 10 ms sleeps came between
+        #expect(letter.firstFailure == start)
+        #expect(letter.lastFailure == start + 120_000)  // the clock moved on two minutes
         #expect(letter.buriedAt == letter.lastFailure)
         #expect(leftInRedis.0 == 0 && leftInRedis.1 == 0)
     }
 
     @Test("postponing a job keeps its attempt count and leaves a job that never failed without a failure time")
     func postponeChargesNoAttempt() async throws {
-        let (fresh, failed, redelivered) = try await withDeployment { deployment, connection in
+        let (fresh, failed, redelivered) = try await withDeployment(clock: .driven) { deployment, connection in
             let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 5), on: connection)
             try queue.enqueue(subscriptionIDs: [1, 2], run: "night", reason: .nightly)
             let reserved = try queue.reserve(count: 2, block: .zero)
             try queue.postpone(reserved[0], for: .milliseconds(1))
             _ = try queue.retry(reserved[1], after: timeoutFailure)
-            Thread.sleep(forTimeInterval: 0.01)
+            try deployment.clock.advance(by: .milliseconds(1), on: connection)
             _ = try queue.promoteDue()
             let again = try queue.reserve(count: 2, block: .zero)
             let failedOnce = try unwrap(again.first { $0.job.subscriptionID == 2 }, "job 2")

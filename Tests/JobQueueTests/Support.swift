@@ -7,11 +7,17 @@ import TestSupport
 struct Deployment: Sendable {
     let keys: QueueKeys
     let configuration: RedisConfiguration
+    /// The clock the scripts of the handles made here read: Redis's, or `clock`, which the test moves.
+    let scriptClock: ScriptClock
 
-    init() throws {
+    init(clock: ScriptClock = .redis) throws {
         keys = try QueueKeys(prefix: "{\(uniqueName("rfq"))}")
         configuration = try RedisConfiguration(url: TestServers.redisURL)
+        scriptClock = clock
     }
+
+    /// The time the handles made with `ScriptClock.driven` read.
+    var clock: DrivenClock { DrivenClock(key: keys.drivenClock, configuration: configuration) }
 
     func connect() throws -> RedisConnection { try RedisConnection(configuration) }
 
@@ -19,7 +25,13 @@ struct Deployment: Sendable {
     func queue(
         _ consumer: String, retryPolicy: RetryPolicy = .standard, on connection: RedisConnection? = nil
     ) throws -> JobQueue {
-        try JobQueue(connection: connection ?? connect(), keys: keys, consumer: consumer, retryPolicy: retryPolicy)
+        try JobQueue(
+            connection: connection ?? connect(), keys: keys, consumer: consumer, retryPolicy: retryPolicy, clock: scriptClock)
+    }
+
+    /// A gate on a connection of its own, as each worker thread has.
+    func gate(limit: RateLimit, pausePolicy: PausePolicy = .standard, on connection: RedisConnection? = nil) throws -> FleetGate {
+        FleetGate(connection: try connection ?? connect(), keys: keys, limit: limit, pausePolicy: pausePolicy, clock: scriptClock)
     }
 
     /// Deletes every key of this deployment.
@@ -42,12 +54,12 @@ extension Deployment {
     }
 }
 
-/// Runs `body` on a thread of its own with a fresh deployment and a connection, then deletes the
-/// deployment's keys (whether `body` succeeded or not).
+/// Runs `body` on a thread of its own with a fresh deployment (whose handles read `clock`) and a
+/// connection, then deletes the deployment's keys (whether `body` succeeded or not).
 func withDeployment<T: Sendable>(
-    _ body: @escaping @Sendable (Deployment, RedisConnection) throws -> T
+    clock: ScriptClock = .redis, _ body: @escaping @Sendable (Deployment, RedisConnection) throws -> T
 ) async throws -> T {
-    let deployment = try Deployment()
+    let deployment = try Deployment(clock: clock)
     return try await onOwnThread {
         let connection = try deployment.connect()
         defer { try? deployment.deleteKeys(connection) }
@@ -55,13 +67,47 @@ func withDeployment<T: Sendable>(
     }
 }
 
+/// A deployment's driven clock: the time its handles made with `ScriptClock.driven` read, which
+/// stands still until the test moves it. It starts at Redis's time when first read, by a script or
+/// by the test.
+///
+/// Only the scripts' now moves: keys still expire, stream ids still grow and XAUTOCLAIM still
+/// measures idle time on Redis's clock.
+struct DrivenClock: Sendable {
+    let key: String
+    let configuration: RedisConfiguration
+
+    /// The clock's time in ms since the epoch, as the scripts read it.
+    func now(on connection: RedisConnection) throws -> Int64 {
+        try start(on: connection)
+        return try unwrap(try connection.command("GET", key).int, "the driven clock") / 1000
+    }
+
+    /// Moves the clock on by `duration` (whole µs).
+    func advance(by duration: Duration, on connection: RedisConnection) throws {
+        try start(on: connection)
+        try connection.command("INCRBY", key, duration.wholeMicroseconds)
+    }
+
+    /// Moves the clock on by `duration` (whole µs), on a connection and a thread of its own.
+    func advance(by duration: Duration) async throws {
+        try await onOwnThread { try advance(by: duration, on: RedisConnection(configuration)) }
+    }
+
+    /// Sets the clock to Redis's time unless it runs already.
+    private func start(on connection: RedisConnection) throws {
+        try connection.command("SET", key, try connection.redisMicroseconds(), "NX")
+    }
+}
+
 extension RedisConnection {
-    /// Redis's clock in ms, the clock the queue's scripts use.
-    func redisNow() throws -> Int64 {
+    /// Redis's clock in ms, the clock the queue's scripts read in production.
+    func redisNow() throws -> Int64 { try redisMicroseconds() / 1000 }
+
+    /// Redis's clock in µs.
+    func redisMicroseconds() throws -> Int64 {
         let parts = try command("TIME").array ?? []
-        let seconds = parts.first?.int ?? 0
-        let micros = parts.last?.int ?? 0
-        return seconds * 1000 + micros / 1000
+        return (parts.first?.int ?? 0) * 1_000_000 + (parts.last?.int ?? 0)
     }
 
     /// The members of a sorted set with their scores, lowest first.
@@ -92,4 +138,9 @@ func unwrap<T>(_ value: T?, _ what: String) throws -> T {
 
 struct Missing: Error, CustomStringConvertible {
     let description: String
+}
+
+extension Duration {
+    /// The duration in whole µs, as the driven clock counts.
+    var wholeMicroseconds: Int64 { components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000 }
 }

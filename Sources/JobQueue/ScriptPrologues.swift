@@ -1,0 +1,128 @@
+/// The Lua prologues the queue's scripts share: each defines a few locals or a function, and a
+/// script's text is the prologues it needs followed by its own code.
+///
+/// Every script sits right above the method that runs it, with its KEYS, its ARGV and what it
+/// returns. They follow the same rules:
+/// - Times come from Redis's own clock (`TIME`, see `clock(_:)`), never a worker's, so hosts with
+///   skewed clocks agree; tests may drive that clock instead (`ScriptClock`). A script that reads
+///   the time is a `ClockedScript`.
+/// - Every key a script touches is passed in KEYS and shares the deployment's hash tag, so the
+///   scripts run unchanged on Redis Cluster.
+/// - Jobs are stored as their text form (see `Job`): `subscription|run|reason|attempt|enqueuedAt|firstFailedAt`.
+///   Scripts build that text for fresh jobs and read the reason letter from it, nothing more.
+enum ScriptPrologue {
+    /// The clock (see `ScriptClock`): `now` in ms (also as `nowText`, digits only) and `nowus` in µs.
+    /// Lua 5.1 numbers are doubles, exact for integers below 2^53, so µs since the epoch fit; `..`
+    /// would print large numbers in exponent form, hence string.format.
+    ///
+    /// On Redis's clock, `TIME`. The driven clock's key is the last of KEYS (`ClockedScript`): taken
+    /// off KEYS, then read; when it is missing, Redis's time is stored in it and read.
+    static func clock(_ clock: ScriptClock) -> String {
+        switch clock {
+        case .redis: """
+            local clock = redis.call('TIME')
+            local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+            local now = math.floor(nowus / 1000)
+            local nowText = string.format('%d', now)
+
+            """
+        case .driven: """
+            local drivenClock = table.remove(KEYS)
+            local nowus = tonumber(redis.call('GET', drivenClock))
+            if not nowus then
+                local clock = redis.call('TIME')
+                nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+                redis.call('SET', drivenClock, string.format('%d', nowus))
+            end
+            local now = math.floor(nowus / 1000)
+            local nowText = string.format('%d', now)
+
+            """
+        }
+    }
+
+    /// `reservedBy(stream, group, id, consumer)`: whether the entry is reserved by that consumer.
+    /// Checking the owner, not just the pending list, keeps a worker whose job was reclaimed by
+    /// another from settling it twice (XACK alone accepts any consumer's ack).
+    static let ownership = """
+        local function reservedBy(stream, group, id, consumer)
+            return #redis.call('XPENDING', stream, group, id, id, 1, consumer) == 1
+        end
+
+        """
+
+    /// `freshJob(subscription, run, reason)`: the text of a new job, enqueued now (needs `clock`).
+    static let freshJob = """
+        local function freshJob(subscription, run, reason)
+            return subscription .. '|' .. run .. '|' .. reason .. '|0|' .. nowText .. '|'
+        end
+
+        """
+
+    /// `releaseQueued(bitmap, subscription)`: clears the subscription's queued bit when a job that
+    /// holds it leaves the queue for good; `subscription` is "" for a job that holds none (its
+    /// reason is not deduplicated, or it is not a job), which must leave a sweep's bit alone.
+    static let releaseQueued = """
+        local function releaseQueued(bitmap, subscription)
+            if subscription ~= '' then redis.call('SETBIT', bitmap, subscription, 0) end
+        end
+
+        """
+
+    /// `asMap(flat)`: a table from XINFO's flat name/value list.
+    static let asMap = """
+        local function asMap(flat)
+            local map = {}
+            for i = 1, #flat, 2 do map[flat[i]] = flat[i + 1] end
+            return map
+        end
+
+        """
+
+    /// `reserve(state, counter, interval, burst, wanted, horizon)` → slots, µs until the next slot is
+    /// within the horizon (needs `clock`). The generic cell rate algorithm over integer µs, as virtual
+    /// scheduling: `state` holds the theoretical arrival time (TAT) of the next token; a token's slot
+    /// is TAT − (burst − 1)·interval, or now if that has passed, and each token moves TAT one interval
+    /// on. So slots in any window of length W number at most burst + W/interval, fleet-wide, and
+    /// callers who send at their slots, not before, keep the limit at the wire. Slots up to `horizon`
+    /// µs ahead may be booked: a caller sleeps until its slot instead of asking again and again.
+    /// Slots are returned as µs from now (0: at once).
+    static let reserve = """
+        local function reserve(state, counter, interval, burst, wanted, horizon)
+            local tat = math.max(tonumber(redis.call('GET', state)) or nowus, nowus)
+            local early = (burst - 1) * interval
+            local slots = {}
+            while #slots < wanted and tat - early <= nowus + horizon do
+                slots[#slots + 1] = math.max(0, tat - early - nowus)
+                tat = tat + interval
+            end
+            if #slots > 0 then
+                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1)
+                redis.call('INCRBY', counter, #slots)
+            end
+            return slots, math.max(0, tat - early - nowus - horizon)
+        end
+
+        """
+
+    /// `countUnavailable(paused, failures, probe, streak, base, cap, needed)` (needs `clock`): counts
+    /// an unavailable answer; once `needed` came in a row (no answer from Apple between them, see
+    /// `FleetGate.admit`), starts a fleet-wide pause, unless one is already running (failures of calls
+    /// that were in flight when it began must not lengthen it). Each pause doubles the last, up to
+    /// `cap` ms from `base` ms. Once a pause has run out, a failure (the probe's) starts the next at
+    /// once: only a probe's success (`FleetGate.reportRecovered`) ends the cycle. Returns the ms until
+    /// the pause ends (0: no pause).
+    static let countUnavailable = """
+        local function countUnavailable(paused, failures, probe, streak, base, cap, needed)
+            local pausedUntil = tonumber(redis.call('GET', paused))
+            if pausedUntil and now < pausedUntil then return pausedUntil - now end
+            if not pausedUntil and redis.call('INCR', streak) < needed then return 0 end
+            local count = redis.call('INCR', failures)
+            local pause = math.min(cap, base * 2 ^ math.min(count - 1, 40))
+            redis.call('SET', paused, string.format('%d', now + pause))
+            redis.call('DEL', probe)
+            return pause
+        end
+
+        """
+}
