@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(name: "DeployTests", dependencies: ["BuildInfo", "JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
             "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
-            "PostgresClient", "RedisClient", "TestSupport",
+            "PostgresClient", "ProcessRoot", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [

@@ -1,51 +1,50 @@
 import AppStore
-import Fleet
 import Foundation
 import JobQueue
 import Lanes
 
 /// An API lane's leave to call Apple, for the use case's one call of its own: the redirect to the
 /// other environment. (The registration's first call is admitted before it takes a lane, waiting
-/// asynchronously; see `Registrar.admission`.) A person is waiting and a lane is held, so the
+/// asynchronously; see the API's `Registrar.admission`.) A person is waiting and a lane is held, so the
 /// redirect books a slot at most a second ahead, or is not made and the client tries again.
-final class LaneGate: AppleGate {
+public final class LaneGate: AppleGate {
     static let redirectHorizon = Duration.seconds(1)
 
     private let connections: Connections
     private let settings: FleetSettings
 
-    init(connections: Connections, settings: FleetSettings) {
+    public init(connections: Connections, settings: FleetSettings) {
         self.connections = connections
         self.settings = settings
     }
 
-    func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+    public func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
         let admission = try connections.admit(endpoint, forApp: app, within: Self.redirectHorizon, settings: settings)
         if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
         return admission
     }
 
     /// A lane makes no batches, so there is no next call to tell.
-    func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {}
+    public func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {}
 
-    func reportRecovered() throws { try connections.gate.reportRecovered() }
+    public func reportRecovered() throws { try connections.gate.reportRecovered() }
 
-    func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
+    public func reportUnanswered(_ action: VerificationAction, _ exchange: VerificationExchange) throws -> RecurringFailureVerdict {
         try connections.reportUnanswered(action, exchange, settings: settings)
     }
 
-    func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
+    public func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
         try connections.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
-    func reportConfigurationError(
+    public func reportConfigurationError(
         subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
     ) throws -> Bool {
         try connections.reportConfigurationError(
             subscriptionID: subscriptionID, app: app, reason: reason, needed: needed, backend: backend, settings: settings)
     }
 
-    func halt(reason: String, backend: VerificationBackend) throws {
+    public func halt(reason: String, backend: VerificationBackend) throws {
         try connections.gate.halt(reason: reason, group: settings.haltGroup(for: backend))
     }
 }

@@ -1,0 +1,39 @@
+import Fleet
+import JobQueue
+import Observability
+import ProcessRoot
+import TestSupport
+import Testing
+
+/// What each role runs, in the order that makes its shutdown safe (the group stops the last first).
+@Suite struct ProcessRootTests {
+    let settings: FleetSettings
+
+    init() throws {
+        settings = FleetSettings(
+            redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
+    }
+
+    func names(_ role: ProcessRoot.Role, _ settings: FleetSettings) -> [String] {
+        ProcessRoot.services(for: role, settings: settings, metrics: ProcessMetrics(), logger: quietLogger).map { "\($0)" }
+    }
+
+    /// The heartbeat and the reclaimer stop first, then the processors drain while their leases are
+    /// still renewed and the metrics still served; each service is named, never described by its settings.
+    @Test func aWorkerDrainsItsProcessorsBeforeItsLeasesAndMetricsStop() {
+        #expect(names(.worker(withRelay: false), settings) == [
+            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "Processors", "Reclaimer", "Heartbeat",
+        ])
+        #expect(names(.worker(withRelay: true), settings) == [
+            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "OutboxRelayService", "WebhookDispatchers",
+            "Processors", "Reclaimer", "Heartbeat",
+        ])
+        #expect(names(.relay, settings) == ["MetricsServer", "OutboxRelayService", "WebhookDispatchers"])
+    }
+
+    @Test func withoutAMetricsAddressNoMetricsServerRuns() throws {
+        var settings = settings
+        settings.metricsAddress = try MetricsAddress.parse("off")
+        #expect(names(.relay, settings) == ["OutboxRelayService", "WebhookDispatchers"])
+    }
+}
