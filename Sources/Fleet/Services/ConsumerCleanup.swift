@@ -1,7 +1,6 @@
 import JobQueue
 import Lanes
 import Logging
-import RedisClient
 import ServiceLifecycle
 
 /// Every 5 minutes, forgets the consumers that hold no jobs and were idle for an hour: those of
@@ -14,19 +13,9 @@ public struct ConsumerCleanup: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-cleanup", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
-            var queue: JobQueue?
-            while stop.sleep(.seconds(300)) {
-                do {
-                    let current = try queue ?? JobQueue(
-                        connection: RedisConnection(settings.redisConfiguration()), keys: QueueKeys(prefix: settings.keyPrefix),
-                        consumer: JobQueue.consumerName(thread: -1))
-                    queue = current
-                    _ = try current.removeIdleConsumers(idleLongerThan: .seconds(3_600))
-                } catch {
-                    logger.error("forgetting idle consumers failed; trying again later", metadata: ["error": "\(error)"])
-                }
-            }
-        }.run()
+        await periodically("rf-cleanup", every: .seconds(300), startingNow: false, failing: "forgetting idle consumers failed") {
+            queue, _ in
+            _ = try queue.removeIdleConsumers(idleLongerThan: .seconds(3_600))
+        }
     }
 }

@@ -1,7 +1,6 @@
 import JobQueue
 import Lanes
 import Logging
-import RedisClient
 import ServiceLifecycle
 
 /// Keeps alive the leases of the jobs a worker process holds. A processor holds its batch while it
@@ -20,25 +19,14 @@ public struct LeaseKeeper: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-leases", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
-            let interval = settings.leaseRenewalInterval
-            var queue: JobQueue?
-            var pause = interval
-            while stop.sleep(pause) {
-                pause = interval
-                do {
-                    let current = try queue ?? JobQueue(
-                        connection: RedisConnection(settings.redisConfiguration()), keys: QueueKeys(prefix: settings.keyPrefix),
-                        consumer: JobQueue.consumerName(thread: -2))  // renews in its holders' names, never its own
-                    queue = current
-                    try current.renewLeases(of: jobs.held)
-                } catch {
-                    // The connection reconnects on the next call; try again soon, well inside the lease.
-                    logger.error("could not renew the leases of held jobs; retrying", metadata: ["error": "\(error)"])
-                    pause = min(interval, .seconds(1))
-                }
-            }
-        }.run()
+        let interval = settings.leaseRenewalInterval
+        // Renews in its holders' names, never its own; a failure is tried again soon, well inside the lease.
+        await periodically(
+            "rf-leases", every: interval, startingNow: false, consumer: JobQueue.consumerName(thread: -2),
+            retryingAfter: min(interval, .seconds(1)), failing: "could not renew the leases of held jobs"
+        ) { [jobs] queue, _ in
+            try queue.renewLeases(of: jobs.held)
+        }
     }
 }
 

@@ -1,4 +1,6 @@
+import JobQueue
 import Lanes
+import RedisClient
 import Logging
 
 /// What every background duty of a process is given: its settings, where it counts, where it logs.
@@ -22,4 +24,33 @@ extension ProcessDuty {
     var settings: FleetSettings { context.settings }
     var metrics: FleetMetrics { context.metrics }
     var logger: Logger { context.logger }
+}
+
+extension ProcessDuty {
+    /// Runs `step` on a thread of its own every `interval` (the first time at once when
+    /// `startingNow`, else after one interval) until graceful shutdown, with a queue handle that the
+    /// thread opens itself, named `consumer` (it reserves nothing). A failed step is logged as
+    /// `failing` and tried again after `retry` (the handle's connection reconnects on its next call).
+    func periodically(
+        _ thread: String, every interval: Duration, startingNow: Bool, consumer: String = JobQueue.consumerName(thread: -1),
+        retryingAfter retry: Duration? = nil, failing: String, _ step: @escaping @Sendable (JobQueue, StopSignal) throws -> Void
+    ) async {
+        await ThreadService(thread, grace: settings.redisTimeout * 2, logger: logger) { [settings, logger] _, stop in
+            var queue: JobQueue?
+            var pause = startingNow ? Duration.zero : interval
+            while stop.sleep(pause) {
+                pause = interval
+                do {
+                    let current = try queue ?? JobQueue(
+                        connection: RedisConnection(settings.redisConfiguration()), keys: QueueKeys(prefix: settings.keyPrefix),
+                        consumer: consumer)
+                    queue = current
+                    try step(current, stop)
+                } catch {
+                    logger.error("\(failing); trying again", metadata: ["error": "\(error)"])
+                    pause = retry ?? interval
+                }
+            }
+        }.run()
+    }
 }
