@@ -1,4 +1,5 @@
 import Foundation
+import PostgresClient
 import TestSupport
 import Testing
 
@@ -67,7 +68,7 @@ import Testing
         let keys = Set(entries.map(\.key))
         func flags(of group: String) -> Set<String> { Set(entries.filter { $0.flag && $0.commands.contains(group) }.map(\.key)) }
         // Commands that take no fleet settings, and options of a command's own that share a setting's name.
-        let settingless: Set<String> = ["inspect", "config reference", "help", "migrate"]
+        let settingless: Set<String> = ["inspect", "config reference", "help"]
         let ownOptions = ["demo": Set(["backend"])]  // which of Apple's services the demo's simulator plays
         for (command, names) in commands.sorted(by: { $0.key < $1.key }) {
             // The simulator plays Apple: its options (its own --shared-secret) are not the fleet's.
@@ -118,5 +119,21 @@ import Testing
         let bad = try await runFleetCommand(["config", "check", "--config", file.path], environment: [:])
         #expect(bad.status != 0)
         #expect(bad.output.contains("configuration 'client-rate-limit' (from file): '0' is not a rate between 0 and 100000 per second"), "\(bad.output)")
+    }
+
+    /// `migrate` reads postgres-url as every command does: here from the configuration file.
+    @Test func migrateReadsTheConfigurationFile() async throws {
+        try await TestDatabase.with { database in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("migrate-config") + ".json")
+            try Data(try JSONSerialization.data(withJSONObject: ["postgres-url": database.url])).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let migrated = try await runFleetCommand(["migrate", "--config", file.path], environment: ["RECEIPTFLEET_POSTGRES_URL": ""])
+            #expect(migrated.status == 0, "\(migrated.output)")
+            #expect(migrated.output.contains("Applied migrations"), "\(migrated.output)")
+            let tables = try await onOwnThread {
+                try database.connect().query("SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'subscriptions'")[0]["n"].int64()
+            }
+            #expect(tables == 1)
+        }
     }
 }
