@@ -27,7 +27,7 @@ struct ConsoleCommand: AsyncParsableCommand {
     @OptionGroup var console: ConsoleOptions
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
+        let logger = try setUpLogging(options)
         let resolved = try ResolvedConfiguration(options: options, console)
         let fleet = try resolved.settings()
         guard let settings = try resolved.consoleSettings() else {

@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import JobQueue
 import Ledger
+import Logging
 
 /// The flags every fleet command shares, one per flag setting of `SettingsRegistry` (its name and
 /// help come from there). Each setting comes from, strongest first: its flag, the environment
@@ -205,4 +206,11 @@ extension Rule where Value == Int {
             return number
         }
     }
+}
+
+/// Logs at the log-level setting's level; `unset` where the command has a default of its own.
+func setUpLogging(_ options: FleetOptions, unset: Logger.Level = .info) throws -> Logger {
+    let configuration = try ResolvedConfiguration(options: options)
+    let level = try configuration.isSet(Settings.logLevel) ? configuration[Settings.logLevel] : unset
+    return setUpLogging(level: level.rawValue)
 }

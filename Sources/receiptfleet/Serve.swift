@@ -41,7 +41,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
+        let logger = try setUpLogging(options)
         let resolved = try ResolvedConfiguration(options: options, api)
         let fleet = try resolved.settings()
         let settings = try resolved.apiSettings()

@@ -121,6 +121,16 @@ import Testing
         #expect(bad.output.contains("configuration 'client-rate-limit' (from file): '0' is not a rate between 0 and 100000 per second"), "\(bad.output)")
     }
 
+    @Test func theLogLevelComesFromTheEnvironmentAndIsChecked() async throws {
+        let shown = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_LOG_LEVEL": "debug"])
+        #expect(shown.output.contains("log-level".padding(toLength: 30, withPad: " ", startingAt: 0) + "debug   (environment RECEIPTFLEET_LOG_LEVEL)"))
+        let wrong = try await runFleetCommand(["schedule", "--dry-run"], environment: ["RECEIPTFLEET_LOG_LEVEL": "verbose"])
+        #expect(wrong.status != 0)
+        #expect(wrong.output.contains(
+            "configuration 'log-level' (from environment RECEIPTFLEET_LOG_LEVEL): 'verbose' is not trace, debug, info, notice, warning, error or critical"),
+            "\(wrong.output)")
+    }
+
     /// `migrate` reads postgres-url as every command does: here from the configuration file.
     @Test func migrateReadsTheConfigurationFile() async throws {
         try await TestDatabase.with { database in
