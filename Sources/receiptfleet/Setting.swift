@@ -197,7 +197,7 @@ extension AnySetting {
     var isFlag: Bool { exposure == .flag }
     var variable: String { "RECEIPTFLEET_" + key.uppercased().replacingOccurrences(of: "-", with: "_") }
     /// The flag's help: the sentence and the default.
-    var flagHelp: String { defaultText.hasPrefix("none") || defaultText.hasPrefix("not set") ? help : "\(help) (default: \(defaultText))" }
+    var flagHelp: String { "\(help) (default: \(defaultText))" }
 
     /// The setting KEY-file of a secret read from a file too, as a setting of its own.
     var fileSetting: Setting<String?>? { orFile ? .file(of: self) : nil }
