@@ -24,19 +24,17 @@ struct ConsoleCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var options: FleetOptions
-
-    @Option(help: "HOST:PORT to listen on (port 0 picks a free one). Default 127.0.0.1:8081.")
-    var address: String?
+    @OptionGroup var console: ConsoleOptions
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
-        let resolved = try ResolvedConfiguration(options: options, commandFlags: ["address": address])
+        let logger = try setUpLogging(options)
+        let resolved = try ResolvedConfiguration(options: options, console)
         let fleet = try resolved.settings()
         guard let settings = try resolved.consoleSettings() else {
             throw ConfigurationError(key: "console-tokens", source: "default", reason:
                 "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
         }
-        let (host, port) = try resolved.listenAddress(default: "127.0.0.1:8081")
+        let (host, port) = try resolved[Settings.address].parts
         let operators = settings.operators.names.joined(separator: ",")
         let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
             logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
@@ -47,22 +45,56 @@ struct ConsoleCommand: AsyncParsableCommand {
     }
 }
 
+/// `console`'s own flags; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
+struct ConsoleOptions: SettingFlags {
+    static let commands = Commands.console
+
+    @Option(Settings.address) var address: String?
+}
+
 extension ResolvedConfiguration {
     /// The console's settings; nil when no operator token is configured (serve then mounts no console).
     func consoleSettings() throws -> ConsoleSettings? {
-        guard let operators = try namedTokens("console-tokens", kind: "console tokens") else { return nil }
-        return ConsoleSettings(operators: operators, secureCookies: try boolean("console-secure-cookies", default: false))
+        guard let operators = try self[Settings.consoleTokens] else { return nil }
+        return ConsoleSettings(operators: operators, secureCookies: try self[Settings.consoleSecureCookies])
+    }
+}
+
+/// Where `serve` or `console` listens (`address`).
+struct ListenAddress: Sendable, CustomStringConvertible {
+    let host: String
+    let port: Int
+
+    var parts: (host: String, port: Int) { (host, port) }
+    var description: String { "\(host):\(port)" }
+
+    /// HOST:PORT or [IPv6]:PORT.
+    init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65_535).contains(port), colon > text.startIndex
+        else { return nil }
+        host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        self.port = port
     }
 
-    /// The `address` setting as host and port.
-    func listenAddress(default fallback: String) throws -> (host: String, port: Int) {
-        let address = string("address", default: fallback)
-        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-              (0...65_535).contains(port), colon > address.startIndex
-        else {
-            throw ConfigurationError(key: "address", source: value("address")?.source ?? "default",
-                                     reason: "'\(address)' is not HOST:PORT, e.g. \(fallback)")
+    private init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// serve's, or console's (beside serve on the same host).
+    static func standard(for command: Commands) -> ListenAddress {
+        ListenAddress(host: "127.0.0.1", port: command == .console ? 8081 : 8080)
+    }
+}
+
+extension Rule where Value == ListenAddress {
+    static var listenAddress: Rule {
+        Rule("HOST:PORT, port 0 for any free one") { text, configuration in
+            guard let address = ListenAddress(text) else {
+                throw Refusal("'\(text)' is not HOST:PORT, e.g. \(ListenAddress.standard(for: configuration.command))")
+            }
+            return address
         }
-        return (String(address[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port)
     }
 }

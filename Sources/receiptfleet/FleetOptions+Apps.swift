@@ -12,14 +12,22 @@ import Foundation
 ///
 /// `shared_secret_file` holds the app-specific shared secret (two during a rotation, the new one
 /// first, as `shared-secret`); an app without one uses the account's primary shared secret.
+extension Rule where Value == AppCatalog {
+    static var appsFile: Rule {
+        Rule("a JSON file of app names to apps") { path, _ in try ResolvedConfiguration.apps(inFile: path) }
+    }
+}
+
+extension Rule where Value == [String] {
+    /// One shared secret, or two during a rotation (the new one first), comma- or line-separated.
+    static var sharedSecrets: Rule {
+        Rule("one secret, or two during a rotation (comma- or line-separated)") { text, _ in try ResolvedConfiguration.sharedSecrets(in: text) }
+    }
+}
+
 extension ResolvedConfiguration {
-    func apps() throws -> AppCatalog {
-        guard let (path, source) = value("apps-file") else {
-            return .single(bundleIDs: Set(list("apple-bundle-id")), appleID: try appleID())
-        }
-        func failure(_ reason: String) -> ConfigurationError {
-            ConfigurationError(key: "apps-file", source: source, reason: "\(path): \(reason)")
-        }
+    static func apps(inFile path: String) throws -> AppCatalog {
+        func failure(_ reason: String) -> Refusal { Refusal("\(path): \(reason)") }
         guard let data = FileManager.default.contents(atPath: path) else { throw failure("cannot read it") }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw failure("it is not a JSON object of app names to apps")
@@ -62,30 +70,13 @@ extension ResolvedConfiguration {
     }
 
     /// One shared secret, or two during a rotation (the new one first), comma- or line-separated.
-    static func sharedSecrets(in text: String) throws(SecretListError) -> [String] {
+    static func sharedSecrets(in text: String) throws(Refusal) -> [String] {
         let secrets = text.split(whereSeparator: { $0 == "," || $0.isNewline })
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard (1...2).contains(secrets.count) else {
-            throw SecretListError(reason: secrets.isEmpty
+            throw Refusal(secrets.isEmpty
                 ? "it is empty" : "it holds \(secrets.count) secrets: one, or two during a rotation (the new one first)")
         }
         return secrets
-    }
-
-    struct SecretListError: Error {
-        let reason: String
-    }
-
-    private func list(_ key: String) -> [String] {
-        string(key, default: "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
-
-    private func appleID() throws -> Int64? {
-        try value("apple-app-id").map { text, source in
-            guard let id = Int64(text), id > 0 else {
-                throw ConfigurationError(key: "apple-app-id", source: source, reason: "'\(text)' is not an app's Apple id (a positive number)")
-            }
-            return id
-        }
     }
 }

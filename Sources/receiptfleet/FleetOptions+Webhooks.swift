@@ -1,39 +1,39 @@
 import EventRelay
 import Fleet
 import Foundation
+import Redaction
 
 extension ResolvedConfiguration {
     /// allow-private-webhooks, webhook-proxy, webhook-secret-key and webhook-secret-previous-keys.
     func applyWebhookSettings(to settings: inout FleetSettings) throws {
-        settings.allowPrivateWebhooks = try boolean("allow-private-webhooks", default: false)
-        if let (proxy, source) = value("webhook-proxy") {
-            guard let components = URLComponents(string: proxy), components.scheme != nil, components.host?.isEmpty == false else {
-                throw ConfigurationError(key: "webhook-proxy", source: source, reason: "not a proxy URL such as http://egress.internal:3128")
-            }
-            settings.webhookProxy = proxy
+        settings.allowPrivateWebhooks = try self[Settings.allowPrivateWebhooks]
+        settings.webhookProxy = try self[Settings.webhookProxy]
+        if !isSet(Settings.webhookSecretKey), isSet(Settings.webhookSecretPreviousKeys) {
+            throw ConfigurationError(
+                key: "webhook-secret-previous-keys", source: source(of: Settings.webhookSecretPreviousKeys),
+                reason: "set without webhook-secret-key, the current key")
         }
-        guard let (key, source) = value("webhook-secret-key") else {
-            if let (_, source) = value("webhook-secret-previous-keys") {
-                throw ConfigurationError(
-                    key: "webhook-secret-previous-keys", source: source, reason: "set without webhook-secret-key, the current key")
-            }
-            return
-        }
-        let previous = (value("webhook-secret-previous-keys")?.value ?? "").split(separator: ",").map(String.init)
-        do {
-            settings.webhookSecretKeys = try WebhookKeyring(current: key, previous: previous)
-        } catch {
-            throw ConfigurationError(key: "webhook-secret-key", source: source, reason: error.description)
-        }
+        settings.webhookSecretKeys = try self[Settings.webhookSecretKey]
     }
+}
 
-    /// true, 1 or yes; false, 0 or no (a JSON file's true reads as 1).
-    func boolean(_ key: String, default fallback: Bool) throws -> Bool {
-        guard let (text, source) = value(key) else { return fallback }
-        switch text.lowercased() {
-        case "true", "1", "yes": return true
-        case "false", "0", "no": return false
-        default: throw ConfigurationError(key: key, source: source, reason: "'\(text)' is not true or false")
+extension Rule where Value == String {
+    static var proxyURL: Rule {
+        Rule("a proxy URL") { proxy, _ in
+            guard let components = URLComponents(string: proxy), components.scheme != nil, components.host?.isEmpty == false else {
+                throw Refusal("not a proxy URL such as http://egress.internal:3128")
+            }
+            return proxy
+        }
+        .showing { Redact.url($0) }
+    }
+}
+
+extension Rule where Value == WebhookKeyring {
+    /// The current key, with webhook-secret-previous-keys.
+    static var webhookKeyring: Rule {
+        .converting("the base64 of 32 bytes") { key, configuration in
+            try WebhookKeyring(current: key, previous: configuration[Settings.webhookSecretPreviousKeys])
         }
     }
 }

@@ -10,19 +10,20 @@ struct Migrate: ParsableCommand {
         discussion: """
             Applies, in order and each in its own transaction, every migration the database lacks. Safe to \
             run from several processes at once and to run again. Refuses a database that a newer \
-            ReceiptFleet has migrated.
+            ReceiptFleet has migrated. It reads postgres-url as every command does: --postgres-url, \
+            RECEIPTFLEET_POSTGRES_URL, the --config file, or the default.
 
             Examples:
               receiptfleet migrate --postgres-url postgresql://fleet@db.internal/receiptfleet
               RECEIPTFLEET_POSTGRES_URL=postgresql://… receiptfleet migrate
+              receiptfleet migrate --config /etc/receiptfleet.json
             """)
 
-    @Option(help: "The PostgreSQL URL or conninfo (default: $RECEIPTFLEET_POSTGRES_URL).")
-    var postgresURL: String?
+    @OptionGroup var options: FleetOptions
 
     func run() throws {
-        let url = try postgresURL ?? environment("RECEIPTFLEET_POSTGRES_URL", or: "--postgres-url")
-        var configuration = try PostgresConfiguration(url)
+        // Only the database: a migration job need not have the fleet's other files (apps, keys).
+        var configuration = try PostgresConfiguration(ResolvedConfiguration(options: options)[Settings.postgresURL])
         // A migration may rewrite a large table for minutes; the deadline only ends a frozen server's wait.
         configuration.callTimeout = .seconds(3_600)
         let connection = try PostgresConnection(configuration: configuration)

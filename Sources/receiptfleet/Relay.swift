@@ -23,7 +23,7 @@ struct Relay: AsyncParsableCommand {
     @OptionGroup var options: FleetOptions
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
+        let logger = try setUpLogging(options)
         let settings = try options.settings()
         try await ProcessRoot.run(
             ProcessRoot.services(for: .relay, settings: settings, metrics: ProcessMetrics(), logger: logger), logger: logger)

@@ -56,7 +56,7 @@ struct Schedule: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
+        let logger = try setUpLogging(options)
         let settings = try options.settings()
         let metrics = ProcessMetrics()
         let plan = plan

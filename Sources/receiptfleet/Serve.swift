@@ -41,8 +41,8 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
-        let resolved = try ResolvedConfiguration(options: options, commandFlags: api.flags)
+        let logger = try setUpLogging(options)
+        let resolved = try ResolvedConfiguration(options: options, api)
         let fleet = try resolved.settings()
         let settings = try resolved.apiSettings()
         // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
@@ -75,107 +75,71 @@ struct Serve: AsyncParsableCommand {
     }
 }
 
-/// `serve`'s own settings; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
-struct APIOptions: ParsableArguments {
-    @Option(help: "HOST:PORT to listen on (port 0 picks a free one). Default 127.0.0.1:8080.")
-    var address: String?
+/// `serve`'s own flags; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
+struct APIOptions: SettingFlags {
+    static let commands = Commands.serve
 
-    @Option(help: "Environments whose notifications are processed (others are acknowledged and ignored): Production, Sandbox.")
-    var notificationEnvironments: String?
-
-    @Option(help: "A root certificate (PEM or DER) to trust for V2 notifications instead of the built-in Apple Root CA - G3 (for a test CA).")
-    var appleRootCertificate: String?
-
-    @Option(help: "The app's bundle ids (comma-separated), when no apps-file names the apps: V2 notifications for any other app are refused.")
-    var appleBundleID: String?
-
-    @Option(help: "The app's Apple id (appAppleId), checked in V2 notifications when set (without apps-file).")
-    var appleAppID: Int64?
-
-    @Option(help: "The largest request body accepted, in bytes. Default 1048576.")
-    var maxBodyBytes: Int?
-
-    @Option(help: "Requests per second per client (API token, or address without one). Default 20.")
-    var clientRateLimit: Double?
-
-    @Option(help: "Requests a client may send at once after a quiet spell. Default 40.")
-    var clientRateBurst: Int?
-
-    @Option(help: "Threads with their own Redis, PostgreSQL and Apple connections serving requests. Default 4.")
-    var lanes: Int?
-
-    @Option(help: "Proxies (CIDR,…) whose Forwarded / X-Forwarded-For name the caller's address, e.g. 10.0.0.0/8,127.0.0.1. Default none.")
-    var trustedProxies: String?
-
-    var flags: [String: String?] {
-        [
-            "address": address, "notification-environments": notificationEnvironments,
-            "apple-root-certificate": appleRootCertificate, "apple-bundle-id": appleBundleID,
-            "apple-app-id": appleAppID.map(String.init), "max-body-bytes": maxBodyBytes.map(String.init),
-            "client-rate-limit": clientRateLimit.map { String($0) }, "client-rate-burst": clientRateBurst.map(String.init),
-            "lanes": lanes.map(String.init), "trusted-proxies": trustedProxies,
-        ]
-    }
+    @Option(Settings.address) var address: String?
+    @Option(Settings.notificationEnvironments) var notificationEnvironments: String?
+    @Option(Settings.maxBodyBytes) var maxBodyBytes: String?
+    @Option(Settings.clientRateLimit) var clientRateLimit: String?
+    @Option(Settings.clientRateBurst) var clientRateBurst: String?
+    @Option(Settings.lanes) var lanes: String?
+    @Option(Settings.trustedProxies) var trustedProxies: String?
 }
 
 extension ResolvedConfiguration {
     func apiSettings() throws -> APISettings {
-        func source(_ key: String) -> String { value(key)?.source ?? "default" }
-        let (host, port) = try listenAddress(default: "127.0.0.1:8080")
-        var environments = Set<AppStoreEnvironment>()
-        for name in string("notification-environments", default: "Production").split(separator: ",") {
-            guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
-                throw ConfigurationError(key: "notification-environments", source: source("notification-environments"),
-                                         reason: "'\(name)' is neither Production nor Sandbox")
-            }
-            environments.insert(environment)
-        }
-        return APISettings(
-            host: host, port: port,
-            tokens: try apiTokens(), notificationEnvironments: environments,
-            trustedRoots: try trustedRoots(),
-            maxBodyBytes: try number("max-body-bytes", default: 1 << 20, { (1_024...(64 << 20)).contains($0) }, "a size from 1024 to 67108864 bytes"),
-            clientRateLimit: try number("client-rate-limit", default: 20.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
-            clientRateBurst: try number("client-rate-burst", default: 40, { $0 >= 1 }, "a whole number ≥ 1"),
-            notificationRateLimit: try number(
-                "notification-rate-limit", default: 100.0, { $0 > 0 && $0 <= 100_000 }, "a rate between 0 and 100000 per second"),
-            notificationRateBurst: try number("notification-rate-burst", default: 200, { $0 >= 1 }, "a whole number ≥ 1"),
-            trustedProxies: try value("trusted-proxies").map { text, source in
-                do { return try TrustedProxies(parsing: text) } catch {
-                    throw ConfigurationError(key: "trusted-proxies", source: source, reason: "\(error)")
-                }
-            } ?? .none,
-            lanes: try number("lanes", default: 4, { (1...256).contains($0) }, "a whole number from 1 to 256"))
-    }
-
-    /// Like the shared secret: from RECEIPTFLEET_API_TOKENS (or the file's `api-tokens`), or the
-    /// file named by `api-tokens-file`; never a flag.
-    private func apiTokens() throws -> NamedTokens {
-        guard let tokens = try namedTokens("api-tokens", kind: "API tokens") else {
+        let address = try self[Settings.address]
+        guard let tokens = try self[Settings.apiTokens] else {
             throw ConfigurationError(key: "api-tokens", source: "default", reason:
                 "serve needs API tokens: set RECEIPTFLEET_API_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with api-tokens-file")
         }
-        return tokens
+        return try APISettings(
+            host: address.host, port: address.port,
+            tokens: tokens, notificationEnvironments: self[Settings.notificationEnvironments],
+            trustedRoots: trustedRoots(),
+            maxBodyBytes: self[Settings.maxBodyBytes],
+            clientRateLimit: self[Settings.clientRateLimit],
+            clientRateBurst: self[Settings.clientRateBurst],
+            notificationRateLimit: self[Settings.notificationRateLimit],
+            notificationRateBurst: self[Settings.notificationRateBurst],
+            trustedProxies: self[Settings.trustedProxies].map { try TrustedProxies(parsing: $0) } ?? .none,
+            lanes: self[Settings.lanes])
     }
+}
 
-    /// NAME:TOKEN entries from `key` (RECEIPTFLEET_KEY, or the file's) or from the file named by
-    /// `key-file`; never a flag, which `ps` would show. nil when neither is set.
-    func namedTokens(_ key: String, kind: String) throws -> NamedTokens? {
-        let (text, setting): (String, (key: String, source: String))
-        if let (value, source) = value(key) {
-            (text, setting) = (value, (key, source))
-        } else if let (path, source) = value(key + "-file") {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(key: key + "-file", source: source, reason: "cannot read \(path)")
+extension Rule where Value == NamedTokens {
+    /// NAME:TOKEN entries, separated by commas or lines.
+    static func namedTokens(_ kind: String) -> Rule {
+        Rule("NAME:TOKEN entries, comma- or line-separated") { text, _ in
+            do {
+                return try NamedTokens(parsing: text, kind: kind)
+            } catch let error as NamedTokensError {
+                throw Refusal(error.message)
             }
-            (text, setting) = (String(decoding: data, as: UTF8.self), (key + "-file", source))
-        } else {
-            return nil
         }
-        do {
-            return try NamedTokens(parsing: text, kind: kind)
-        } catch {
-            throw ConfigurationError(key: setting.key, source: setting.source, reason: error.message)
+    }
+}
+
+extension Rule where Value == Set<AppStoreEnvironment> {
+    static var environments: Rule {
+        Rule("Production, Sandbox or both, comma-separated") { text, _ in
+            var environments = Set<AppStoreEnvironment>()
+            for name in text.split(separator: ",") {
+                guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
+                    throw Refusal("'\(name)' is neither Production nor Sandbox")
+                }
+                environments.insert(environment)
+            }
+            return environments
         }
+        .showing { $0.map(\.rawValue).sorted().joined(separator: ",") }.writing { $0.map(\.rawValue).sorted().joined(separator: ",") }
+    }
+}
+
+extension Rule where Value == String {
+    static var trustedProxies: Rule {
+        .checked("IP addresses and CIDR networks, comma-separated") { _ = try TrustedProxies(parsing: $0) }
     }
 }

@@ -24,7 +24,7 @@ struct Verify: ParsableCommand {
     @OptionGroup var selector: SubscriptionSelector
 
     func run() throws {
-        let logger = setUpLogging(level: options.logLevel ?? "warning")
+        let logger = try setUpLogging(options, unset: .warning)
         let settings = try options.settings()
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         var exit: Int32 = 0

@@ -33,7 +33,7 @@ struct Worker: AsyncParsableCommand {
     var withRelay = false
 
     func run() async throws {
-        let logger = setUpLogging(level: options.logLevel)
+        let logger = try setUpLogging(options)
         let settings = try options.settings()
         if let warning = settings.visibilityTimeoutWarning { logger.warning("\(warning)") }
         for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {

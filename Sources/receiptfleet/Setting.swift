@@ -1,0 +1,353 @@
+import ArgumentParser
+import Foundation
+import Redaction
+
+/// One setting, declared once in `SettingsRegistry`: its key, what it accepts, its default, its
+/// help, whether it is a flag or a secret, and the commands that read it. Everything else is made
+/// from the declaration: the `@Option`s' names and help (`@Option(Settings.rateLimit)`), the
+/// lookup through the layers (`ResolvedConfiguration`), `config check`'s row, and the table in
+/// docs/operations.md (`config reference`).
+///
+/// Why not swift-configuration (apple/swift-configuration, already in the build through
+/// Hummingbird): it would replace only the layering, some forty lines here, and bend what the
+/// fleet promises. Its JSON provider is typed (a file's `"rate-limit": "50"` fails to read as a
+/// number, and `"concurrency": 8` as a string), its environment provider takes an empty variable
+/// as a value where the fleet takes it as unset, its file provider is async where most commands
+/// are not, and errors name its providers rather than "flag --rate-limit" or "environment
+/// RECEIPTFLEET_RATE_LIMIT". The registry, the validation and its wording, the flags, the docs and
+/// `config check` would all still be ours. Worth another look if the fleet wants reloading.
+struct Setting<Value: Sendable>: Sendable {
+    let key: String
+    let rule: Rule<Value>
+    /// The value when none is given; it may depend on other settings (rate-burst on rate-limit).
+    let fallback: @Sendable (ResolvedConfiguration) throws -> Value
+    /// The default, as the docs and `--help` say it.
+    let defaultText: String
+    let exposure: Exposure
+    let commands: Commands
+    /// One sentence: the flag's help, and the start of the docs' meaning.
+    let help: String
+    /// More for the docs.
+    let details: String?
+    /// The value as `config check` shows it (masked for secrets).
+    let show: @Sendable (Value) -> String
+    /// Also read from the file named by KEY-file (secrets: RECEIPTFLEET_SHARED_SECRET or a file).
+    let orFile: Bool
+    /// Read from the configuration file too (all but `config`, which names it).
+    let inFile: Bool
+
+    private init(
+        key: String, rule: Rule<Value>, fallback: @escaping @Sendable (ResolvedConfiguration) throws -> Value,
+        defaultText: String, exposure: Exposure, commands: Commands, help: String, details: String?,
+        show: (@Sendable (Value) -> String)?, orFile: Bool, inFile: Bool
+    ) {
+        self.key = key
+        self.rule = rule
+        self.fallback = fallback
+        self.defaultText = defaultText
+        self.exposure = exposure
+        self.commands = commands
+        self.help = help
+        self.details = details
+        let masked: @Sendable (Value) -> String = { _ in "set (masked)" }
+        self.show = show ?? (exposure == .secret ? masked : rule.show)
+        self.orFile = orFile
+        self.inFile = inFile
+    }
+
+    /// A setting with a default value.
+    init(
+        _ key: String, _ rule: Rule<Value>, default value: Value, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
+        help: String, details: String? = nil, show: (@Sendable (Value) -> String)? = nil
+    ) {
+        self.init(
+            key: key, rule: rule, fallback: { _ in value }, defaultText: rule.written(value), exposure: exposure, commands: commands,
+            help: help, details: details, show: show, orFile: false, inFile: true)
+    }
+
+    /// A setting whose default is worked out from other settings (or from the command).
+    init(
+        _ key: String, _ rule: Rule<Value>, derived defaultText: String, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
+        help: String, details: String? = nil, show: (@Sendable (Value) -> String)? = nil,
+        _ fallback: @escaping @Sendable (ResolvedConfiguration) throws -> Value
+    ) {
+        self.init(
+            key: key, rule: rule, fallback: fallback, defaultText: defaultText, exposure: exposure, commands: commands,
+            help: help, details: details, show: show, orFile: false, inFile: true)
+    }
+
+    /// A setting that may be left unset; `unset` says what that means (the docs' default, `config check`'s value).
+    init<Wrapped: Sendable>(
+        _ key: String, _ rule: Rule<Wrapped>, unset: String, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
+        orFile: Bool = false, inFile: Bool = true, help: String, details: String? = nil, show: (@Sendable (Wrapped) -> String)? = nil
+    ) where Value == Wrapped? {
+        let masked: @Sendable (Wrapped) -> String = { _ in "set (masked)" }
+        let shown = show ?? (exposure == .secret ? masked : rule.show)
+        self.init(
+            key: key, rule: Rule<Value>(rule.text, parse: { try rule.parse($0, $1) }), fallback: { _ in nil }, defaultText: unset,
+            exposure: exposure, commands: commands, help: help, details: details, show: { $0.map(shown) ?? unset },
+            orFile: orFile, inFile: inFile)
+    }
+}
+
+/// Where a setting may be given besides RECEIPTFLEET_<NAME> and the configuration file.
+enum Exposure: Sendable {
+    /// Also a flag, --KEY.
+    case flag
+    /// The environment and the file only.
+    case variable
+    /// The environment and the file only, never a flag (flags show in `ps`), and masked.
+    case secret
+}
+
+/// The commands that read a setting. `fleet` is every command that takes the fleet's settings
+/// (`FleetOptions`); `serve` and `console` add their own (`APIOptions`, `ConsoleOptions`).
+struct Commands: OptionSet, Sendable, Hashable {
+    let rawValue: Int
+    static let fleet = Commands(rawValue: 1)
+    static let serve = Commands(rawValue: 2)
+    static let console = Commands(rawValue: 4)
+
+    var names: [String] {
+        [(Commands.fleet, "fleet"), (.serve, "serve"), (.console, "console")].filter { contains($0.0) }.map(\.1)
+    }
+}
+
+/// Why a value is refused; the resolver makes it "configuration 'KEY' (from SOURCE): REASON".
+struct Refusal: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// What a setting accepts, how its text becomes a value, and how a value is shown.
+struct Rule<Value: Sendable>: Sendable {
+    /// What it accepts, for the docs (and the refusal, for the simple rules).
+    let text: String
+    /// The value of the text, or a `Refusal`; the configuration is there for rules that depend on
+    /// another setting (webhook-endpoint-concurrency on webhook-threads).
+    let parse: @Sendable (String, ResolvedConfiguration) throws -> Value
+    /// As `config check` shows it.
+    var show: @Sendable (Value) -> String = { "\($0)" }
+    /// As an operator writes it (the docs' default).
+    var written: @Sendable (Value) -> String = { plain("\($0)") }
+
+    init(_ text: String, parse: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) {
+        self.text = text
+        self.parse = parse
+    }
+
+    /// A text that `read` takes and `valid` keeps; otherwise "'TEXT' is not RULE".
+    init(_ text: String, read: @escaping @Sendable (String) -> Value?, valid: @escaping @Sendable (Value) -> Bool = { _ in true }) {
+        self.init(text) { raw, _ in
+            guard let value = read(raw), valid(value) else { throw Refusal("'\(raw)' is not \(text)") }
+            return value
+        }
+    }
+
+    /// The value `convert` makes of the text; its error, described, is the reason.
+    static func converting(_ text: String, _ convert: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) -> Rule {
+        Rule(text) { raw, configuration in
+            do {
+                return try convert(raw, configuration)
+            } catch where error is ConfigurationError || error is Refusal {
+                throw error
+            } catch {
+                throw Refusal("\(error)")
+            }
+        }
+    }
+
+    func showing(_ show: @escaping @Sendable (Value) -> String) -> Rule {
+        var rule = self
+        rule.show = show
+        return rule
+    }
+
+    func writing(_ written: @escaping @Sendable (Value) -> String) -> Rule {
+        var rule = self
+        rule.written = written
+        return rule
+    }
+}
+
+/// "50.0" as an operator writes it: "50".
+func plain(_ number: String) -> String { number.hasSuffix(".0") ? String(number.dropLast(2)) : number }
+
+/// A setting, whatever its type: for the listings (`config check`, `config reference`) and the flags.
+protocol AnySetting: Sendable {
+    var key: String { get }
+    var defaultText: String { get }
+    var exposure: Exposure { get }
+    var commands: Commands { get }
+    var help: String { get }
+    var details: String? { get }
+    var orFile: Bool { get }
+    var inFile: Bool { get }
+    var accepts: String { get }
+    /// Its value in `configuration`, as `config check` shows it.
+    func shown(in configuration: ResolvedConfiguration) throws -> String
+}
+
+extension Setting: AnySetting {
+    var accepts: String { rule.text }
+    func shown(in configuration: ResolvedConfiguration) throws -> String { show(try configuration[self]) }
+}
+
+extension AnySetting {
+    var isFlag: Bool { exposure == .flag }
+    var variable: String { "RECEIPTFLEET_" + key.uppercased().replacingOccurrences(of: "-", with: "_") }
+    /// The flag's help: the sentence and the default.
+    var flagHelp: String { "\(help) (default: \(defaultText))" }
+
+    /// The setting KEY-file of a secret read from a file too, as a setting of its own.
+    var fileSetting: Setting<String?>? { orFile ? .file(of: self) : nil }
+}
+
+extension Setting where Value == String? {
+    static func file(of setting: some AnySetting) -> Setting {
+        Setting(
+            setting.key + "-file", Rule<String>.path, unset: "not set", for: setting.commands,
+            help: "A file holding \(setting.key) instead, read at start (the way to keep it out of the environment).")
+    }
+}
+
+// The option groups name each flag after its setting: `@Option(Settings.rateLimit) var rateLimit: String?`.
+extension Option where Value == String? {
+    init(_ setting: some AnySetting) {
+        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
+        self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp))
+    }
+}
+
+extension Flag where Value == Bool {
+    init(wrappedValue: Bool, _ setting: some AnySetting) {
+        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
+        self.init(wrappedValue: wrappedValue, name: .customLong(setting.key), help: ArgumentHelp(setting.help))
+    }
+}
+
+/// A group of settings' flags: FleetOptions, APIOptions, ConsoleOptions. Its properties are the
+/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read.
+protocol SettingFlags: ParsableArguments {
+    /// Whose flags they are.
+    static var commands: Commands { get }
+}
+
+extension SettingFlags {
+    /// The flags given on the command line, by key.
+    var givenFlags: [String: String] {
+        var flags: [String: String] = [:]
+        for child in Mirror(reflecting: self).children {
+            let property = String((child.label ?? "").drop { $0 == "_" })
+            let value: String? = switch child.value {
+            case let option as Option<String?>: option.wrappedValue
+            case let flag as Flag<Bool>: flag.wrappedValue ? "true" : nil
+            default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String? or @Flag(Settings.…) var … = false")
+            }
+            let key = Self.key(ofProperty: property)
+            guard let setting = Settings.named[key], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
+                preconditionFailure("\(Self.self).\(property): \(key) is no flag setting of \(Self.commands.names) in SettingsRegistry")
+            }
+            flags[key] = value
+        }
+        return flags
+    }
+
+    /// The key a property stands for, by ArgumentParser's rule for long names: appleCAFile → apple-ca-file.
+    static func key(ofProperty name: String) -> String {
+        var key = ""
+        var separate = true
+        for index in name.indices {
+            let character = name[index]
+            if character.isUppercase {
+                if separate, !key.isEmpty { key += "-" }
+                let next = name.index(after: index)
+                separate = next < name.endIndex && name[next].isUppercase
+                    && name.index(after: next) < name.endIndex && name[name.index(after: next)].isLowercase
+            } else {
+                separate = true
+            }
+            key += character.lowercased()
+        }
+        return key
+    }
+}
+
+// The rules most settings share.
+extension Rule where Value: LosslessStringConvertible {
+    static func number(_ text: String, _ valid: @escaping @Sendable (Value) -> Bool) -> Rule {
+        Rule(text, read: { Value($0) }, valid: valid)
+    }
+}
+
+extension Rule where Value == Int {
+    static func whole(_ range: ClosedRange<Int>) -> Rule {
+        .number("a whole number from \(range.lowerBound) to \(range.upperBound)") { range.contains($0) }
+    }
+
+    static func whole(atLeast minimum: Int) -> Rule { .number("a whole number ≥ \(minimum)") { $0 >= minimum } }
+}
+
+extension Rule where Value == Double {
+    static var rate: Rule {
+        Rule.number("a rate between 0 and 100000 per second") { $0 > 0 && $0 <= 100_000 }.showing { "\($0)/s" }
+    }
+}
+
+extension Rule where Value == Duration {
+    /// A whole number of seconds that `valid` keeps.
+    static func wholeSeconds(_ text: String, _ valid: @escaping @Sendable (Int) -> Bool) -> Rule {
+        Rule(text, read: { Int($0).flatMap { valid($0) ? .seconds($0) : nil } }).writing { "\($0.components.seconds)" }
+    }
+
+    /// A number of seconds that `valid` keeps, to the millisecond.
+    static func seconds(_ text: String, _ valid: @escaping @Sendable (Double) -> Bool) -> Rule {
+        Rule(text, read: { Double($0).flatMap { valid($0) ? .milliseconds(Int64(1000 * $0)) : nil } })
+            .writing { plain("\(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)") }
+    }
+}
+
+extension Rule where Value == Bool {
+    /// true, 1 or yes; false, 0 or no (a JSON file's true reads as 1).
+    static var boolean: Rule {
+        Rule("true or false", read: {
+            switch $0.lowercased() {
+            case "true", "1", "yes": true
+            case "false", "0", "no": false
+            default: nil
+            }
+        })
+    }
+}
+
+extension Rule where Value == String {
+    static var text: Rule { Rule("any text") { text, _ in text } }
+    /// The text, when `check` takes it.
+    static func checked(_ text: String, by check: @escaping @Sendable (String) throws -> Void) -> Rule {
+        .converting(text) { value, _ in
+            try check(value)
+            return value
+        }
+    }
+    static var path: Rule { Rule("a file's path") { path, _ in path } }
+    /// Shown with its password masked.
+    static var connection: Rule { Rule("a URL or conninfo") { text, _ in text }.showing { Redact.connectionString($0) } }
+    static var url: Rule { Rule("a URL") { text, _ in text }.showing { Redact.url($0) } }
+    /// Read now, so that a wrong path fails at start.
+    static var readableFile: Rule {
+        Rule("a readable file's path") { path, _ in
+            guard FileManager.default.isReadableFile(atPath: path) else { throw Refusal("cannot read \(path)") }
+            return path
+        }
+    }
+}
+
+extension Rule where Value == [String] {
+    /// Comma-separated, blanks dropped.
+    static var list: Rule {
+        Rule("a comma-separated list") { text, _ in
+            text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        .showing { $0.isEmpty ? "none" : $0.joined(separator: ",") }.writing { $0.isEmpty ? "none" : $0.joined(separator: ",") }
+    }
+}
