@@ -74,10 +74,17 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
+        // The verification use case: its ports (the gate, Apple, the store), the Ledger's adapter, and
+        // what it reads of the settings; apart from the fleet's runtime, which provides the other adapters.
+        .target(name: "VerificationUseCase", dependencies: [
+            "AppStore", "JobQueue", "Lanes", "Ledger",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
             "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient",
-            "RedisClient",
+            "RedisClient", "VerificationUseCase",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -107,7 +114,7 @@ let package = Package(
 
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
-            "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient",
+            "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient", "VerificationUseCase",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
@@ -196,7 +203,7 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport",
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Ledger", "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

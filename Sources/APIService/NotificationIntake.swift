@@ -4,6 +4,7 @@ import Foundation
 import JobQueue
 import Ledger
 import Logging
+import VerificationUseCase
 
 /// Stores an authenticated notification once, and turns it into one high-priority verification
 /// job for its subscription: the notification says *that* something changed; the worker asks
@@ -70,7 +71,7 @@ struct NotificationIntake: Sendable {
     private func apply(_ signed: VerifyReceiptResponse, to subscriptionID: Int64, connections: Connections) {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple, store: connections.ledger,
-            settings: fleet, metrics: metrics, logger: logger)
+            policy: fleet.verificationPolicy, metrics: metrics, logger: logger)
         do {
             guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return }
             if try verification.applySigned(signed, to: subscription, runID: "notification") {

@@ -5,6 +5,7 @@ import Foundation
 import JobQueue
 import Ledger
 import Logging
+import VerificationUseCase
 
 /// `POST /v1/receipts`: what the app's back end sends when a customer buys (or restores).
 struct RegistrationRequest: Decodable, Sendable {
@@ -160,7 +161,7 @@ struct Registrar: Sendable {
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
-            store: connections.ledger, settings: fleet, metrics: metrics, logger: logger)
+            store: connections.ledger, policy: fleet.verificationPolicy, metrics: metrics, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
             about: subject, ofApp: app, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts,

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreClients
 import HTTPClient
+import VerificationUseCase
 
 /// One thread's clients for Apple's two services, chosen by what is asked: a receipt goes to
 /// verifyReceipt with its app's shared secret, a transaction to the Server API with a token for

@@ -3,6 +3,7 @@ import BuildInfo
 import EventRelay
 import Metrics
 import Synchronization
+import VerificationUseCase
 
 /// A fleet process's own counters and histograms (docs/metrics.md), made through swift-metrics on
 /// the factory given: the process's Prometheus registry in `receiptfleet`, one of their own in
@@ -11,23 +12,7 @@ import Synchronization
 ///
 /// Every series with a fixed set of label values exists from the start (at 0), so a dashboard or
 /// an alert finds it before the first event.
-public final class FleetMetrics: Sendable {
-    /// How a job left this process's hands: the `outcome` label of `receiptfleet_jobs_processed_total`.
-    public enum JobOutcome: String, Sendable, CaseIterable {
-        /// Apple's answer was analysed and written.
-        case verified
-        /// The receipt failed for good; the subscription is now invalid.
-        case permanentFailure = "permanent_failure"
-        /// Back to the delayed set for another attempt.
-        case retried
-        /// Moved to later without an attempt charged (the fleet paused or halted, or this worker stopping).
-        case postponed
-        /// To the dead letters.
-        case dead
-        /// Nothing to do: the subscription is gone or was verified since the job was enqueued.
-        case skipped
-    }
-
+public final class FleetMetrics: VerificationMetrics {
     private let factory: any MetricsFactory
     private let jobsProcessed: [JobOutcome: Counter]
     private let appleResponses: Mutex<[AppleResponse: Counter]>
@@ -74,7 +59,7 @@ public final class FleetMetrics: Sendable {
     }
 
     /// One verifyReceipt exchange: its answer and how long it took.
-    func answered(_ exchange: VerificationExchange) {
+    public func answered(_ exchange: VerificationExchange) {
         let response = AppleResponse(status: exchange.outcome.statusLabel, environment: exchange.environment.label)
         let counter = appleResponses.withLock { counters in
             if let counter = counters[response] { return counter }
@@ -93,7 +78,7 @@ public final class FleetMetrics: Sendable {
 
     func probed() { pauseProbes.increment() }
 
-    func persisted(in duration: Duration) { persistDuration.record(duration: duration) }
+    public func persisted(in duration: Duration) { persistDuration.record(duration: duration) }
 
     func published(_ events: Int) { eventsPublished.increment(by: Int64(events)) }
 

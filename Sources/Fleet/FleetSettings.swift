@@ -6,6 +6,7 @@ import JobQueue
 import Ledger
 import PostgresClient
 import RedisClient
+import VerificationUseCase
 
 /// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`).
 public struct FleetSettings: Sendable {
@@ -157,12 +158,11 @@ public struct FleetSettings: Sendable {
         return configuration
     }
 
-    /// The first nightly run strictly after `now`.
-    public func nextNightlyRun(after now: Date) -> Date {
-        let day: TimeInterval = 86_400
-        let startOfDay = (now.timeIntervalSince1970 / day).rounded(.down) * day
-        var run = Date(timeIntervalSince1970: startOfDay + TimeInterval(nightlyHourUTC) * 3_600)
-        while run <= now { run += day }
-        return run
+    /// What the verification use case reads of these settings.
+    public var verificationPolicy: VerificationPolicy {
+        VerificationPolicy(
+            defaultBackend: defaultBackend, initialPurchaseWindow: initialPurchaseWindow,
+            nonRenewingProductIDs: nonRenewingProductIDs, haltAfterConfigurationErrors: haltAfterConfigurationErrors,
+            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import JobQueue
 import Lanes
 import Logging
+import VerificationUseCase
 
 /// One subscription verified at once, outside the queue (`receiptfleet verify ID`), by the use
 /// case a worker runs (`SubscriptionVerification`): the fleet's halt, pause and rate limit, Apple,
@@ -13,7 +14,7 @@ public enum ImmediateVerification {
         let metrics = FleetMetrics()
         let gate = PacedGate(connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), metrics: metrics)
         let verification = SubscriptionVerification(
-            gate: gate, verifier: connections.apple, store: connections.ledger, settings: settings, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
             logger: logger)
         let job = Job(subscriptionID: id, runID: "verify", reason: .manual,
                       enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))

@@ -3,6 +3,7 @@ import Foundation
 import JobQueue
 import Ledger
 import Logging
+import VerificationUseCase
 
 /// One worker: a dedicated thread that reserves jobs, verifies their subscriptions
 /// (`SubscriptionVerification`, paced by its `PacedGate`), writes the results to PostgreSQL in
@@ -35,7 +36,7 @@ final class Processor {
         self.logger = logger
         gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, metrics: metrics)
         verification = SubscriptionVerification(
-            gate: gate, verifier: connections.apple, store: connections.ledger, settings: settings, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
             logger: logger)
     }
 
@@ -96,9 +97,9 @@ final class Processor {
     /// worker's to settle and count).
     private func settle(_ settled: [(ReservedJob, Settlement)]) throws {
         let queue = connections.queue
-        var finished: [(ReservedJob, FleetMetrics.JobOutcome)] = []
+        var finished: [(ReservedJob, JobOutcome)] = []
         for (reserved, settlement) in settled {
-            let outcome: FleetMetrics.JobOutcome?
+            let outcome: JobOutcome?
             switch settlement {
             case .ack(let done):
                 finished.append((reserved, done))

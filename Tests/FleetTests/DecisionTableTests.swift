@@ -5,6 +5,7 @@ import JobQueue
 @testable import Ledger
 import Logging
 import Testing
+@testable import VerificationUseCase
 
 /// `SubscriptionVerification`'s decision table, with in-memory fakes for its three ports: what
 /// each of Apple's answers (and the fleet's admissions) makes of a job — verified, retried,
@@ -143,7 +144,7 @@ import Testing
             rateLimit: try RateLimit(perSecond: 10, burst: 1))
         settings.defaultBackend = defaultBackend
         return SubscriptionVerification(
-            gate: gate, verifier: verifier, store: store, settings: settings, metrics: FleetMetrics(),
+            gate: gate, verifier: verifier, store: store, policy: settings.verificationPolicy, metrics: FleetMetrics(),
             logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
     }
 

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import JobQueue
 import Lanes
+import VerificationUseCase
 
 /// An API lane's leave to call Apple, for the use case's one call of its own: the redirect to the
 /// other environment. (The registration's first call is admitted before it takes a lane, waiting

@@ -2,6 +2,7 @@ import AppStore
 import Foundation
 import JobQueue
 import Lanes
+import VerificationUseCase
 
 /// A worker thread's leave to call Apple: the fleet's `FleetGate` in Redis, with each call paced
 /// to its time slot.

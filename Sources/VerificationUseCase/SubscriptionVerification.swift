@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import JobQueue
+import Lanes
 import Ledger
 import Logging
 
@@ -20,26 +21,26 @@ public final class SubscriptionVerification {
     let gate: any AppleGate
     let verifier: any AppleVerifier
     let store: any VerificationStore
-    let settings: FleetSettings
-    let metrics: FleetMetrics
+    let policy: VerificationPolicy
+    let metrics: any VerificationMetrics
     let logger: Logger
-    let policy = StatusPolicy()
+    let statusPolicy = StatusPolicy()
 
     public init(
-        gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, settings: FleetSettings,
-        metrics: FleetMetrics, logger: Logger
+        gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, policy: VerificationPolicy,
+        metrics: any VerificationMetrics, logger: Logger
     ) {
         self.gate = gate
         self.verifier = verifier
         self.store = store
-        self.settings = settings
+        self.policy = policy
         self.metrics = metrics
         self.logger = logger
     }
 
     /// What to do with one job: verify its subscription, unless there is nothing to verify.
     /// `upcoming` counts this job and the batch's jobs after it: calls the gate may book at once.
-    func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
+    public func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         guard let subject = subject(of: subscription) else {
             if let status = subscription.state?.status, [.expired, .refunded].contains(status) {
@@ -70,7 +71,7 @@ public final class SubscriptionVerification {
     /// What Apple is asked about `subscription`, by its backend: its receipt (nil when none is
     /// stored), or its original transaction with the latest one the fleet knows.
     private func subject(of subscription: LoadedSubscription) -> VerificationSubject? {
-        switch subscription.backend ?? settings.defaultBackend {
+        switch subscription.backend ?? policy.defaultBackend {
         case .verifyReceipt:
             subscription.receipt.map(VerificationSubject.receipt)
         case .serverAPI:
@@ -90,10 +91,10 @@ public final class SubscriptionVerification {
         }
         switch answer.verdict {
         case .verified(let response):
-            let purchaseWindow = job.reason == .registration ? settings.initialPurchaseWindow : nil
+            let purchaseWindow = job.reason == .registration ? policy.initialPurchaseWindow : nil
             // The receipt's one-time purchases are recorded with the subscription, in its transaction.
             let purchases = PurchaseWrite(
-                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: settings.nonRenewingProductIDs),
+                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: policy.nonRenewingProductIDs),
                 announcingPurchasesAfter: OneTimePurchases.announcingAfter(
                     response, stored: subscription.state, registrationWindow: purchaseWindow, now: now),
                 accountID: subscription.accountID)
@@ -161,11 +162,11 @@ public final class SubscriptionVerification {
 
     /// Writes every decision's result in one transaction, and returns how to settle each job now
     /// that its result is durable.
-    func write(_ decisions: [Decision]) throws -> [Settlement] {
+    public func write(_ decisions: [Decision]) throws -> [Settlement] {
         let writes = decisions.compactMap { decision -> VerificationWrite? in
             if case .write(let write, _, _) = decision { write } else { nil }
         }
-        let nightly = settings.nextNightlyRun(after: Date())
+        let nightly = policy.nextNightlyRun(after: Date())
         let started = ContinuousClock.now
         var outcomes = try store.write(writes, nextNightlyRun: nightly)[...]
         if !writes.isEmpty { metrics.persisted(in: started.duration(to: .now)) }

@@ -14,10 +14,10 @@ public struct Answer: Sendable {
 
     /// What the last call went wrong with, if anything (curl's error, an HTTP status): never a
     /// secret, a header or a body.
-    var problem: String? { verification.lastExchange.problem }
+    public var problem: String? { verification.lastExchange.problem }
 
     /// The ledger's record of the last call, with what came of it.
-    func attempt(_ outcome: AttemptOutcome, at now: Date, runID: String, error: String? = nil) -> VerificationAttempt {
+    public func attempt(_ outcome: AttemptOutcome, at now: Date, runID: String, error: String? = nil) -> VerificationAttempt {
         let appleStatus: Int? = if case .status(let status, _) = verification.outcome { status } else { nil }
         let exchange = verification.lastExchange
         return VerificationAttempt(

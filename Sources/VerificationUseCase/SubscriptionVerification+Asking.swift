@@ -39,10 +39,10 @@ extension SubscriptionVerification {
             })
         let callDuration = calling.duration(to: .now) / verification.exchanges.count
         for exchange in verification.exchanges { metrics.answered(exchange) }
-        let action = policy.action(for: verification.outcome, attempt: attempt)
+        let action = statusPolicy.action(for: verification.outcome, attempt: attempt)
         gate.called(action.lastAnswer, by: verification.lastExchange.endpoint, forApp: app, taking: callDuration)
         if probing, action.meansAppleAnswered { try gate.reportRecovered() }
-        var verdict = try verdict(action, verification, subscription: subscriptionID.map { ($0, app ?? AppCatalog.defaultAppName) })
+        var verdict = try verdict(action, verification, subscription: subscriptionID.map { ($0, app ?? policy.defaultApp) })
         if case .retry = verdict, let throttled { verdict = .unavailable(pause: throttled) }  // not the job's fault
         return Answer(verification: verification, verdict: verdict, backend: subject.backend)
     }
@@ -89,7 +89,7 @@ extension SubscriptionVerification {
                 // several of its subscriptions agree (then `resume` replays the buried ones).
                 let confirmed = try gate.reportConfigurationError(
                     subscriptionID: subscription.id, app: subscription.app, reason: reason,
-                    needed: settings.haltAfterConfigurationErrors, backend: backend)
+                    needed: policy.haltAfterConfigurationErrors, backend: backend)
                 guard confirmed else {
                     logger.warning("one subscription's receipt answers a configuration error; its job goes to the dead letters",
                                    metadata: ["subscription": "\(subscription.id)", "app": "\(subscription.app)", "reason": "\(reason)"])

@@ -3,7 +3,7 @@ import JobQueue
 import Ledger
 
 /// What becomes of one job.
-enum Decision {
+public enum Decision {
     /// Write this result; once it is durable, settle the job as `then`. `reanalyse` redoes the
     /// analysis on a newer stored state if another writer got there first.
     case write(VerificationWrite, reanalyse: ((SubscriptionState?) throws -> Analysis)?, then: Settlement)
@@ -14,7 +14,7 @@ enum Decision {
 /// What becomes of a job once its result (if any) is durable.
 public enum Settlement: Sendable, CustomStringConvertible {
     /// Done with it: the job leaves the queue, counted as this outcome.
-    case ack(FleetMetrics.JobOutcome)
+    case ack(JobOutcome)
     case postpone(Duration)
     case retry(JobFailure)
     case bury(JobFailure)
@@ -27,4 +27,20 @@ public enum Settlement: Sendable, CustomStringConvertible {
         case .bury(let failure): "cannot be verified: \(failure.errorClass): \(failure.message)"
         }
     }
+}
+
+/// How a job left a worker's hands (the `outcome` label of `receiptfleet_jobs_processed_total`).
+public enum JobOutcome: String, Sendable, CaseIterable {
+    /// Apple's answer was analysed and written.
+    case verified
+    /// The receipt failed for good; the subscription is now invalid.
+    case permanentFailure = "permanent_failure"
+    /// Back to the delayed set for another attempt.
+    case retried
+    /// Moved to later without an attempt charged (the fleet paused or halted, or this worker stopping).
+    case postponed
+    /// To the dead letters.
+    case dead
+    /// Nothing to do: the subscription is gone or was verified since the job was enqueued.
+    case skipped
 }

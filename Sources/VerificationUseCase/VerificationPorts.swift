@@ -1,5 +1,4 @@
 import AppStore
-import AppStoreClients
 import Foundation
 import JobQueue
 import Ledger
