@@ -33,33 +33,13 @@ public struct TestCluster: Sendable {
     /// is served, with no migration left half done by a test that failed midway.
     public static func exclusively<T: Sendable>(_ body: (TestCluster) async throws -> T) async throws -> T {
         guard let cluster = fromEnvironment else { throw ClusterError("no cluster: scripts/services starts one") }
-        await turns.acquire()
-        do {
+        return try await turns.taking {
             try await onOwnThread { try cluster.heal() }
-            let result = try await body(cluster)
-            await turns.release()
-            return result
-        } catch {
-            await turns.release()
-            throw error
+            return try await body(cluster)
         }
     }
 
-    private static let turns = Turns()
-
-    private actor Turns {
-        private var taken = false
-        private var waiting: [CheckedContinuation<Void, Never>] = []
-
-        func acquire() async {
-            guard taken else { taken = true; return }
-            await withCheckedContinuation { waiting.append($0) }
-        }
-
-        func release() {
-            if waiting.isEmpty { taken = false } else { waiting.removeFirst().resume() }
-        }
-    }
+    private static let turns = Turns(width: 1)
 
     /// Ends any migration a failed test left behind (SETSLOT STABLE on the nodes that show one)
     /// and waits until every node says the cluster is up and all agree on who serves what, at
