@@ -82,6 +82,10 @@ enum Templates {
             <div><dt>Oldest job</dt><dd id="queue-oldest">{{oldestAge}}</dd></div>
             <div><dt>Live workers</dt><dd id="queue-workers">{{queue.liveWorkers}}</dd></div>
           </dl>
+          {{#queue.starvedWorkers}}
+          <p class="gate paused" id="starved-{{process}}">Worker {{process}} gave up {{slotsGivenUp}} rate-limit slots, the last {{lastGivenUpSecondsAgo}} s ago:
+            its threads wake too late for them (starved of CPU). Give it more CPU or fewer threads.</p>
+          {{/queue.starvedWorkers}}
           <figure>
             <figcaption>Jobs not yet done, last hour (peak {{depthChart.peak}})</figcaption>
             {{#depthChart}}{{> chart}}{{/depthChart}}

@@ -20,6 +20,9 @@ public final class FleetMetrics: VerificationMetrics {
     private let limiterWaits: Counter
     private let limiterWaitSeconds: FloatingPointCounter
     private let pauseProbes: Counter
+    private let slotsGivenUp: Counter
+    /// Slots given up since the heartbeat last told the fleet (`takeSlotsGivenUp`).
+    private let slotsGivenUpUntold = Atomic(0)
     private let persistDuration: Timer
     private let eventsPublished: Counter
     private let webhookDeliveries: [DeliveryAttemptResult: Counter]
@@ -39,6 +42,7 @@ public final class FleetMetrics: VerificationMetrics {
         limiterWaits = counter(MetricName.rateLimiterWaits)
         limiterWaitSeconds = FloatingPointCounter(label: MetricName.rateLimiterWaitSeconds, factory: factory)
         pauseProbes = counter(MetricName.pauseProbes)
+        slotsGivenUp = counter(MetricName.rateLimiterSlotsGivenUp)
         persistDuration = Timer(label: MetricName.persistDuration, factory: factory)
         eventsPublished = counter(MetricName.eventsPublished, [("sink", "stream")])
         webhookDeliveries = Dictionary(uniqueKeysWithValues: DeliveryAttemptResult.allCases.map {
@@ -78,6 +82,16 @@ public final class FleetMetrics: VerificationMetrics {
 
     func probed() { pauseProbes.increment() }
 
+    /// A worker thread woke too late for its slot and gave it up (`PacedGate`): many mean the
+    /// process is starved of CPU.
+    func gaveUpSlot() {
+        slotsGivenUp.increment()
+        slotsGivenUpUntold.add(1, ordering: .relaxed)
+    }
+
+    /// The slots given up since the last call, for the heartbeat to tell the fleet.
+    func takeSlotsGivenUp() -> Int { slotsGivenUpUntold.exchange(0, ordering: .relaxed) }
+
     public func persisted(in duration: Duration) { persistDuration.record(duration: duration) }
 
     func published(_ events: Int) { eventsPublished.increment(by: Int64(events)) }
@@ -108,6 +122,7 @@ public enum MetricName {
     public static let appleResponses = "receiptfleet_apple_responses_total"
     public static let rateLimiterWaits = "receiptfleet_rate_limiter_waits_total"
     public static let rateLimiterWaitSeconds = "receiptfleet_rate_limiter_wait_seconds_total"
+    public static let rateLimiterSlotsGivenUp = "receiptfleet_rate_limiter_slots_given_up_total"
     public static let pauseProbes = "receiptfleet_pause_probes_total"
     public static let persistDuration = "receiptfleet_persist_duration_seconds"
     public static let eventsPublished = "receiptfleet_events_published_total"

@@ -32,6 +32,8 @@ public struct FleetStatus: Sendable, Encodable {
         public var oldestReadyAgeSeconds: Double?
         public var liveWorkers: Int
         public var consumers: Int
+        /// Worker processes that gave up rate-limit slots in the last 5 minutes: starved of CPU.
+        public var starvedWorkers: [StarvedWorker]
         public var pausedUntil: Date?
         public var haltedReason: String?
 

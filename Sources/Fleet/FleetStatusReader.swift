@@ -58,7 +58,7 @@ public final class FleetStatusReader {
                 ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,
                 delayedDue: stats.delayedDue, delayedLater: stats.delayedLater, dead: stats.dead,
                 oldestReadyAgeSeconds: stats.oldestReadyAge?.seconds, liveWorkers: stats.liveWorkers,
-                consumers: stats.consumers.count,
+                consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                 haltedReason: stats.haltedReason),
             rateLimit: FleetStatus.RateLimitReading(perSecond: settings.rateLimit.perSecond, tokensGranted: stats.limiterGranted),

@@ -49,8 +49,11 @@ public final class JobQueue: ClockedScriptRunner {
     /// "host-pid-token-thread": unique per process (the random token tells apart processes that
     /// reuse a pid, e.g. in containers) and per worker thread.
     public static func consumerName(thread index: Int) -> String {
-        "\(hostName)-\(getpid())-\(processToken)-\(index)"
+        "\(processName)-\(index)"
     }
+
+    /// This process among the fleet's: its host, pid and a token that a reused pid does not repeat.
+    public static let processName = "\(hostName)-\(getpid())-\(processToken)"
 
     /// XGROUP CREATE … MKSTREAM for both ready streams. The group starts at id 0, so jobs enqueued
     /// before any worker started are delivered too. BUSYGROUP (it exists) is the normal case.

@@ -87,6 +87,10 @@ public struct QueueKeys: Sendable, Hashable {
     public func throttled(_ budget: String) -> String { "\(prefix):throttled:\(budget)" }
     /// Consumer name → last heartbeat (ms, Redis clock): a sorted set.
     public var workers: String { "\(prefix):workers" }
+    /// Worker process → when it last gave up a rate-limit slot (ms, Redis clock): a sorted set; and
+    /// worker process → slots it gave up since it started: a hash (`JobQueue.reportSlotsGivenUp`).
+    public var starvedWorkers: String { "\(prefix):starved-workers" }
+    public var slotsGivenUp: String { "\(prefix):slots-given-up" }
     /// The time, in µs since the epoch, that handles made with `ScriptClock.driven` read instead of
     /// Redis's clock: tests set it and add to it. Production never reads or writes it.
     public var drivenClock: String { "\(prefix):driven-clock" }

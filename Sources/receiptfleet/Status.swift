@@ -71,6 +71,11 @@ struct Status: ParsableCommand {
             line("server api", "\(endpoint): Apple's rate limit is spent for \(Int(seconds.rounded(.up))) s more (429)")
         }
         line("workers", "\(queue.liveWorkers) live (\(queue.consumers) consumers known)")
+        for worker in queue.starvedWorkers {
+            line("starved", "\(worker.process) gave up \(worker.slotsGivenUp) rate-limit slots, the last "
+                + "\(worker.lastGivenUpSecondsAgo) s ago: its threads wake too late for them (CPU starved); "
+                + "give it more CPU or fewer threads")
+        }
         line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
         line("apple", list(status.appleStatusLastMinute))
         line("subscriptions", list(status.subscriptions))

@@ -72,6 +72,20 @@ import Testing
         }
     }
 
+    /// A worker that gave up rate-limit slots is named, with what to do; one that gave up none is not.
+    @Test func aStarvedWorkerIsNamedOnTheOverview() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let before = try await console.get("/console", session: session)
+            try await console.onQueue { try $0.reportSlotsGivenUp(12, by: "worker-host-4242-abc") }
+            let page = try await console.get("/console", session: session)
+            #expect(!before.body.contains("rate-limit slots"))
+            let line = try #require(page.text(id: "starved-worker-host-4242-abc"))
+            #expect(line.hasPrefix("Worker worker-host-4242-abc gave up 12 rate-limit slots, the last "))
+            #expect(line.contains("fewer threads"))
+        }
+    }
+
     /// An app halted by its secret shows in the Apps table with a button that lifts its halt
     /// alone, after a confirmation naming the app and the reason.
     @Test func aHaltedAppIsShownAndResumedAlone() async throws {

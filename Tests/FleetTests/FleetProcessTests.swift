@@ -148,41 +148,75 @@ import Testing
     /// asking Redis every few milliseconds: at 64 threads and 20 calls/s the gate is asked about once
     /// per call. And every request Apple sees took a token, redirects to the sandbox included.
     @Test func waitingForTheRateLimitCostsRedisAboutOneAdmissionPerCall() async throws {
+        try await Self.withACrowdedFleet { setup, simulator in
+            // Imported without knowing their environment: the sandbox's receipts are redirected there.
+            _ = try await setup.count("WITH moved AS (UPDATE subscriptions SET environment = 'Production' RETURNING 1) "
+                                      + "SELECT count(*) AS n FROM moved")
+            let started = ContinuousClock.now
+            let worker = try FleetProcess(["worker"], environment: setup.environment)
+            func redirects() -> Int {
+                let statistics = simulator.store.statistics
+                return (statistics.byStatus["21007"] ?? 0) + (statistics.byStatus["21008"] ?? 0)
+            }
+            // Run until a receipt of the sandbox was redirected there (its threads' turns come in a few seconds).
+            try await Task.sleep(for: .seconds(3))
+            while redirects() == 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
+            let seconds = Int(started.duration(to: .now).seconds.rounded(.up))
+            worker.send(SIGTERM)
+            #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
+
+            let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
+            let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
+            let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
+            let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
+            #expect(granted >= 20 * (seconds - 2), "the fleet ran at its rate: \(granted) tokens in \(seconds) s")
+            // Asking every few ms, as waiting threads did before slots, cost over 1,000 admissions/s here.
+            #expect(admissions <= 2 * granted + 20 * seconds, "\(admissions) admissions for \(granted) tokens")
+            let requests = simulator.store.statistics.requestsTotal
+            #expect(redirects() > 0, "a receipt was redirected, so redirects were counted against the limit")
+            #expect(requests <= granted, "\(requests) requests, \(granted) tokens")
+        }
+    }
+
+    /// 450 receipts loaded for one worker of 64 threads under a limit of 20/s: enough jobs that
+    /// nearly every thread holds a batch of 8 and waits for its turn.
+    static func withACrowdedFleet(_ body: @escaping @Sendable (FleetSetup, LiveSimulator) async throws -> Void) async throws {
         let nowMs = Self.nowMs
         try await TestDatabase.with { database in
             try await LiveSimulator.with(startMs: nowMs) { simulator in
-                // Enough jobs that nearly every thread holds a batch of 8 and waits for its turn.
                 var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 450)
                 setup.settings.rateLimit = try RateLimit(perSecond: 20, burst: 1)
                 setup.settings.concurrency = 64
                 _ = try await setup.load()
-                // Imported without knowing their environment: the sandbox's receipts are redirected there.
-                _ = try await setup.count("WITH moved AS (UPDATE subscriptions SET environment = 'Production' RETURNING 1) "
-                                          + "SELECT count(*) AS n FROM moved")
-                let started = ContinuousClock.now
-                let worker = try FleetProcess(["worker"], environment: setup.environment)
-                func redirects() -> Int {
-                    let statistics = simulator.store.statistics
-                    return (statistics.byStatus["21007"] ?? 0) + (statistics.byStatus["21008"] ?? 0)
-                }
-                // Run until a receipt of the sandbox was redirected there (its threads' turns come in a few seconds).
-                try await Task.sleep(for: .seconds(3))
-                while redirects() == 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
-                let seconds = Int(started.duration(to: .now).seconds.rounded(.up))
-                worker.send(SIGTERM)
-                #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
-
-                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
-                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
-                let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
-                let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
-                #expect(granted >= 20 * (seconds - 2), "the fleet ran at its rate: \(granted) tokens in \(seconds) s")
-                // Asking every few ms, as waiting threads did before slots, cost over 1,000 admissions/s here.
-                #expect(admissions <= 2 * granted + 20 * seconds, "\(admissions) admissions for \(granted) tokens")
-                let requests = simulator.store.statistics.requestsTotal
-                #expect(redirects() > 0, "a receipt was redirected, so redirects were counted against the limit")
-                #expect(requests <= granted, "\(requests) requests, \(granted) tokens")
+                try await body(setup, simulator)
             }
+        }
+    }
+
+    /// A worker process stopped for 4 s (SIGSTOP, as a starved container or a noisy neighbour
+    /// would) holds slots booked for up to 3.2 s ahead in its 64 threads. When it is continued, every
+    /// slot has passed: firing them all would put about 64 calls in one second for a limit of 20.
+    /// The threads give them up instead, book new ones, and `status` names the starved process.
+    @Test func aWorkerThatWakesLateGivesUpItsSlotsInsteadOfFiringThemTogether() async throws {
+        try await Self.withACrowdedFleet { setup, simulator in
+            let worker = try FleetProcess(["worker"], environment: setup.environment)
+            try await Task.sleep(for: .seconds(3))  // every thread has booked its slot
+            worker.send(SIGSTOP)
+            try await Task.sleep(for: .seconds(4))
+            simulator.store.resetStatistics()
+            worker.send(SIGCONT)
+            try await Task.sleep(for: .seconds(4))
+            let busiest = simulator.store.statistics.maxRequestsInOneSecond
+            let status = try await setup.status(within: .seconds(15)) { !$0.queue.starvedWorkers.isEmpty }
+            worker.send(SIGTERM)
+            #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
+
+            // The limit and its burst, and 1% for calls up to `slotTolerance` late.
+            #expect(busiest <= 22, "\(busiest) requests in the busiest second after the worker woke, for a limit of 20")
+            let starved = try #require(status.queue.starvedWorkers.first, "status names no starved worker")
+            #expect(status.queue.starvedWorkers.count == 1)
+            #expect(starved.slotsGivenUp >= 20, "\(starved.slotsGivenUp) slots given up")
+            #expect(starved.process.contains("-\(worker.pid)-"), "\(starved.process) is the stopped worker")
         }
     }
 

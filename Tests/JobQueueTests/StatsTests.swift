@@ -81,4 +81,32 @@ struct StatsTests {
         #expect(consumers.isEmpty)
         #expect(live == 1)  // "idle" still sent a heartbeat; the two that deregistered are gone
     }
+
+    @Test("each process's given-up slots add up; status sees the recent ones, and an hour's silence forgets one")
+    func starvedWorkersAreCountedSeenAndForgotten() async throws {
+        let (counted, aMinuteOn, tenMinutesOn, anHourOn, remaining) = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("worker-1", on: connection)
+            try queue.reportSlotsGivenUp(3, by: "host-a")
+            try queue.reportSlotsGivenUp(2, by: "host-a")
+            try queue.reportSlotsGivenUp(40, by: "host-b")
+            let counted = try queue.starvedWorkers()
+            try deployment.clock.advance(by: .seconds(60), on: connection)
+            let aMinuteOn = try queue.starvedWorkers()
+            try deployment.clock.advance(by: .seconds(540), on: connection)
+            let tenMinutesOn = try queue.starvedWorkers()
+            try deployment.clock.advance(by: .seconds(3000), on: connection)
+            try queue.reportSlotsGivenUp(1, by: "host-b")
+            let anHourOn = try queue.starvedWorkers()
+            let remaining = try connection.command("HGETALL", deployment.keys.slotsGivenUp).array?.count ?? -1
+            return (counted, aMinuteOn, tenMinutesOn, anHourOn, remaining)
+        }
+        #expect(counted.map(\.process) == ["host-b", "host-a"], "the most starved first")
+        #expect(counted.map(\.slotsGivenUp) == [40, 5])
+        #expect(counted.map(\.lastGivenUpSecondsAgo) == [0, 0])
+        #expect(aMinuteOn.map(\.lastGivenUpSecondsAgo) == [60, 60])
+        #expect(tenMinutesOn.isEmpty, "nothing given up in the last 5 minutes")
+        #expect(anHourOn.map(\.process) == ["host-b"])
+        #expect(anHourOn.map(\.slotsGivenUp) == [41], "host-b's count goes on")
+        #expect(remaining == 2, "host-a, silent for an hour, is forgotten: only host-b's field and count remain")
+    }
 }

@@ -16,6 +16,7 @@ import Testing
         "receiptfleet_scheduler_last_success_timestamp_seconds", "receiptfleet_jobs_processed_total",
         "receiptfleet_verify_receipt_duration_seconds", "receiptfleet_apple_responses_total",
         "receiptfleet_rate_limiter_waits_total", "receiptfleet_rate_limiter_wait_seconds_total", "receiptfleet_pause_probes_total",
+        "receiptfleet_rate_limiter_slots_given_up_total",
         "receiptfleet_persist_duration_seconds", "receiptfleet_events_published_total", "receiptfleet_webhook_deliveries_total",
         "receiptfleet_scheduler_jobs_enqueued_total", "receiptfleet_build_info",
     ]

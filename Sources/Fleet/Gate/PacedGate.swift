@@ -11,17 +11,18 @@ import VerificationUseCase
 /// many threads wait, and a waiting thread asks Redis once per call. When calls are quick (Apple
 /// near, the limit far), one admission books several of the caller's upcoming calls: as many as
 /// it can make back to back within `slotTolerance`, so none is made much later than its slot (late
-/// calls could bunch above the limit); a booked slot it comes too late for anyway is given up. A
-/// pause or halt that another thread of the process learned of (`PauseBoard`) cancels a call, and
-/// so does the worker's stop signal (then the job goes back at once).
+/// calls could bunch above the limit). A slot the thread comes too late for, or wakes too late
+/// for, is given up: the limit is a promise about when calls reach Apple, not about when they were
+/// booked. A pause or halt that another thread of the process learned of (`PauseBoard`) cancels a
+/// call, and so does the worker's stop signal (then the job goes back at once).
 final class PacedGate: AppleGate {
     /// How far ahead a worker may book its time slot. Far enough that every thread of a large
     /// fleet holds one (3 processes × 512 threads at 400/s book 3.8 s ahead), so waiting threads
     /// sleep until their slot instead of asking Redis again; a worker stopped during its sleep
     /// wastes its slot, which costs the fleet one call.
     static let bookingHorizon = Duration.seconds(10)
-    /// How much later than its slot a worker may make a call booked ahead with others: any second
-    /// then sees at most limit + burst + 1% (10 ms of the rate).
+    /// How much later than its slot a worker may make a call: any second then sees at most
+    /// limit + burst + 1% (the calls of 10 ms at the rate). A call later than that gives its slot up.
     static let slotTolerance = Duration.milliseconds(10)
     /// How long a worker rests when the fleet is halted before it looks again.
     static let haltedRest = Duration.seconds(5)
@@ -86,20 +87,19 @@ final class PacedGate: AppleGate {
     /// other threads to stop. (A slot booked before an app's halt may still be used for that app's
     /// receipt: its 21004 finds the app halted, and the job waits like the others.)
     private func slot(upcoming: Int, endpoint: AppleEndpoint, app: String?) throws -> Admission {
-        while let slot = bookedSlots[endpoint]?.first {
-            bookedSlots[endpoint]?.removeFirst()
-            let now = ContinuousClock.now
-            guard now <= slot + Self.slotTolerance else { continue }
-            stop.sleep(now.duration(to: slot))
-            if let pause = pauses.remaining() { return .paused(pause) }
-            return .granted(slots: [.zero])
-        }
-        let wanted = Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration)
         while true {
+            while let slot = bookedSlots[endpoint]?.first {
+                bookedSlots[endpoint]?.removeFirst()
+                // The calls before it took longer than the booking reckoned.
+                guard ContinuousClock.now <= slot + Self.slotTolerance else { continue }
+                guard reached(slot) else { continue }
+                if let pause = pauses.remaining() { return .paused(pause) }
+                return .granted(slots: [.zero])
+            }
             let asked = ContinuousClock.now
             let admission = try connections.admit(
-                endpoint, forApp: app, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp,
-                settings: settings)
+                endpoint, forApp: app, upTo: Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration),
+                within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp, settings: settings)
             (lastAnswer, lastApp) = (.none, nil)
             switch admission {
             case .wait(let wait):
@@ -111,8 +111,9 @@ final class PacedGate: AppleGate {
             case .granted(let slots):
                 let booked = ContinuousClock.now
                 bookedSlots[endpoint] = slots.dropFirst().map { booked + $0 }
-                stop.sleep(slots[0])
+                let reachedFirst = reached(booked + slots[0])
                 metrics.waitedForToken(asked.duration(to: .now))
+                guard reachedFirst else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
             case .paused(let wait): pauses.note(pausedFor: wait)
             case .halted: if endpoint.backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
@@ -121,6 +122,18 @@ final class PacedGate: AppleGate {
             }
             return admission
         }
+    }
+
+    /// Sleeps until `slot`, and says whether the call may still be made: a thread that wakes later
+    /// than `slotTolerance` after its slot (starved of CPU, or its process stopped) gives the slot
+    /// up and books another, because every thread woken late at once would fire together, and Apple
+    /// would see a second's calls plus the late ones. (Woken to stop, it goes on: the caller
+    /// returns the job.)
+    private func reached(_ slot: ContinuousClock.Instant) -> Bool {
+        stop.sleep(ContinuousClock.now.duration(to: slot))
+        guard ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else { return true }
+        metrics.gaveUpSlot()
+        return false
     }
 
     func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {

@@ -5,8 +5,9 @@ import RedisClient
 import ServiceLifecycle
 
 /// Tells the fleet every 5 s that this process's processors are alive (`QueueStats.liveWorkers`,
-/// the live-worker gauge, the console's workers). It stops before the processors drain, so that
-/// their deregistration is the last word.
+/// the live-worker gauge, the console's workers), and how many rate-limit slots they gave up since
+/// (`StarvedWorker`: `status` and the console name a starved process). It stops before the
+/// processors drain, so that their deregistration is the last word.
 public struct Heartbeat: ProcessDuty {
     static let interval = Duration.seconds(5)
 
@@ -29,6 +30,8 @@ public struct Heartbeat: ProcessDuty {
                         }
                     }
                     for queue in queues { try queue.heartbeat() }
+                    let givenUp = metrics.takeSlotsGivenUp()
+                    if givenUp > 0 { try queues[0].reportSlotsGivenUp(givenUp, by: JobQueue.processName) }
                 } catch {
                     logger.error("heartbeat failed; trying again", metadata: ["error": "\(error)"])
                     queues = []
