@@ -47,16 +47,14 @@ struct NotificationReader: Sendable {
     }
 
     func read(_ body: Data, now: Date) async throws(Failure) -> AppleNotification {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else {
-            throw .malformed("the body is not a JSON object")
-        }
-        if let signed = object["signedPayload"] as? String { return try await readV2(signed, now: now) }
-        if object["notification_type"] is String { return try readV1(object, body: body) }
+        guard let object = (try? JSONValue.parse(body))?.members else { throw .malformed("the body is not a JSON object") }
+        if let signed = object.string("signedPayload") { return try await readV2(signed, now: now) }
+        if object.string("notification_type") != nil { return try readV1(object, body: body) }
         throw .malformed("neither a V2 notification (signedPayload) nor a V1 one (notification_type, password)")
     }
 
-    private func readV1(_ object: [String: Any], body: Data) throws(Failure) -> AppleNotification {
-        let bundleID = object["bid"] as? String
+    private func readV1(_ object: [String: JSONValue], body: Data) throws(Failure) -> AppleNotification {
+        let bundleID = object.string("bid")
         // Apple documents `bid` on every V1 notification; one without it can only be a single app's.
         let only = fleet.apps.apps.count == 1 && bundleID == nil ? fleet.apps.apps.first : nil
         guard let app = fleet.apps.app(bundleID: bundleID) ?? only else {
@@ -66,21 +64,17 @@ struct NotificationReader: Sendable {
         guard !sharedSecrets.isEmpty else {
             throw .unconfigured(version: 1, "V1 notifications need the shared secret (RECEIPTFLEET_SHARED_SECRET) to be checked")
         }
-        let given = (object["password"] as? String).map { Array(SHA256.hash(data: Array($0.utf8))) }
+        let given = object.string("password").map { Array(SHA256.hash(data: Array($0.utf8))) }
         // Every secret is compared, so the time taken says nothing about which one matched.
         let matches = sharedSecrets.map { secret in given.map { digestsEqual($0, Array(SHA256.hash(data: Array(secret.value.utf8)))) } ?? false }
         guard matches.contains(true) else {
             throw .unauthenticated(version: 1, "the password is not the app's shared secret")
         }
-        // The hash of the content, keys sorted, so that a copy re-serialized on the way still matches.
-        let canonical = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? body
         var notification = AppleNotification(
-            version: 1, app: app.name, dedupeKey: "v1:sha256:" + SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined(),
-            type: object["notification_type"] as? String ?? "")
-        notification.environment = (object["environment"] as? String).flatMap(Self.v1Environment)
-        let unified = (object["unified_receipt"] as? [String: Any])
-            .flatMap { try? JSONSerialization.data(withJSONObject: $0) }
-            .flatMap { try? VerifyReceiptResponse(body: $0, httpStatus: 200) }
+            version: 1, app: app.name, dedupeKey: "v1:sha256:" + Self.canonicalHash(of: body),
+            type: object.string("notification_type") ?? "")
+        notification.environment = object.string("environment").flatMap(Self.v1Environment)
+        let unified = object["unified_receipt"]?.members.flatMap { VerifyReceiptResponse(fields: $0, httpStatus: 200) }
         notification.latestReceipt = unified?.latestReceipt
         notification.originalTransactionID = V1NotificationSubject.originalTransactionID(in: object, unifiedReceipt: unified)
         return notification
@@ -93,63 +87,66 @@ struct NotificationReader: Sendable {
         guard !fleet.apps.bundleIDs.isEmpty else {
             throw .unconfigured(version: 2, "V2 notifications need the apps' bundle ids (apple-bundle-id or apps-file) to be checked")
         }
-        let payload = try await verified(signedPayload, by: verifier, now: now)
-        guard let type = payload["notificationType"] as? String, let uuid = payload["notificationUUID"] as? String else {
+        let payload = try await verifiedPayload(signedPayload, by: verifier, now: now).fields
+        guard let type = payload.string("notificationType"), let uuid = payload.string("notificationUUID") else {
             throw .malformed("the signed payload has no notificationType or notificationUUID")
         }
-        let data = payload["data"] as? [String: Any] ?? payload["summary"] as? [String: Any]
+        let data = payload["data"]?.members ?? payload["summary"]?.members
         var notification = AppleNotification(
-            version: 2, app: try app(of: data).name, dedupeKey: "v2:" + uuid, type: type, subtype: payload["subtype"] as? String)
-        notification.environment = (data?["environment"] as? String).flatMap { AppStoreEnvironment(rawValue: $0) }
-        if let signedTransaction = data?["signedTransactionInfo"] as? String {
+            version: 2, app: try app(of: data).name, dedupeKey: "v2:" + uuid, type: type, subtype: payload.string("subtype"))
+        notification.environment = data?.string("environment").flatMap { AppStoreEnvironment(rawValue: $0) }
+        if let signedTransaction = data?.string("signedTransactionInfo") {
             let (transactionPayload, transaction) = try await verifiedPayload(signedTransaction, by: verifier, now: now)
             guard try app(of: transaction).name == notification.app else {
                 throw .unauthenticated(version: 2, "its transaction is another app's than the notification")
             }
-            notification.originalTransactionID = transaction["originalTransactionId"].map { "\($0)" }
+            notification.originalTransactionID = transaction.text("originalTransactionId")
             var renewals: [Data] = []
-            if let signedRenewal = data?["signedRenewalInfo"] as? String {
+            if let signedRenewal = data?.string("signedRenewalInfo") {
                 renewals.append(try await verifiedPayload(signedRenewal, by: verifier, now: now).payload)
             }
             // The bundle id was checked above; the environment is the notification's.
             notification.signedData = try? VerifyReceiptResponse(
                 signedTransactions: [transactionPayload], renewals: renewals, environment: notification.environment,
-                bundleID: transaction["bundleId"] as? String ?? "")
+                bundleID: transaction.string("bundleId") ?? "")
         }
         return notification
     }
 
     /// Apple signs notifications for every app of every developer with one chain: the signature
     /// proves Apple sent it, the bundle id (and the app's Apple id, when configured) which of ours it is.
-    private func app(of fields: [String: Any]?) throws(Failure) -> AppConfiguration {
-        let bundleID = fields?["bundleId"] as? String
+    private func app(of fields: [String: JSONValue]?) throws(Failure) -> AppConfiguration {
+        let bundleID = fields?.string("bundleId")
         guard let bundleID, fleet.apps.bundleIDs.contains(bundleID), let app = fleet.apps.app(bundleID: bundleID) else {
             throw .unauthenticated(version: 2, "signed for another app (bundle id \(bundleID ?? "none"))")
         }
-        if let appAppleID = app.appleID, let sent = fields?["appAppleId"], "\(sent)" != String(appAppleID) {
-            throw .unauthenticated(version: 2, "signed for another app (app Apple id \(sent))")
+        if let appAppleID = app.appleID, let sent = fields?["appAppleId"], sent.text != String(appAppleID) {
+            throw .unauthenticated(version: 2, "signed for another app (app Apple id \(sent.text ?? "unreadable"))")
         }
         return app
-    }
-
-    private func verified(_ jws: String, by verifier: SignedPayloadVerifier, now: Date) async throws(Failure) -> [String: Any] {
-        try await verifiedPayload(jws, by: verifier, now: now).fields
     }
 
     /// A signed payload, once its chain and signature hold: its bytes, and them read as a JSON object.
     private func verifiedPayload(
         _ jws: String, by verifier: SignedPayloadVerifier, now: Date
-    ) async throws(Failure) -> (payload: Data, fields: [String: Any]) {
+    ) async throws(Failure) -> (payload: Data, fields: [String: JSONValue]) {
         let payload: Data
         do {
             payload = try await verifier.payload(of: jws, at: now)
         } catch {
             throw .unauthenticated(version: 2, error.description)
         }
-        guard let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else {
-            throw .malformed("the signed payload is not a JSON object")
-        }
+        guard let object = (try? JSONValue.parse(payload))?.members else { throw .malformed("the signed payload is not a JSON object") }
         return (payload, object)
+    }
+
+    /// The hash of a V1 body's content, keys sorted, so that a copy re-serialized on the way still
+    /// matches. Foundation's spelling of the sorted content, as every stored key was made with: another
+    /// spelling would let through, as new, a notification Apple delivers again after an upgrade.
+    private static func canonicalHash(of body: Data) -> String {
+        let object = try? JSONSerialization.jsonObject(with: body)
+        let canonical = object.flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys]) } ?? body
+        return SHA256.hash(data: canonical).map { String(format: "%02x", $0) }.joined()
     }
 
     /// V1 spells production "PROD".
@@ -159,5 +156,12 @@ struct NotificationReader: Sendable {
         case "SANDBOX": .sandbox
         default: nil
         }
+    }
+}
+
+extension [String: JSONValue] {
+    /// The member named `key` when it is a string: Apple's notifications spell these fields only so.
+    func string(_ key: String) -> String? {
+        if case .string(let value)? = self[key] { value } else { nil }
     }
 }

@@ -63,17 +63,17 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
         } catch {
             throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction does not verify: \(error)")
         }
-        let fields = (try? JSONSerialization.jsonObject(with: payload)) as? [String: Any] ?? [:]
-        let bundleID = fields["bundleId"] as? String
+        let fields = (try? JSONValue.parse(payload))?.members ?? [:]
+        let bundleID = fields.string("bundleId")
         guard let bundleID, apps.bundleIDs.contains(bundleID) || bundleID == serverAPI.key.bundleID,
               let app = apps.app(bundleID: bundleID) else {
             throw APIError(.unprocessableContent, "invalid_signed_transaction",
                            "the signed transaction is for another app (bundle id \(bundleID ?? "none"))")
         }
-        guard let id = fields["originalTransactionId"] as? String, !id.isEmpty, id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+        guard let id = fields.string("originalTransactionId"), !id.isEmpty, id.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             throw APIError(.unprocessableContent, "invalid_signed_transaction", "the signed transaction names no original transaction id")
         }
-        return (id, AppStoreEnvironment(rawValue: fields["environment"] as? String ?? "") ?? .production, app.name)
+        return (id, AppStoreEnvironment(rawValue: fields.string("environment") ?? "") ?? .production, app.name)
     }
 }
 

@@ -14,15 +14,16 @@ import Foundation
 ///    notification's `auto_renew_product_id`, or else whose product it is;
 /// 4. the unified receipt's latest transaction of that product;
 ///
-/// and only when none of them answers, the latest expiry of all.
+/// and only when none of them answers, the latest expiry of all. (Apple writes ids as strings, but a
+/// body re-serialized on its way may carry them as numbers: `text` reads both.)
 enum V1NotificationSubject {
-    static func originalTransactionID(in body: [String: Any], unifiedReceipt: VerifyReceiptResponse?) -> String? {
-        if let id = identifier(body["original_transaction_id"]) { return id }
+    static func originalTransactionID(in body: [String: JSONValue], unifiedReceipt: VerifyReceiptResponse?) -> String? {
+        if let id = body.text("original_transaction_id") { return id }
         for key in ["latest_receipt_info", "latest_expired_receipt_info"] {
-            if let id = identifier((body[key] as? [String: Any])?["original_transaction_id"]) { return id }
+            if let id = body[key]?.members?.text("original_transaction_id") { return id }
         }
         let transactions = unifiedReceipt?.latestReceiptInfo ?? []
-        if let product = identifier(body["auto_renew_product_id"]) {
+        if let product = body.text("auto_renew_product_id") {
             let renewals = unifiedReceipt?.pendingRenewalInfo ?? []
             let renewal = renewals.first { $0.autoRenewProductID == product } ?? renewals.first { $0.productID == product }
             if let id = renewal?.originalTransactionID { return id }
@@ -33,14 +34,5 @@ enum V1NotificationSubject {
 
     private static func latestExpiring(_ transactions: [ReceiptTransaction]) -> ReceiptTransaction? {
         transactions.max { ($0.expiresDate?.millisecondsSince1970 ?? 0) < ($1.expiresDate?.millisecondsSince1970 ?? 0) }
-    }
-
-    /// Apple writes ids as strings, but a body re-serialized on its way may carry them as numbers.
-    private static func identifier(_ value: Any?) -> String? {
-        switch value {
-        case let text as String: text.isEmpty ? nil : text
-        case let number as NSNumber: number.stringValue
-        default: nil
-        }
     }
 }

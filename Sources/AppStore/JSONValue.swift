@@ -19,6 +19,12 @@ public enum JSONValue: Sendable, Hashable {
         return members[key]
     }
 
+    /// The members when this is an object; nil otherwise.
+    public var members: [String: JSONValue]? {
+        guard case .object(let members) = self else { return nil }
+        return members
+    }
+
     /// Reads one JSON document. Throws when the bytes are not JSON, or nest deeper than 512
     /// levels (so no input can exhaust the stack).
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {

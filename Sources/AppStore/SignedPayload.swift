@@ -42,13 +42,13 @@ public struct SignedPayloadVerifier: Sendable {
         guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
               let signatureBytes = Data(base64URL: parts[2])
         else { throw .malformed("not a compact JWS (three base64url parts)") }
-        guard let header = try? JSONSerialization.jsonObject(with: headerBytes) as? [String: Any] else {
+        guard let header = (try? JSONValue.parse(headerBytes))?.members else {
             throw .malformed("the JWS header is not a JSON object")
         }
-        guard header["alg"] as? String == "ES256" else { throw .rejected("the JWS algorithm is not ES256") }
-        guard let x5c = header["x5c"] as? [String], x5c.count >= 2 else {
-            throw .rejected("the JWS header has no x5c certificate chain")
-        }
+        guard case .string("ES256")? = header["alg"] else { throw .rejected("the JWS algorithm is not ES256") }
+        let chain = if case .array(let entries)? = header["x5c"] { entries } else { [JSONValue]() }
+        let x5c = chain.compactMap { if case .string(let certificate) = $0 { certificate } else { nil } }
+        guard x5c.count == chain.count, x5c.count >= 2 else { throw .rejected("the JWS header has no x5c certificate chain") }
         guard x5c.count <= Self.maximumChainLength else {
             throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(Self.maximumChainLength)")
         }

@@ -5,7 +5,7 @@
 extension JSONValue {
     /// A string, or an integer written as its decimal digits (ids sometimes arrive as numbers).
     /// Empty strings read as nil: an empty id identifies nothing.
-    var text: String? {
+    public var text: String? {
         switch self {
         case .string(let value): value.isEmpty ? nil : value
         case .integer(let value): String(value)
@@ -47,7 +47,7 @@ extension JSONValue {
 }
 
 extension [String: JSONValue] {
-    func text(_ key: String) -> String? { self[key]?.text }
+    public func text(_ key: String) -> String? { self[key]?.text }
     func int(_ key: String) -> Int? { self[key]?.int }
     func flag(_ key: String) -> Bool? { self[key]?.flag }
 

@@ -36,9 +36,16 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     /// - Throws: `ResponseDecodingError` when the body is not a JSON object with a readable status.
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
         let fields = try JSONValue.object(body, httpStatus: httpStatus)
-        guard let status = fields.int("status") else {
+        guard let response = Self(fields: fields, httpStatus: httpStatus) else {
             throw ResponseDecodingError(.noStatus, httpStatus: httpStatus, body: body)
         }
+        self = response
+    }
+
+    /// Reads a verifyReceipt answer already parsed (a V1 notification's `unified_receipt`); nil
+    /// without a readable status.
+    public init?(fields: [String: JSONValue], httpStatus: Int) {
+        guard let status = fields.int("status") else { return nil }
         self.httpStatus = httpStatus
         self.status = status
         isRetryable = fields.flag("is-retryable") ?? fields.flag("is_retryable")
