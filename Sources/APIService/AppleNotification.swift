@@ -117,7 +117,7 @@ struct NotificationReader: Sendable {
     /// proves Apple sent it, the bundle id (and the app's Apple id, when configured) which of ours it is.
     private func app(of fields: [String: JSONValue]?) throws(Failure) -> AppConfiguration {
         let bundleID = fields?.string("bundleId")
-        guard let bundleID, fleet.apps.bundleIDs.contains(bundleID), let app = fleet.apps.app(bundleID: bundleID) else {
+        guard let app = fleet.apps.app(signedFor: bundleID) else {
             throw .unauthenticated(version: 2, "signed for another app (bundle id \(bundleID ?? "none"))")
         }
         if let appAppleID = app.appleID, let sent = fields?["appAppleId"], sent.text != String(appAppleID) {

@@ -65,8 +65,7 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
         }
         let fields = (try? JSONValue.parse(payload))?.members ?? [:]
         let bundleID = fields.string("bundleId")
-        guard let bundleID, apps.bundleIDs.contains(bundleID) || bundleID == serverAPI.key.bundleID,
-              let app = apps.app(bundleID: bundleID) else {
+        guard let app = apps.app(signedFor: bundleID) else {
             throw APIError(.unprocessableContent, "invalid_signed_transaction",
                            "the signed transaction is for another app (bundle id \(bundleID ?? "none"))")
         }

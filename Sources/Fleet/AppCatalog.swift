@@ -60,10 +60,19 @@ public struct AppCatalog: Sendable, Equatable {
         return name
     }
 
-    /// The app a receipt or notification of `bundleID` belongs to. A deployment of one app that
-    /// names no bundle id takes every one, as it did before apps were configured.
+    /// The app a receipt or a V1 notification of `bundleID` belongs to. A deployment of one app
+    /// that names no bundle id takes every one, as it did before apps were configured.
     public func app(bundleID: String?) -> AppConfiguration? {
         if apps.count == 1, apps[0].bundleIDs.isEmpty { return apps[0] }
+        guard let bundleID else { return nil }
+        return apps.first { $0.bundleIDs.contains(bundleID) }
+    }
+
+    /// The app a payload Apple signed for `bundleID` belongs to (a V2 notification, a signed
+    /// transaction): only one that names it. Apple signs every developer's apps with one chain, so
+    /// the signature says who sent it and only the bundle id says it is ours: a deployment that names
+    /// no bundle id accepts no signed payload.
+    public func app(signedFor bundleID: String?) -> AppConfiguration? {
         guard let bundleID else { return nil }
         return apps.first { $0.bundleIDs.contains(bundleID) }
     }

@@ -17,6 +17,12 @@ import Testing
         // One app that names no bundle id takes every receipt, as before apps were configured.
         #expect(AppCatalog.single().app(bundleID: "com.example.other")?.name == "default")
         #expect(AppCatalog.single(bundleIDs: ["com.example.photos"]).app(bundleID: "com.example.other") == nil)
+        // A signed payload must name one of the bundle ids: Apple signs every developer's apps alike.
+        #expect(catalog.app(signedFor: "com.example.video.tv") == video)
+        #expect(catalog.app(signedFor: "com.example.other") == nil)
+        #expect(catalog.app(signedFor: nil) == nil)
+        #expect(AppCatalog.single().app(signedFor: "com.example.other") == nil)
+        #expect(AppCatalog.single(bundleIDs: ["com.example.photos"]).app(signedFor: "com.example.photos")?.name == "default")
 
         #expect(throws: AppCatalogError.repeatedName("photos")) { try AppCatalog([photos, photos]) }
         var stealing = video
