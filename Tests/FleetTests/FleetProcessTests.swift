@@ -217,6 +217,10 @@ import Testing
             #expect(status.queue.starvedWorkers.count == 1)
             #expect(starved.slotsGivenUp >= 20, "\(starved.slotsGivenUp) slots given up")
             #expect(starved.process.contains("-\(worker.pid)-"), "\(starved.process) is the stopped worker")
+            let reported = try await runFleetCommand(["status"], environment: setup.environment).output
+            let line = reported.split(separator: "\n").first { $0.hasPrefix("starved") }
+            #expect(line?.contains("\(starved.process) gave up ") == true, "\(reported)")
+            #expect(line?.contains("rate-limit slots") == true && line?.contains("fewer threads") == true, "\(reported)")
         }
     }
 
