@@ -37,27 +37,18 @@ public struct SignedPayloadVerifier: Sendable {
 
     /// The payload of `jws` once its chain and signature hold at `time`.
     public func payload(of jws: some StringProtocol, at time: Date) async throws(SignatureError) -> Data {
-        guard jws.utf8.count <= Self.maximumBytes else { throw .rejected("the JWS is larger than \(Self.maximumBytes) bytes") }
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
-              let signatureBytes = Data(base64URL: parts[2])
-        else { throw .malformed("not a compact JWS (three base64url parts)") }
-        guard let header = (try? JSONValue.parse(headerBytes))?.members else {
-            throw .malformed("the JWS header is not a JSON object")
-        }
-        guard case .string("ES256")? = header["alg"] else { throw .rejected("the JWS algorithm is not ES256") }
-        let chain = if case .array(let entries)? = header["x5c"] { entries } else { [JSONValue]() }
-        let x5c = chain.compactMap { if case .string(let certificate) = $0 { certificate } else { nil } }
-        guard x5c.count == chain.count, x5c.count >= 2 else { throw .rejected("the JWS header has no x5c certificate chain") }
-        guard x5c.count <= Self.maximumChainLength else {
-            throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(Self.maximumChainLength)")
-        }
-        let key: P256.Signing.PublicKey
-        if let known = remembered.key(of: x5c, at: time) { key = known } else { key = try await validate(x5c, at: time) }
-        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes),
-              key.isValidSignature(signature, for: Data("\(parts[0]).\(parts[1])".utf8))
-        else { throw .rejected("the JWS signature does not verify") }
-        return payload
+        let parsed = try CompactJWS(jws)
+        if let key = remembered.key(of: parsed.x5c, at: time) { return try parsed.payload(verifiedWith: key) }
+        return try parsed.payload(verifiedWith: await validate(parsed.x5c, at: time))
+    }
+
+    /// The payload of `jws` when its chain validated before and still holds at `time` and its
+    /// signature holds; nil when the chain must be validated first (`payload(of:at:)`, async). For
+    /// a thread of its own, which then needs no hop to Swift's pool for all but a chain's first payload.
+    public func payloadOfKnownChain(of jws: some StringProtocol, at time: Date) throws(SignatureError) -> Data? {
+        let parsed = try CompactJWS(jws)
+        guard let key = remembered.key(of: parsed.x5c, at: time) else { return nil }
+        return try parsed.payload(verifiedWith: key)
     }
 
     /// Validates an `x5c` chain at `time` and remembers it; returns its signing key.
@@ -91,6 +82,46 @@ public struct SignedPayloadVerifier: Sendable {
 
     private static func has(_ marker: String, _ certificate: Certificate) -> Bool {
         certificate.extensions.contains { "\($0.oid)" == marker }
+    }
+}
+
+/// A compact JWS of Apple's, read but not yet believed: its header's chain, its payload, and what
+/// its signature covers.
+private struct CompactJWS {
+    let x5c: [String]
+    let signingInput: Data
+    let signature: Data
+    let payload: Data
+
+    init(_ jws: some StringProtocol) throws(SignatureError) {
+        guard jws.utf8.count <= SignedPayloadVerifier.maximumBytes else {
+            throw .rejected("the JWS is larger than \(SignedPayloadVerifier.maximumBytes) bytes")
+        }
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
+              let signature = Data(base64URL: parts[2])
+        else { throw .malformed("not a compact JWS (three base64url parts)") }
+        guard let header = (try? JSONValue.parse(headerBytes))?.members else {
+            throw .malformed("the JWS header is not a JSON object")
+        }
+        guard case .string("ES256")? = header["alg"] else { throw .rejected("the JWS algorithm is not ES256") }
+        let chain = if case .array(let entries)? = header["x5c"] { entries } else { [JSONValue]() }
+        let x5c = chain.compactMap { if case .string(let certificate) = $0 { certificate } else { nil } }
+        guard x5c.count == chain.count, x5c.count >= 2 else { throw .rejected("the JWS header has no x5c certificate chain") }
+        guard x5c.count <= SignedPayloadVerifier.maximumChainLength else {
+            throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(SignedPayloadVerifier.maximumChainLength)")
+        }
+        self.x5c = x5c
+        self.payload = payload
+        self.signature = signature
+        signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+    }
+
+    func payload(verifiedWith key: P256.Signing.PublicKey) throws(SignatureError) -> Data {
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+              key.isValidSignature(signature, for: signingInput)
+        else { throw .rejected("the JWS signature does not verify") }
+        return payload
     }
 }
 

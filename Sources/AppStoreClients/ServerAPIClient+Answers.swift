@@ -59,9 +59,11 @@ extension ServerAPIClient {
         return nil
     }
 
-    /// The payload of `jws`, once its chain and signature hold. The check is CPU work only, done on
-    /// Swift's pool while this thread (a worker's own) waits for it.
+    /// The payload of `jws`, once its chain and signature hold. A chain validated before is checked
+    /// here; a new one (once per chain Apple signs with) on Swift's pool, where swift-certificates'
+    /// validation runs, while this thread (a worker's own) waits for it.
     func verified(_ jws: String, at now: Date) throws -> Data {
+        if let payload = try signatures.payloadOfKnownChain(of: jws, at: now) { return payload }
         let signatures = signatures
         let result = Mutex<Result<Data, SignatureError>?>(nil)
         let done = DispatchSemaphore(value: 0)

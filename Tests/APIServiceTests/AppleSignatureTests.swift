@@ -60,6 +60,22 @@ import X509
         })
     }
 
+    /// A thread of its own checks a payload without a hop to Swift's pool once its chain is known:
+    /// not before (the chain's validation is async), and never beyond what the async check allows.
+    @Test func aKnownChainIsCheckedWithoutAValidationAndNoLessStrictly() async throws {
+        let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        let genuine = try Self.genuine()
+        #expect(try verifier.payloadOfKnownChain(of: genuine, at: Self.signedDate) == nil, "no chain is known yet")
+        let validated = try await verifier.payload(of: genuine, at: Self.signedDate)
+        #expect(try verifier.payloadOfKnownChain(of: genuine, at: Self.signedDate) == validated)
+        #expect(try verifier.payloadOfKnownChain(of: genuine, at: Date()) == nil, "the certificates expired: validate again")
+        let parts = genuine.split(separator: ".").map(String.init)
+        let forged = parts[0] + "." + Data(#"{"notificationType":"REFUND"}"#.utf8).base64URL + "." + parts[2]
+        #expect(performing: { try verifier.payloadOfKnownChain(of: forged, at: Self.signedDate) }, throws: { error in
+            "\(error)".contains("signature does not verify")
+        })
+    }
+
     @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
         let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
         let parts = try Self.genuine().split(separator: ".").map(String.init)
