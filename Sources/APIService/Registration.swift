@@ -128,15 +128,17 @@ struct Registrar: Sendable {
     }
 
     /// Waits for the fleet's rate limiter of `endpoint` (up to `appleWait`): books a time slot
-    /// within it and sleeps until then; refuses while the fleet (or `app`) is paused or halted, or
-    /// the endpoint's budget is spent. Returns whether this call is the fleet's probe after a pause.
+    /// within it through the lane's gate and sleeps until then, off the lane; refuses while the
+    /// fleet (or `app`) is paused or halted, or the endpoint's budget is spent. Returns whether this
+    /// call is the fleet's probe after a pause.
     func admission(to endpoint: AppleEndpoint, forApp app: String?) async throws -> Bool {
         let (horizon, fleet) = (settings.appleWait, fleet)
-        switch try await lanes.run({ try $0.admit(endpoint, forApp: app, within: horizon, settings: fleet) }) {
-        case .granted(let slots):
-            try await Task.sleep(for: slots[0])
-            return false
-        case .probe: return true
+        let admission = try await lanes.run {
+            try LaneGate(connections: $0, settings: fleet).book(endpoint, forApp: app, within: horizon)
+        }
+        if case .granted(let slots) = admission { try await Task.sleep(for: slots[0]) }
+        guard let refusal = admission.refusal else { return admission == .probe }
+        switch refusal {
         case .paused(let wait):
             throw APIError.unavailable("apple_unavailable", "Apple is unavailable and the fleet is paused; try again later",
                                        retryAfter: wait)
@@ -146,7 +148,7 @@ struct Registrar: Sendable {
         case .appHalted:
             throw APIError.unavailable("app_halted", "verification of this app's receipts is halted by a configuration error "
                                        + "(its shared secret); try again later", retryAfter: .seconds(60))
-        case .wait(let wait), .throttled(let wait):
+        case .rateLimited(let wait), .throttled(let wait):
             throw APIError.unavailable("apple_rate_limited", "the fleet is at its rate limit for Apple; try again shortly",
                                        retryAfter: wait)
         }
@@ -222,12 +224,6 @@ struct Registrar: Sendable {
         guard !ids.isEmpty || !found.purchases.isEmpty else {
             throw APIError(.unprocessableContent, "no_subscription", "Apple's answer holds no subscription and no in-app purchase")
         }
-        // In a transaction of their own: purchases belong to no subscription, and recording them again is harmless.
-        let purchases = try ledger.recordPurchases(PurchaseWrite(
-            app: app, found: found,
-            announcingPurchasesAfter: OneTimePurchases.announcingAfter(
-                response, stored: nil, registrationWindow: fleet.initialPurchaseWindow, now: now),
-            accountID: accountID))
         let existing = Set(try ids.filter { try ledger.subscription(originalTransactionID: $0, app: app) != nil })
         let environment = response.effectiveEnvironment ?? answer.verification.environment
         let receipt = if case .receipt(let sent) = subject { response.latestReceipt ?? sent } else { response.latestReceipt }
@@ -236,9 +232,14 @@ struct Registrar: Sendable {
                             backend: receipt == nil ? .serverAPI : nil)
         })
         let records = try ids.compactMap { try ledger.subscription(originalTransactionID: $0, app: app) }
-        try verification.record(
-            response, answer: answer, for: try ledger.loadForVerification(ids: records.map(\.id)), runID: "registration",
-            announcingPurchasesWithin: fleet.initialPurchaseWindow)
+        let purchases = try verification.record(
+            response, answer: answer, for: try ledger.loadForVerification(ids: records.map(\.id)),
+            purchases: PurchaseWrite(
+                app: app, found: found,
+                announcingPurchasesAfter: OneTimePurchases.announcingAfter(
+                    response, stored: nil, registrationWindow: fleet.initialPurchaseWindow, now: now),
+                accountID: accountID),
+            runID: "registration", announcingPurchasesWithin: fleet.initialPurchaseWindow)
         var registration = try registered(
             ids: records.map(\.id), accountID: accountID, existing: existing, verification: "verified", app: app,
             ledger: ledger, now: now)

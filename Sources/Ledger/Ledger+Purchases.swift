@@ -2,8 +2,9 @@ import AppStore
 import Foundation
 import PostgresClient
 
-/// The one-time purchases a verification found, to record (`Ledger.recordPurchases`, or beside a
-/// subscription's write: `VerificationWrite.purchases`).
+/// The one-time purchases a verification found, to record: with a subscription's write
+/// (`VerificationWrite.purchases`), or, when they belong to none (a registered receipt's), beside
+/// the writes (`recordPurchases`, which the verification use case calls through its store).
 public struct PurchaseWrite: Sendable {
     public var app: String
     public var found: OneTimePurchases
@@ -37,6 +38,11 @@ public struct RecordedPurchases: Sendable {
     public var records: [PurchaseRecord]
     /// The transaction ids the ledger did not have before.
     public var created: Set<String>
+
+    public init(records: [PurchaseRecord], created: Set<String>) {
+        self.records = records
+        self.created = created
+    }
 }
 
 extension Ledger {

@@ -13,17 +13,15 @@ extension SubscriptionVerification {
             return false
         }
         let now = Date()
-        guard let analysis = try? SubscriptionAnalyzer.analyze(
-            stored: subscription.state, response: response, originalTransactionID: subscription.originalTransactionID, now: now)
+        // No call was made, so there is no status for the status policy to judge: what Apple signed
+        // is recorded as verified, with no latency and no HTTP status.
+        let attempt = VerificationAttempt(
+            attemptedAt: now, outcome: .verified, environment: response.effectiveEnvironment ?? subscription.environment,
+            runID: runID, backend: .serverAPI)
+        guard let (write, _) = try? analysedWrite(
+            response, of: subscription, attempt: attempt, at: now, announcingPurchasesWithin: nil, purchases: nil)
         else { return false }
-        let exchange = VerificationExchange(
-            environment: response.effectiveEnvironment ?? subscription.environment, outcome: .status(0, isRetryable: nil),
-            latency: .zero, endpoint: .subscriptionStatuses)
-        let answer = Answer(
-            verification: Verification(exchanges: [exchange], response: response), verdict: .verified(response), backend: .serverAPI)
-        let write = VerificationWrite.analysed(analysis, of: subscription, attempt: answer.attempt(.verified, at: now, runID: runID))
-        let settlement = try self.write([.write(write, reanalyse: nil, then: .ack(.verified))])[0]
-        if case .ack = settlement { return true }
+        if case .ack = try self.write([.write(write, reanalyse: nil, then: .ack(.verified))])[0] { return true }
         return false
     }
 }

@@ -56,12 +56,8 @@ public final class SubscriptionVerification {
             return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
         }
         let admission = try gate.admit(upcoming: upcoming, to: subject.firstEndpoint, forApp: subscription.app)
-        switch admission {
-        case .paused(let wait), .throttled(let wait): return .settle(.postpone(wait.withJitter()))
-        // Halted, the fleet or this job's app alone (the other apps' jobs go on): it waits for `resume`.
-        case .halted, .appHalted: return .settle(.postpone(.seconds(30)))
-        case .granted, .probe, .wait: break
-        }
+        // Halted (the fleet, or this job's app alone: the other apps' jobs go on), it waits for `resume`.
+        if let refusal = admission.refusal { return .settle(refusal.settlement) }
         let answer = try ask(
             about: subject, ofApp: subscription.app, startingIn: subscription.environment, attempt: job.attempt + 1,
             probing: admission == .probe, subscriptionID: subscription.id)
@@ -115,7 +111,7 @@ public final class SubscriptionVerification {
         case .misconfigured(let reason):
             return .settle(.bury(JobFailure(errorClass: outcome.errorClass, message: reason)))
         case .halted:
-            return .settle(.postpone(.seconds(30)))  // waits for `resume`
+            return .settle(Refusal.halted.settlement)  // waits for `resume`
         }
     }
 
@@ -126,15 +122,11 @@ public final class SubscriptionVerification {
         _ response: VerifyReceiptResponse, answer: Answer, of subscription: LoadedSubscription, at now: Date, runID: String,
         announcingPurchasesWithin purchaseWindow: TimeInterval?, purchases: PurchaseWrite?
     ) -> Decision {
-        let analyse = { (stored: SubscriptionState?) throws -> Analysis in
-            try SubscriptionAnalyzer.analyze(
-                stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
-                announcingPurchasesWithin: purchaseWindow)
-        }
         do {
-            return .write(.analysed(try analyse(subscription.state), of: subscription,
-                                    attempt: answer.attempt(.verified, at: now, runID: runID), purchases: purchases),
-                          reanalyse: analyse, then: .ack(.verified))
+            let (write, reanalyse) = try analysedWrite(
+                response, of: subscription, attempt: answer.attempt(.verified, at: now, runID: runID), at: now,
+                announcingPurchasesWithin: purchaseWindow, purchases: purchases)
+            return .write(write, reanalyse: reanalyse, then: .ack(.verified))
         } catch {
             let reason = "\(error)"
             let write = VerificationWrite.permanentFailure(
@@ -143,34 +135,60 @@ public final class SubscriptionVerification {
         }
     }
 
+    /// What Apple said about `subscription` (an answer, or data Apple signed), analysed on its
+    /// stored state, as a write recorded as `attempt`; and the analysis, to redo on a newer stored
+    /// state. Throws what the analysis cannot read.
+    func analysedWrite(
+        _ response: VerifyReceiptResponse, of subscription: LoadedSubscription, attempt: VerificationAttempt, at now: Date,
+        announcingPurchasesWithin purchaseWindow: TimeInterval?, purchases: PurchaseWrite?
+    ) throws -> (VerificationWrite, reanalyse: (SubscriptionState?) throws -> Analysis) {
+        let analyse = { (stored: SubscriptionState?) throws -> Analysis in
+            try SubscriptionAnalyzer.analyze(
+                stored: stored, response: response, originalTransactionID: subscription.originalTransactionID, now: now,
+                announcingPurchasesWithin: purchaseWindow)
+        }
+        let write = VerificationWrite.analysed(try analyse(subscription.state), of: subscription, attempt: attempt, purchases: purchases)
+        return (write, analyse)
+    }
+
     /// Writes a verified answer for every subscription on a registered receipt (already in the
-    /// ledger, loaded after the answer), in one transaction; its one-time purchases are the
-    /// caller's to record. Throws if any could not be written.
+    /// ledger, loaded after the answer), in one transaction, and the receipt's one-time purchases,
+    /// which it returns as stored. Throws if any could not be written.
     public func record(
-        _ response: VerifyReceiptResponse, answer: Answer, for subscriptions: [LoadedSubscription], runID: String,
-        announcingPurchasesWithin purchaseWindow: TimeInterval?
-    ) throws {
+        _ response: VerifyReceiptResponse, answer: Answer, for subscriptions: [LoadedSubscription], purchases: PurchaseWrite,
+        runID: String, announcingPurchasesWithin purchaseWindow: TimeInterval?
+    ) throws -> RecordedPurchases {
         let now = Date()
         let decisions = subscriptions.map {
             analysed(response, answer: answer, of: $0, at: now, runID: runID, announcingPurchasesWithin: purchaseWindow,
                      purchases: nil)
         }
-        for settlement in try write(decisions) {
+        let (settlements, recorded) = try write(decisions, purchases: purchases)
+        for settlement in settlements {
             if case .retry(let failure) = settlement { throw RecordingFailure(failure: failure) }
         }
+        return recorded ?? RecordedPurchases(records: [], created: [])
     }
 
     /// Writes every decision's result in one transaction, and returns how to settle each job now
     /// that its result is durable.
     public func write(_ decisions: [Decision]) throws -> [Settlement] {
+        try write(decisions, purchases: nil).settlements
+    }
+
+    /// `write(_:)`, with one-time purchases that belong to none of the decisions (a registered receipt's).
+    private func write(
+        _ decisions: [Decision], purchases: PurchaseWrite?
+    ) throws -> (settlements: [Settlement], purchases: RecordedPurchases?) {
         let writes = decisions.compactMap { decision -> VerificationWrite? in
             if case .write(let write, _, _) = decision { write } else { nil }
         }
         let nightly = policy.nextNightlyRun(after: Date())
         let started = ContinuousClock.now
-        var outcomes = try store.write(writes, nextNightlyRun: nightly)[...]
+        let written = try store.write(writes, purchases: purchases, nextNightlyRun: nightly)
+        var outcomes = written.outcomes[...]
         if !writes.isEmpty { metrics.persisted(in: started.duration(to: .now)) }
-        return try decisions.map { decision in
+        let settlements = try decisions.map { decision in
             switch decision {
             case .settle(let settlement):
                 return settlement
@@ -186,5 +204,6 @@ public final class SubscriptionVerification {
                 }
             }
         }
+        return (settlements, written.purchases)
     }
 }

@@ -43,8 +43,12 @@ public protocol AppleVerifier {
 
 /// Where verification results go: the `Ledger`, or a fake.
 public protocol VerificationStore {
-    /// Writes many results in one transaction; one outcome each, in order.
-    func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome]
+    /// Writes many results in one transaction; one outcome each, in order. `purchases` are one-time
+    /// purchases that belong to none of the results (a registered receipt's; a job's ride with its
+    /// write, `VerificationWrite.purchases`): written first, and returned as stored.
+    func write(
+        _ writes: [VerificationWrite], purchases: PurchaseWrite?, nextNightlyRun: Date
+    ) throws -> (outcomes: [WriteOutcome], purchases: RecordedPurchases?)
     /// Writes one result again after it lost the compare-and-set, analysing Apple's answer anew on
     /// top of what the other writer stored.
     func rewrite(
@@ -53,8 +57,12 @@ public protocol VerificationStore {
 }
 
 extension Ledger: VerificationStore {
-    public func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
-        try persist(writes, nextNightlyRun: nextNightlyRun)
+    public func write(
+        _ writes: [VerificationWrite], purchases: PurchaseWrite?, nextNightlyRun: Date
+    ) throws -> (outcomes: [WriteOutcome], purchases: RecordedPurchases?) {
+        // In a transaction of their own: they belong to no subscription, and recording them again is harmless.
+        let recorded = try purchases.map(recordPurchases)
+        return (try persist(writes, nextNightlyRun: nextNightlyRun), recorded)
     }
 
     public func rewrite(

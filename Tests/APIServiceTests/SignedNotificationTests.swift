@@ -65,6 +65,10 @@ import TestSupport
             #expect(try await api.get("/v1/subscriptions/\(id)").json["auto_renew"] as? Bool == false)
             #expect(try await api.count("SELECT count(*) AS n FROM events WHERE type = 'auto_renew_disabled'") == 1)
             #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id = 'notification' AND backend = 'server_api'") == 1)
+            // Recorded as what it is: Apple's signed data, verified, and no call (no status, latency or HTTP status).
+            #expect(try await api.count(
+                "SELECT count(*) AS n FROM verifications WHERE run_id = 'notification' AND outcome = 'verified' "
+                    + "AND apple_status IS NULL AND latency_ms IS NULL AND http_status IS NULL") == 1)
             #expect(try await api.streamLength(\.readyHigh) == 2, "both notifications' re-checks are queued")
 
             // Apple's second copy of the same notification applies nothing again.

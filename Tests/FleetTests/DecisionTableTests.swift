@@ -87,9 +87,15 @@ import Testing
         private(set) var written: [VerificationWrite] = []
         private(set) var rewritten: [VerificationWrite] = []
 
-        func write(_ writes: [VerificationWrite], nextNightlyRun: Date) throws -> [WriteOutcome] {
+        private(set) var purchases: [PurchaseWrite] = []
+
+        func write(
+            _ writes: [VerificationWrite], purchases: PurchaseWrite?, nextNightlyRun: Date
+        ) throws -> (outcomes: [WriteOutcome], purchases: RecordedPurchases?) {
             written += writes
-            return writes.indices.map { $0 == 0 && firstWriteIsStale ? .stale : .written(version: 1) }
+            self.purchases += purchases.map { [$0] } ?? []
+            return (writes.indices.map { $0 == 0 && firstWriteIsStale ? .stale : .written(version: 1) },
+                    purchases.map { _ in RecordedPurchases(records: [], created: []) })
         }
         func rewrite(
             _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
@@ -308,9 +314,13 @@ import Testing
         }
         var other = Self.subscription
         other.id = 8
-        try verification.record(response, answer: answer, for: [Self.subscription, other], runID: "registration",
-                                announcingPurchasesWithin: 3_600)
+        let found = OneTimePurchases(response, nonRenewingProductIDs: [])
+        _ = try verification.record(
+            response, answer: answer, for: [Self.subscription, other],
+            purchases: PurchaseWrite(app: "default", found: found, announcingPurchasesAfter: nil, accountID: nil),
+            runID: "registration", announcingPurchasesWithin: 3_600)
         #expect(store.written.map(\.subscriptionID) == [7, 8])
+        #expect(store.purchases.count == 1, "the receipt's one-time purchases are written with its subscriptions' results")
         #expect(store.written.map(\.attempt.outcome) == [.verified, .verified])
         #expect(store.written.map(\.attempt.runID) == ["registration", "registration"])
         #expect(store.rewritten.map(\.subscriptionID) == [7])

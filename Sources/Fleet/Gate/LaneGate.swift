@@ -4,10 +4,11 @@ import JobQueue
 import Lanes
 import VerificationUseCase
 
-/// An API lane's leave to call Apple, for the use case's one call of its own: the redirect to the
-/// other environment. (The registration's first call is admitted before it takes a lane, waiting
-/// asynchronously; see the API's `Registrar.admission`.) A person is waiting and a lane is held, so the
-/// redirect books a slot at most a second ahead, or is not made and the client tries again.
+/// An API lane's leave to call Apple. A person is waiting, so a call is booked only so far ahead:
+/// a registration's first call up to the API's `apple-wait` (`book`: the caller waits for its slot
+/// off the lane, asynchronously, before it takes one), the use case's further call (the redirect to
+/// the other environment, `admit`) at most a second ahead, since a lane is held while it waits.
+/// Beyond that the call is not made and the client tries again.
 public final class LaneGate: AppleGate {
     static let redirectHorizon = Duration.seconds(1)
 
@@ -19,8 +20,13 @@ public final class LaneGate: AppleGate {
         self.settings = settings
     }
 
+    /// Books one call to `endpoint` within `horizon`, without waiting for its slot.
+    public func book(_ endpoint: AppleEndpoint, forApp app: String?, within horizon: Duration) throws -> Admission {
+        try connections.admit(endpoint, forApp: app, within: horizon, settings: settings)
+    }
+
     public func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
-        let admission = try connections.admit(endpoint, forApp: app, within: Self.redirectHorizon, settings: settings)
+        let admission = try book(endpoint, forApp: app, within: Self.redirectHorizon)
         if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
         return admission
     }
