@@ -38,21 +38,26 @@ public struct SignedPayloadVerifier: Sendable {
     /// The payload of `jws` once its chain and signature hold at `time`.
     public func payload(of jws: some StringProtocol, at time: Date) async throws(SignatureError) -> Data {
         let parsed = try CompactJWS(jws)
-        if let key = remembered.key(of: parsed.x5c, at: time) { return try parsed.payload(verifiedWith: key) }
-        return try parsed.payload(verifiedWith: await validate(parsed.x5c, at: time))
+        if let key = remembered.key(of: parsed.encodedHeader, at: time) { return try parsed.payload(verifiedWith: key) }
+        let key = try await validate(parsed.chain(), at: time)
+        remembered.remember(parsed.encodedHeader, key: key.key, validity: key.validity)
+        return try parsed.payload(verifiedWith: key.key)
     }
 
-    /// The payload of `jws` when its chain validated before and still holds at `time` and its
-    /// signature holds; nil when the chain must be validated first (`payload(of:at:)`, async). For
-    /// a thread of its own, which then needs no hop to Swift's pool for all but a chain's first payload.
+    /// The payload of `jws` when its header (its chain) validated before and still holds at `time`
+    /// and its signature holds; nil when the chain must be validated first (`payload(of:at:)`,
+    /// async). For a thread of its own, which then needs no hop to Swift's pool for all but a
+    /// chain's first payload, and reads no header it has read before.
     public func payloadOfKnownChain(of jws: some StringProtocol, at time: Date) throws(SignatureError) -> Data? {
         let parsed = try CompactJWS(jws)
-        guard let key = remembered.key(of: parsed.x5c, at: time) else { return nil }
+        guard let key = remembered.key(of: parsed.encodedHeader, at: time) else { return nil }
         return try parsed.payload(verifiedWith: key)
     }
 
-    /// Validates an `x5c` chain at `time` and remembers it; returns its signing key.
-    private func validate(_ x5c: [String], at time: Date) async throws(SignatureError) -> P256.Signing.PublicKey {
+    /// Validates an `x5c` chain at `time`; returns its signing key and when all its certificates are valid.
+    private func validate(
+        _ x5c: [String], at time: Date
+    ) async throws(SignatureError) -> (key: P256.Signing.PublicKey, validity: ClosedRange<Date>) {
         let chain: [Certificate]
         do {
             chain = try x5c.map { text throws -> Certificate in
@@ -76,8 +81,7 @@ public struct SignedPayloadVerifier: Sendable {
             throw .rejected("the signing certificate's key is not P-256")
         }
         let validFrom = path.map(\.notValidBefore).max()!, validUntil = path.map(\.notValidAfter).min()!
-        remembered.remember(x5c, key: key, validity: validFrom...validUntil)
-        return key
+        return (key, validFrom...validUntil)
     }
 
     private static func has(_ marker: String, _ certificate: Certificate) -> Bool {
@@ -85,11 +89,14 @@ public struct SignedPayloadVerifier: Sendable {
     }
 }
 
-/// A compact JWS of Apple's, read but not yet believed: its header's chain, its payload, and what
-/// its signature covers.
+/// A compact JWS of Apple's, split but not yet believed. It is read as bytes: the header, with
+/// its chain of three certificates, is most of a payload's size, and Apple sends the same header
+/// text with every payload one chain signed, so a header seen before is never decoded again.
 private struct CompactJWS {
-    let x5c: [String]
-    let signingInput: Data
+    /// The header as sent (base64url).
+    let encodedHeader: ArraySlice<UInt8>
+    /// What the signature covers: the header and the payload as sent, with the dot between.
+    let signingInput: ArraySlice<UInt8>
     let signature: Data
     let payload: Data
 
@@ -97,11 +104,21 @@ private struct CompactJWS {
         guard jws.utf8.count <= SignedPayloadVerifier.maximumBytes else {
             throw .rejected("the JWS is larger than \(SignedPayloadVerifier.maximumBytes) bytes")
         }
-        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let headerBytes = Data(base64URL: parts[0]), let payload = Data(base64URL: parts[1]),
-              let signature = Data(base64URL: parts[2])
+        let bytes = Array(jws.utf8), dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot),
+              !bytes[(second + 1)...].contains(dot),
+              let payload = Data(base64URL: bytes[(first + 1)..<second]), let signature = Data(base64URL: bytes[(second + 1)...])
         else { throw .malformed("not a compact JWS (three base64url parts)") }
-        guard let header = (try? JSONValue.parse(headerBytes))?.members else {
+        encodedHeader = bytes[..<first]
+        signingInput = bytes[..<second]
+        self.payload = payload
+        self.signature = signature
+    }
+
+    /// The header's `x5c` chain, once the header says ES256 and carries two or three certificates.
+    func chain() throws(SignatureError) -> [String] {
+        guard let decoded = Data(base64URL: encodedHeader) else { throw .malformed("not a compact JWS (three base64url parts)") }
+        guard let header = (try? JSONValue.parse(decoded))?.members else {
             throw .malformed("the JWS header is not a JSON object")
         }
         guard case .string("ES256")? = header["alg"] else { throw .rejected("the JWS algorithm is not ES256") }
@@ -111,10 +128,7 @@ private struct CompactJWS {
         guard x5c.count <= SignedPayloadVerifier.maximumChainLength else {
             throw .rejected("the x5c chain has \(x5c.count) certificates; Apple sends \(SignedPayloadVerifier.maximumChainLength)")
         }
-        self.x5c = x5c
-        self.payload = payload
-        self.signature = signature
-        signingInput = Data("\(parts[0]).\(parts[1])".utf8)
+        return x5c
     }
 
     func payload(verifiedWith key: P256.Signing.PublicKey) throws(SignatureError) -> Data {
@@ -125,25 +139,26 @@ private struct CompactJWS {
     }
 }
 
-/// The chains a verifier validated, by their `x5c` text: their signing key and when all their
-/// certificates are valid. Bounded: Apple rotates its chains rarely, and a flood of others is
-/// forgotten rather than kept.
+/// The headers whose chains a verifier validated, by their exact base64url text (what the
+/// signature covers, so a header is believed only with a signature its key made): the chain's
+/// signing key and when all its certificates are valid. Bounded: Apple rotates its chains
+/// rarely, and a flood of others is forgotten rather than kept.
 private final class ValidatedChains: Sendable {
-    private let chains = Mutex<[[String]: (key: P256.Signing.PublicKey, validity: ClosedRange<Date>)]>([:])
+    private let chains = Mutex<[ArraySlice<UInt8>: (key: P256.Signing.PublicKey, validity: ClosedRange<Date>)]>([:])
     static let capacity = 64
 
-    /// The signing key of `x5c` when it validated before and all its certificates are valid at `time`.
-    func key(of x5c: [String], at time: Date) -> P256.Signing.PublicKey? {
+    /// The signing key of the chain `header` carries, when it validated before and all its certificates are valid at `time`.
+    func key(of header: ArraySlice<UInt8>, at time: Date) -> P256.Signing.PublicKey? {
         chains.withLock { chains in
-            guard let chain = chains[x5c], chain.validity.contains(time) else { return nil }
+            guard let chain = chains[header], chain.validity.contains(time) else { return nil }
             return chain.key
         }
     }
 
-    func remember(_ x5c: [String], key: P256.Signing.PublicKey, validity: ClosedRange<Date>) {
+    func remember(_ header: ArraySlice<UInt8>, key: P256.Signing.PublicKey, validity: ClosedRange<Date>) {
         chains.withLock { chains in
             if chains.count >= Self.capacity { chains.removeAll() }
-            chains[x5c] = (key, validity)
+            chains[header] = (key, validity)
         }
     }
 }
@@ -162,17 +177,33 @@ public enum SignatureError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Base64url without padding (RFC 7515), as JWS and JWT use it.
+/// Base64url without padding (RFC 7515), as JWS and JWT use it: translated byte by byte to and
+/// from Foundation's base64 (a JWS header of Apple's is some 3 KB, read for every payload).
 extension Data {
     init?(base64URL text: some StringProtocol) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        self.init(base64Encoded: base64)
+        self.init(base64URL: text.utf8)
+    }
+
+    init?(base64URL text: some Collection<UInt8>) {
+        var base64 = [UInt8]()
+        base64.reserveCapacity(text.count + 3)
+        for byte in text {
+            switch byte {
+            case UInt8(ascii: "-"): base64.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): base64.append(UInt8(ascii: "/"))
+            default: base64.append(byte)
+            }
+        }
+        base64 += repeatElement(UInt8(ascii: "="), count: (4 - base64.count % 4) % 4)
+        self.init(base64Encoded: Data(base64))
     }
 
     func base64URLEncoded() -> String {
-        var text = base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
+        var encoded = base64EncodedData()
+        while encoded.last == UInt8(ascii: "=") { encoded.removeLast() }
+        for index in encoded.indices where encoded[index] == UInt8(ascii: "+") || encoded[index] == UInt8(ascii: "/") {
+            encoded[index] = encoded[index] == UInt8(ascii: "+") ? UInt8(ascii: "-") : UInt8(ascii: "_")
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 }

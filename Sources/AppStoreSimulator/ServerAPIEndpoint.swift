@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// What the simulator needs to serve the App Store Server API: whose bearer tokens to accept (the
 /// In-App Purchase key `simulate-appstore seed --server-api-key` wrote), and which seeded fleet
@@ -228,6 +229,25 @@ enum ServerAPIEndpoint {
     /// audience, issued at most an hour before it expires, not expired.
     static func tokenApp(_ authorization: String?, key: P256.Signing.PublicKey, at now: Date) -> Int? {
         guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
+        let seconds = Int(now.timeIntervalSince1970)
+        // A client sends one token for many requests (Apple's last up to an hour): its signature and
+        // claims are read once, and only its times are checked again.
+        let token = readTokens.withLock { $0[authorization] } ?? readToken(authorization, key: key)
+        guard let token else { return nil }
+        readTokens.withLock { tokens in
+            if tokens.count >= 1_024 { tokens.removeAll() }
+            tokens[authorization] = token
+        }
+        return token.expires > seconds && token.expires - token.issued <= 3_600 && token.issued <= seconds + 60 ? token.app : nil
+    }
+
+    /// The tokens `readToken` accepted, by their `Authorization` text: the simulator serves one
+    /// key, so a token's signature and claims never change their meaning. A refused token is not kept.
+    private static let readTokens = Mutex<[String: (app: Int, issued: Int, expires: Int)]>([:])
+
+    /// A bearer token's app, issue and expiry times, when it is ES256 by the key, for one of the
+    /// account's apps and the Server API's audience.
+    private static func readToken(_ authorization: String, key: P256.Signing.PublicKey) -> (app: Int, issued: Int, expires: Int)? {
         let parts = authorization.dropFirst("Bearer ".count).split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let header = Data(base64URL: parts[0]), let claimBytes = Data(base64URL: parts[1]),
               let signatureBytes = Data(base64URL: parts[2]),
@@ -239,7 +259,6 @@ enum ServerAPIEndpoint {
               let app = (claims["bid"] as? String).flatMap({ Catalog.bundleIDs.firstIndex(of: $0) }),
               let issued = claims["iat"] as? Int, let expires = claims["exp"] as? Int
         else { return nil }
-        let seconds = Int(now.timeIntervalSince1970)
-        return expires > seconds && expires - issued <= 3_600 && issued <= seconds + 60 ? app : nil
+        return (app, issued, expires)
     }
 }

@@ -15,8 +15,9 @@ public struct SimulatorSigningChain: Sendable {
 
     public let root: Certificate
     private let signingKey: P256.Signing.PrivateKey
-    /// The `x5c` header's certificates, base64 DER, signing certificate first.
-    private let chain: [String]
+    /// The JWS header, base64url: ES256 and the chain in `x5c` (base64 DER, signing certificate
+    /// first), the same for every payload, as Apple's is for one chain.
+    private let encodedHeader: String
 
     public init(name: String = rootName) throws {
         let (rootKey, intermediateKey) = (try Self.key(name, "root"), try Self.key(name, "intermediate"))
@@ -51,7 +52,9 @@ public struct SimulatorSigningChain: Sendable {
                 Certificate.Extension(oid: [1, 2, 840, 113635, 100, 6, 11, 1], critical: false, value: [0x05, 0x00])
             },
             issuerPrivateKey: .init(intermediateKey))
-        chain = try [signing, intermediate, root].map { Data(try $0.serializeAsPEM().derBytes).base64EncodedString() }
+        let chain = try [signing, intermediate, root].map { Data(try $0.serializeAsPEM().derBytes).base64EncodedString() }
+        encodedHeader = Data(#"{"alg":"ES256","x5c":["#.utf8 + Array(chain.map { "\"\($0)\"" }.joined(separator: ",").utf8) + Array("]}".utf8))
+            .base64URLEncoded()
     }
 
     /// The root, as a PEM file for the fleet's trusted roots.
@@ -59,10 +62,7 @@ public struct SimulatorSigningChain: Sendable {
 
     /// `payload` as a compact JWS, ES256, with the chain in `x5c` as Apple sends it.
     public func sign(_ payload: [UInt8]) -> String {
-        var header = Array(#"{"alg":"ES256","x5c":["#.utf8)
-        header += Array(chain.map { "\"\($0)\"" }.joined(separator: ",").utf8)
-        header += Array("]}".utf8)
-        let input = Data(header).base64URLEncoded() + "." + Data(payload).base64URLEncoded()
+        let input = encodedHeader + "." + Data(payload).base64URLEncoded()
         let signature = (try? signingKey.signature(for: Data(input.utf8)))?.rawRepresentation ?? Data()
         return input + "." + signature.base64URLEncoded()
     }
@@ -83,9 +83,13 @@ extension Data {
         self.init(base64Encoded: base64)
     }
 
+    /// Byte by byte: a signed answer encodes a payload or two per subscription.
     func base64URLEncoded() -> String {
-        var text = base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
+        var encoded = base64EncodedData()
+        while encoded.last == UInt8(ascii: "=") { encoded.removeLast() }
+        for index in encoded.indices where encoded[index] == UInt8(ascii: "+") || encoded[index] == UInt8(ascii: "/") {
+            encoded[index] = encoded[index] == UInt8(ascii: "+") ? UInt8(ascii: "-") : UInt8(ascii: "_")
+        }
+        return String(decoding: encoded, as: UTF8.self)
     }
 }
