@@ -9,6 +9,7 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
     private struct Entry: Sendable {
         let name: String
         let digest: [UInt8]
+        let mark: String
     }
 
     private let entries: [Entry]
@@ -45,7 +46,7 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
             guard entries.count(where: { $0.name == name }) < 2 else {
                 throw NamedTokensError(kind, "the name '\(name)' has more than two tokens; two are for a rotation, the old and the new")
             }
-            entries.append(Entry(name: name, digest: digest))
+            entries.append(Entry(name: name, digest: digest, mark: Self.mark(of: token)))
         }
         guard !entries.isEmpty else { throw NamedTokensError(kind, "no token is given") }
         self.entries = entries
@@ -59,6 +60,24 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         var match: String?
         for entry in entries where digestsEqual(digest, entry.digest) { match = entry.name }
         return match
+    }
+
+    /// A mark of the token `presented` when it is one of these, for what must stay bound to the token
+    /// that opened it (a console session ends when its token is removed or rotated out). It is
+    /// stored where a token must never be (Redis), so it is 8 bytes of a digest apart from the
+    /// one tokens are compared by: enough to tell tokens apart, nothing to log in with.
+    public func mark(presenting presented: some StringProtocol) -> String? {
+        guard client(presenting: presented) != nil else { return nil }
+        return Self.mark(of: presented)
+    }
+
+    /// Whether `name` still has the token whose `mark` this is.
+    public func holds(mark: String, for name: String) -> Bool {
+        entries.contains { $0.name == name && digestsEqual(Array($0.mark.utf8), Array(mark.utf8)) }
+    }
+
+    private static func mark(of token: some StringProtocol) -> String {
+        SHA256.hash(data: Array("receiptfleet token mark|\(token)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
     /// Each name once, in the order given.

@@ -7,7 +7,7 @@ import RedisClient
 /// sessions, and an hour of samples of the fleet's status for the charts. Blocking: used on a lane.
 ///
 /// Keys (all under the deployment's hash tag, so they work on Redis Cluster):
-///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF", expiring with the session
+///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF MARK", expiring with the session
 ///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms)
 struct ConsoleStore {
     let connection: RedisConnection
@@ -15,28 +15,32 @@ struct ConsoleStore {
 
     // MARK: Sessions
 
-    /// A logged-in operator: who, and the token every form of theirs must carry back.
+    /// A logged-in operator: who, the token every form of theirs must carry back, and the mark of
+    /// the operator token that opened it (`NamedTokens.mark`): the session lasts only while that
+    /// token is configured.
     struct Session: Sendable, Equatable {
         var operatorName: String
         var csrfToken: String
+        var tokenMark: String
     }
 
     /// Starts a session for `operatorName`; returns its id (the cookie's value), which is stored
     /// only as its SHA-256 digest, so that Redis's contents do not let anyone in.
-    func startSession(for operatorName: String, lifetime: Duration) throws -> (id: String, session: Session) {
+    func startSession(for operatorName: String, tokenMark: String, lifetime: Duration) throws -> (id: String, session: Session) {
         let id = Self.randomToken()
-        let session = Session(operatorName: operatorName, csrfToken: Self.randomToken())
+        let session = Session(operatorName: operatorName, csrfToken: Self.randomToken(), tokenMark: tokenMark)
         try connection.command(
-            "SET", sessionKey(id), "\(session.operatorName) \(session.csrfToken)", "PX", lifetime.wholeMilliseconds)
+            "SET", sessionKey(id), "\(session.operatorName) \(session.csrfToken) \(session.tokenMark)", "PX", lifetime.wholeMilliseconds)
         return (id, session)
     }
 
-    /// The session with this id, or nil when it never was, has expired or was ended.
+    /// The session with this id, or nil when it never was, has expired or was ended. (One stored
+    /// without a token's mark, by a version before sessions were bound to tokens, is none.)
     func session(id: String) throws -> Session? {
         guard Self.isToken(id), let value = try connection.command("GET", sessionKey(id)).string else { return nil }
-        let parts = value.split(separator: " ", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { return nil }
-        return Session(operatorName: parts[0], csrfToken: parts[1])
+        let parts = value.split(separator: " ").map(String.init)
+        guard parts.count == 3 else { return nil }
+        return Session(operatorName: parts[0], csrfToken: parts[1], tokenMark: parts[2])
     }
 
     func endSession(id: String) throws {

@@ -20,7 +20,8 @@ extension OpsConsole {
 
     func logIn(_ request: Request) async throws -> Response {
         let form = try await Form(request)
-        guard let name = settings.operators.client(presenting: form["token"] ?? "") else {
+        let presented = form["token"] ?? ""
+        guard let name = settings.operators.client(presenting: presented), let mark = settings.operators.mark(presenting: presented) else {
             // Slows guessing down; a real token is 16 characters or more, so guessing cannot win anyway.
             try await Task.sleep(for: .seconds(1))
             logger.warning("console: a login with a token that is not an operator's")
@@ -28,7 +29,7 @@ extension OpsConsole {
                         status: .unauthorized)
         }
         let lifetime = settings.sessionLifetime
-        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: name, lifetime: lifetime) }
+        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: name, tokenMark: mark, lifetime: lifetime) }
         logger.notice("console: logged in", metadata: ["operator": "\(name)"])
         return Self.redirect(to: "/console", cookie: sessionCookie(id, maxAge: Int(lifetime.components.seconds)))
     }
@@ -41,10 +42,17 @@ extension OpsConsole {
     }
 
     /// The operator looking at a page; throws `ConsoleProblem.loginNeeded` without a live session.
+    /// A session whose operator token was removed or rotated out since it opened ends here.
     func viewer(_ request: Request) async throws -> Operator {
         guard let id = request.cookies[Self.cookieName]?.value, !id.isEmpty,
               let session = try await lanes.run({ desk in try desk.store.session(id: id) })
         else { throw ConsoleProblem.loginNeeded }
+        guard settings.operators.holds(mark: session.tokenMark, for: session.operatorName) else {
+            try await lanes.run { desk in try desk.store.endSession(id: id) }
+            logger.notice("console: a session ended: its operator token is no longer configured",
+                          metadata: ["operator": "\(session.operatorName)"])
+            throw ConsoleProblem.loginNeeded
+        }
         return Operator(name: session.operatorName, csrf: session.csrfToken, sessionID: id)
     }
 

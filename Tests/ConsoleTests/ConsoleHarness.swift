@@ -27,8 +27,10 @@ struct ConsoleHarness: Sendable {
 
     /// `sampleInterval`: by default so long (11 days) that every replica's first sample falls in one bucket.
     /// `log` receives what the consoles log; `secureCookies` is the setting for consoles behind TLS.
+    /// `operators` gives each replica's console tokens, from its index and ops-alice's token.
     static func with<T: Sendable>(
         replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
+        operators: (_ replica: Int, _ aliceToken: String) -> String = { "ops-alice:\($1)" },
         _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
@@ -47,14 +49,14 @@ struct ConsoleHarness: Sendable {
                     sharedSecret: SharedSecret("console-test-secret"), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
-                let settings = ConsoleSettings(
-                    operators: try NamedTokens(parsing: "ops-alice:\(token)", kind: "console tokens"), secureCookies: secureCookies,
-                    sampleInterval: sampleInterval)
                 let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")
                 var ports: [Int] = []
                 var running: [RunningServices] = []
                 defer { for services in running { services.cancel() } }
-                for _ in 0..<replicas {
+                for replica in 0..<replicas {
+                    let settings = ConsoleSettings(
+                        operators: try NamedTokens(parsing: operators(replica, token), kind: "console tokens"),
+                        secureCookies: secureCookies, sampleInterval: sampleInterval)
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     let server = try ConsoleServer(
                         settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger, onListening: { listening.yield($0) })
@@ -137,9 +139,9 @@ struct ConsoleHarness: Sendable {
         }
     }
 
-    /// Logs in through `replica` and reads the CSRF token off the overview.
-    func logIn(replica: Int = 0) async throws -> Session {
-        let login = try await post("/console/login", ["token": operatorToken], replica: replica)
+    /// Logs in through `replica` with `token` (ops-alice's by default) and reads the CSRF token off the overview.
+    func logIn(replica: Int = 0, token: String? = nil) async throws -> Session {
+        let login = try await post("/console/login", ["token": token ?? operatorToken], replica: replica)
         guard login.status == 303, let cookie = login.sessionCookie else { throw LoginFailed(status: login.status) }
         let overview = try await get("/console", session: Session(cookie: cookie, csrf: ""), replica: replica)
         guard let csrf = overview.csrf else { throw LoginFailed(status: overview.status) }

@@ -54,6 +54,35 @@ import Testing
         }
     }
 
+    /// A session lasts only while the operator token that opened it is configured: the replicas
+    /// here share Redis as `serve` restarted with other tokens would. Replica 0 has bob's first
+    /// token; 1, bob rotating to a second; 2, bob's second alone; 3, no bob at all.
+    @Test func removingOrRotatingAnOperatorTokenEndsItsSessions() async throws {
+        let (first, second) = ("bob-first-" + UUID().uuidString, "bob-second-" + UUID().uuidString)
+        let tokens = ["ops-bob:\(first)", "ops-bob:\(first),ops-bob:\(second)", "ops-bob:\(second)", nil]
+        try await ConsoleHarness.with(replicas: 4, operators: { replica, alice in
+            (["ops-alice:\(alice)"] + [tokens[replica]].compactMap { $0 }).joined(separator: ",")
+        }) { console in
+            let bobs = try await console.logIn(replica: 0, token: first)
+            let alices = try await console.logIn(replica: 3)
+            #expect(try await console.get("/console", session: bobs, replica: 1).status == 200, "during the rotation both tokens hold")
+            // Rotated out: the session opened with the first token ends at its next request, everywhere.
+            let rotated = try await console.get("/console", session: bobs, replica: 2)
+            #expect(rotated.status == 303 && rotated.location == "/console/login")
+            #expect(try await console.get("/console", session: bobs, replica: 1).status == 303, "the session is gone, not just refused")
+            // Removed: a session opened with the second token pauses nothing where bob has no token,
+            // and is over everywhere after.
+            let again = try await console.logIn(replica: 2, token: second)
+            #expect(try await console.get("/console", session: again, replica: 1).status == 200)
+            let pause = try await console.post("/console/gate/pause", ["csrf": again.csrf, "reason": "x"], session: again, replica: 3)
+            #expect(pause.status == 401, "an ended session pauses nothing")
+            #expect(try await console.status().queue.haltedReason == nil)
+            #expect(try await console.get("/console", session: again, replica: 2).status == 303)
+            // Alice's session, her token unchanged, holds throughout.
+            #expect(try await console.get("/console", session: alices, replica: 0).status == 200)
+        }
+    }
+
     @Test func theOverviewShowsWhatStatusReads() async throws {
         try await ConsoleHarness.with { console in
             _ = try await console.queueWithADeadLetter()
