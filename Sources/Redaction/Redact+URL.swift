@@ -2,21 +2,27 @@ import Foundation
 
 extension Redact {
     /// A URL with the password of its user info (`scheme://user:password@host…`) and every secret
-    /// query parameter (`?password=…`, the name percent-encoded or not) replaced by `***`.
+    /// query parameter (`?password=…`, `?token=…`: `isQuerySecret`, the name percent-encoded or
+    /// not) replaced by `***`.
     ///
-    /// Written for URLs people type, not only valid ones: the user info ends at the last `@` before
-    /// the query, so a password with a raw `@`, `:` or `/` is masked whole.
+    /// Written for URLs people type, not only valid ones, and for every form a client accepts:
+    /// the user info ends at the last `@` before the query (so a password with a raw `@`, `:` or
+    /// `/` is masked whole) or, as libpq reads a URL, at the first `@` before any `/` (so a raw `?`
+    /// or `#` is too), whichever is further; only user info with a `:` holds a password.
     public static func url(_ url: String) -> String {
         let scalars = url.unicodeScalars
         let authorityStart = url.range(of: "://")?.upperBound ?? scalars.startIndex
-        let queryStart = scalars[authorityStart...].firstIndex { $0 == "?" || $0 == "#" } ?? scalars.endIndex
-        var head = String(scalars[..<queryStart])
-        if let at = scalars[authorityStart..<queryStart].lastIndex(of: "@"),
-            let colon = scalars[authorityStart..<at].firstIndex(of: ":")
-        {
-            head = String(scalars[...colon]) + mask + String(scalars[at..<queryStart])
+        let rest = scalars[authorityStart...]
+        let firstQuery = rest.firstIndex { $0 == "?" || $0 == "#" } ?? scalars.endIndex
+        let lastBeforeQuery = rest[..<firstQuery].lastIndex(of: "@")
+        let firstBeforePath = rest.firstIndex(of: "@").flatMap { at in rest[..<at].contains("/") ? nil : at }
+        let userInfoEnd = [lastBeforeQuery, firstBeforePath].compactMap { $0 }
+            .filter { at in rest[..<at].contains(":") }.max()
+        guard let at = userInfoEnd, let colon = rest[..<at].firstIndex(of: ":") else {
+            return String(scalars[..<firstQuery]) + query(String(scalars[firstQuery...]))
         }
-        return head + query(String(scalars[queryStart...]))
+        let queryStart = scalars[at...].firstIndex { $0 == "?" || $0 == "#" } ?? scalars.endIndex
+        return String(scalars[...colon]) + mask + String(scalars[at..<queryStart]) + query(String(scalars[queryStart...]))
     }
 
     /// A URL where it is shown to people who need only where it points (the console, the audit
@@ -33,8 +39,18 @@ extension Redact {
         let parameters = rest[rest.index(after: rest.startIndex)..<fragmentStart].split(separator: "&", omittingEmptySubsequences: false)
         let masked = parameters.map { parameter in
             let name = parameter.prefix { $0 != "=" }
-            return isSecret(name.removingPercentEncoding ?? String(name)) ? "\(name)=\(mask)" : String(parameter)
+            return isQuerySecret(name.removingPercentEncoding ?? String(name)) ? "\(name)=\(mask)" : String(parameter)
         }
         return "?" + masked.joined(separator: "&") + rest[fragmentStart...]
+    }
+
+    /// Words that name a secret in a query parameter (`?token=`, `?api_key=`, `?X-Amz-Signature=`,
+    /// `?sslpassword=`), matched anywhere in the name, in any case: a receiver's or a proxy's own
+    /// names cannot be listed, and masking a harmless parameter costs less than showing a secret.
+    static let querySecretWords = ["pass", "pwd", "secret", "token", "key", "auth", "sig", "credential"]
+
+    static func isQuerySecret(_ name: some StringProtocol) -> Bool {
+        let name = name.lowercased()
+        return querySecretWords.contains { name.contains($0) }
     }
 }

@@ -248,6 +248,26 @@ import Testing
         }
     }
 
+    /// The forms issue 23 found printed in full: a raw `?` or `#` in a password (libpq and psql
+    /// take it), and query secrets under other names than `password`.
+    @Test func configCheckMasksRawPasswordsAndQuerySecretsOfAnyName() async throws {
+        let check = try await runFleetCommand(
+            ["config", "check", "--redis-url", "redis://:cache#Secret1@127.0.0.1:6379/0",
+             "--appstore-production-url", "https://proxy.internal/verifyReceipt?token=Secret2"],
+            environment: [
+                "RECEIPTFLEET_POSTGRES_URL": "postgresql://u:pa?Secret3@db/x?sslmode=require",
+                "RECEIPTFLEET_RELAY_POSTGRES_URL": "postgresql://u:pa#Secret4@db-direct/x",
+                "RECEIPTFLEET_SERVER_API_PRODUCTION_URL": "https://gateway.internal/api?api_key=Secret5&region=eu",
+            ])
+        #expect(check.status == 0, "\(check.output)")
+        #expect(check.output.contains("redis://:***@127.0.0.1:6379/0   (flag --redis-url)"))
+        #expect(check.output.contains("https://proxy.internal/verifyReceipt?token=***   (flag --appstore-production-url)"))
+        #expect(check.output.contains("postgresql://u:***@db/x?sslmode=require   (environment RECEIPTFLEET_POSTGRES_URL)"))
+        #expect(check.output.contains("postgresql://u:***@db-direct/x   (environment RECEIPTFLEET_RELAY_POSTGRES_URL)"))
+        #expect(check.output.contains("https://gateway.internal/api?api_key=***&region=eu"))
+        #expect(!check.output.contains("Secret"), "\(check.output)")
+    }
+
     @Test func configCheckShowsAndChecksTheWebhookThreadsAndTheirCapPerEndpoint() async throws {
         let standard = try await runFleetCommand(["config", "check"], environment: [:])
         #expect(standard.status == 0)

@@ -62,6 +62,62 @@ import Testing
         }
     }
 
+    /// A password written raw in the user info, as libpq accepts it (psql connects with it): any
+    /// character but `@`, `/` and `%`, including the `?` and `#` that start a query or a fragment.
+    static let rawPassword = zip(
+        oneOf(["?", "#", ":", "&", "=", "!", "$", "*", ";", ",", "+", "~", "a", "Z", "9", "pw", ".", "-", "_", "?x=1", "#top"])
+            .array(of: 0...10),
+        oneOf(markers),
+        Gen.int(in: 0...10)
+    ).map { pieces, marker, at in
+        var pieces = pieces
+        pieces.insert(marker, at: min(at, pieces.count))
+        return pieces.joined()
+    }
+
+    @Test func rawPasswordsInTheUserInfoAreMaskedWhole() async {
+        let shape = zip(
+            Self.oneOf(["postgresql", "postgres", "redis", "rediss"]),
+            zip(Self.oneOf(["", "app", "fleet-worker"]), Self.host, Gen.int(in: 0...65_535).array(of: 0...1)),
+            zip(Self.oneOf(["", "/", "/0", "/receiptfleet"]), Self.parameter.array(of: 0...4))
+        )
+        await propertyCheck(count: 400, input: Self.rawPassword, shape) { password, shape in
+            let (scheme, (user, host, port), (path, parameters)) = shape
+            func url(_ secret: String) -> String {
+                "\(scheme)://\(user):\(secret)@\(host)" + (port.first.map { ":\($0)" } ?? "") + path
+                    + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))
+            }
+            let shown = Redact.connectionString(url(password))
+            #expect(shown == url("***"))
+            #expect(!shown.contains(password))
+        }
+    }
+
+    /// The URLs that allow a query (Apple's, the Server API's, webhooks') keep their secrets under
+    /// any name a receiver chooses.
+    @Test func querySecretsUnderAnyNameAreMasked() async {
+        let name = Self.oneOf([
+            "token", "secret", "key", "api_key", "apiKey", "access_token", "client_secret", "X-Amz-Signature", "sig", "auth",
+            "Password", "tok%65n",
+        ])
+        let shape = zip(
+            zip(Self.oneOf(["https", "http"]), Self.host, Self.oneOf(["", "/", "/hooks/receiptfleet", "/verifyReceipt"])),
+            zip(Self.parameter.array(of: 0...4), Gen.int(in: 0...4), name)
+        )
+        await propertyCheck(count: 400, input: Self.password, shape) { password, shape in
+            let ((scheme, host, path), (parameters, index, name)) = shape
+            let encoded = Self.percentEncoded(password)
+            func url(_ secret: String) -> String {
+                var query = parameters
+                query.insert("\(name)=\(secret)", at: min(index, query.count))
+                return "\(scheme)://\(host)\(path)?" + query.joined(separator: "&")
+            }
+            let shown = Redact.url(url(encoded))
+            #expect(shown == url("***"))
+            #expect(!shown.contains(password) && !shown.contains(encoded))
+        }
+    }
+
     /// How a conninfo value is written: in quotes, or bare with backslashes before what needs them.
     enum Quoting: CaseIterable { case quoted, escaped }
 
