@@ -70,3 +70,15 @@ extension Duration {
         return max(1, seconds + (attoseconds > 0 ? 1 : 0))
     }
 }
+
+extension APIError {
+    /// `id`, a client's name for something (an account, a transaction to look up), once it is 1 to
+    /// 256 characters and holds no control character: PostgreSQL refuses a NUL in text, so one
+    /// must be refused before anything is asked or stored, and no id holds a control character.
+    static func checkedID(_ id: String, _ name: String) throws(APIError) -> String {
+        guard !id.isEmpty, id.count <= 256, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .badRequest("invalid_\(name)", "'\(name)' must be 1 to 256 characters, none of them a control character")
+        }
+        return id
+    }
+}

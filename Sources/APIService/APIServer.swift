@@ -155,9 +155,10 @@ public final class APIServer: NamedService {
             return try Self.json(["purchases": records.map(PurchaseView.init)])
         }
         router.delete("/v1/accounts/:id") { request, context in
-            guard let account = context.parameters.get("id")?.removingPercentEncoding, !account.isEmpty else {
+            guard let segment = context.parameters.get("id")?.removingPercentEncoding else {
                 throw APIError.badRequest("invalid_account_id", "the account id must be a non-empty, percent-encoded path segment")
             }
+            let account = try APIError.checkedID(segment, "account_id")
             let deletion = try await AccountDeletion.forget(
                 account: account, app: try self.app(of: request), by: context.client ?? "unknown", in: self.lanes, logger: self.logger)
             return try Self.json(deletion)
@@ -236,7 +237,7 @@ public final class APIServer: NamedService {
         guard (one == nil) != (other == nil), one?.isEmpty != true, other?.isEmpty != true else {
             throw APIError.badRequest("invalid_query", "give exactly one of \(first) or \(second)")
         }
-        return (one, other)
+        return (try one.map { try APIError.checkedID($0, first) }, try other.map { try APIError.checkedID($0, second) })
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {

@@ -33,9 +33,7 @@ struct RegistrationRequest: Decodable, Sendable {
         guard !receipt.isEmpty, receipt.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+/=".contains($0)) }) else {
             throw .badRequest("invalid_receipt", "'receipt' must be the receipt's base64 text, as the device gives it")
         }
-        if let accountID, accountID.isEmpty || accountID.count > 256 {
-            throw .badRequest("invalid_account_id", "'account_id' must be 1 to 256 characters")
-        }
+        if let accountID { _ = try APIError.checkedID(accountID, "account_id") }
         if let id = originalTransactionID,
            id.isEmpty || id.count > 64 || !id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) {
             throw .badRequest("invalid_original_transaction_id", "'original_transaction_id' must be 1 to 64 letters or digits")

@@ -28,9 +28,7 @@ struct TransactionRegistrationRequest: Decodable, Sendable {
     func validated(by serverAPI: ServerAPISettings, apps: AppCatalog, named: String?, now: Date) async throws(APIError)
         -> (originalTransactionID: String, environment: AppStoreEnvironment, accountID: String?, app: String?)
     {
-        if let accountID, accountID.isEmpty || accountID.count > 256 {
-            throw .badRequest("invalid_account_id", "'account_id' must be 1 to 256 characters")
-        }
+        if let accountID { _ = try APIError.checkedID(accountID, "account_id") }
         switch (signedTransaction, transactionID) {
         case (let jws?, nil):
             let transaction = try await Self.verified(jws, by: serverAPI, apps: apps, now: now)

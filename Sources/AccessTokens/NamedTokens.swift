@@ -80,6 +80,11 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         SHA256.hash(data: Array("receiptfleet token mark|\(token)".utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
     }
 
+    /// Whether a token of these is also one of `others`' (a token given to two doors).
+    public func sharesAToken(with others: NamedTokens) -> Bool {
+        entries.contains { entry in others.entries.contains { digestsEqual($0.digest, entry.digest) } }
+    }
+
     /// Each name once, in the order given.
     public var names: [String] {
         var names: [String] = []

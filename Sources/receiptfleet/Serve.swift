@@ -112,12 +112,26 @@ extension ResolvedConfiguration {
 extension Rule where Value == NamedTokens {
     /// NAME:TOKEN entries, separated by commas or lines.
     static func namedTokens(_ kind: String) -> Rule {
-        Rule("NAME:TOKEN entries, comma- or line-separated") { text, _ in
-            do {
-                return try NamedTokens(parsing: text, kind: kind)
-            } catch let error as NamedTokensError {
-                throw Refusal(error.message)
+        Rule("NAME:TOKEN entries, comma- or line-separated") { text, _ in try parsed(text, kind) }
+    }
+
+    /// The console's operator tokens: NAME:TOKEN entries, none of them also an API token (an API
+    /// client must not open the console, nor an operator call the API with their console token).
+    static var operatorTokens: Rule {
+        Rule("NAME:TOKEN entries, comma- or line-separated, none of them an API token") { text, configuration in
+            let operators = try parsed(text, "console tokens")
+            if let api = try? configuration[Settings.apiTokens], operators.sharesAToken(with: api) {
+                throw Refusal("a console token is also an API token; give operators tokens of their own (`openssl rand -hex 32`)")
             }
+            return operators
+        }
+    }
+
+    private static func parsed(_ text: String, _ kind: String) throws -> NamedTokens {
+        do {
+            return try NamedTokens(parsing: text, kind: kind)
+        } catch {
+            throw Refusal(error.message)
         }
     }
 }

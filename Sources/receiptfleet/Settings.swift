@@ -239,7 +239,7 @@ struct SettingsRegistry: Sendable {
         "trusted-proxies", .trustedProxies, unset: "none (the peer's address is the caller's)", .flag, for: .serve,
         help: "Proxies (comma-separated addresses or CIDR networks) whose Forwarded / X-Forwarded-For name the caller's address, e.g. 10.0.0.0/8,127.0.0.1.")
     let consoleTokens = Setting<NamedTokens?>(
-        "console-tokens", .namedTokens("console tokens"), unset: "not set (no ops console)", .secret, for: [.serve, .console], orFile: true,
+        "console-tokens", .operatorTokens, unset: "not set (no ops console)", .secret, for: [.serve, .console], orFile: true,
         help: "The ops console's operators: NAME:TOKEN entries as api-tokens (never the API's tokens); serve mounts /console when set, console needs them.",
         show: Self.tokens)
     let consoleSecureCookies = Setting<Bool>(

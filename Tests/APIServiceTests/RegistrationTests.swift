@@ -93,6 +93,22 @@ import TestSupport
         }
     }
 
+    /// PostgreSQL refuses a NUL in text: an id holding one (or any control character) is refused
+    /// with 400 before Apple is asked or anything is stored, on every route that takes an id.
+    @Test func anIDWithAControlCharacterIsRefusedBeforeAnythingIsAskedOrStored() async throws {
+        try await APIHarness.with(serverAPI: true) { api in
+            let receipt = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData, "account_id": "a\u{0}b"])
+            #expect(receipt.status == 400 && receipt.code == "invalid_account_id", "\(receipt.json)")
+            let transaction = try await api.post("/v1/transactions", ["transaction_id": "1000000000000001", "account_id": "a\u{7}b"])
+            #expect(transaction.status == 400 && transaction.code == "invalid_account_id", "\(transaction.json)")
+            #expect(try await api.get("/v1/subscriptions?account_id=a%00b").code == "invalid_account_id")
+            #expect(try await api.get("/v1/purchases?transaction_id=%00").code == "invalid_transaction_id")
+            let deletion = try await api.delete("/v1/accounts/a%00b")
+            #expect(deletion.status == 400 && deletion.code == "invalid_account_id", "\(deletion.json)")
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
+        }
+    }
+
     /// A handshake broken off usually passes: Apple is unavailable for now, not misconfigured, and
     /// one such answer halts nothing (every call failing so for long does; see TransportFaultTests).
     @Test func aBrokenTLSHandshakeIsAppleUnavailableNotAMisconfiguration() async throws {

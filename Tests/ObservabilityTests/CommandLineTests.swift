@@ -268,6 +268,22 @@ import Testing
         #expect(!check.output.contains("Secret"), "\(check.output)")
     }
 
+    /// API tokens do not open the console: one token given to both doors is refused.
+    @Test func aTokenGivenAsBothAnAPIAndAConsoleTokenIsRefused() async throws {
+        let shared = "0123456789abcdef0123456789abcdef"
+        let both = try await runFleetCommand(["config", "check"], environment: [
+            "RECEIPTFLEET_API_TOKENS": "backend:\(shared)", "RECEIPTFLEET_CONSOLE_TOKENS": "alice:fedcba9876543210fedcba9876543210,bob:\(shared)",
+        ])
+        #expect(both.status != 0)
+        #expect(both.output.contains("configuration 'console-tokens' (from environment RECEIPTFLEET_CONSOLE_TOKENS): "
+            + "a console token is also an API token"), "\(both.output)")
+        #expect(!both.output.contains(shared))
+        let apart = try await runFleetCommand(["config", "check"], environment: [
+            "RECEIPTFLEET_API_TOKENS": "backend:\(shared)", "RECEIPTFLEET_CONSOLE_TOKENS": "alice:fedcba9876543210fedcba9876543210",
+        ])
+        #expect(apart.status == 0, "\(apart.output)")
+    }
+
     @Test func configCheckShowsAndChecksTheWebhookThreadsAndTheirCapPerEndpoint() async throws {
         let standard = try await runFleetCommand(["config", "check"], environment: [:])
         #expect(standard.status == 0)
