@@ -172,18 +172,20 @@ public final class APIServer: NamedService {
     /// Apple re-sends until it gets a 200, so everything that is not a forgery or garbage answers
     /// 200 at once; the verification itself is the job's.
     private func receiveNotification(_ request: Request, from address: String?) async throws -> Response {
-        let body = try await request.body.collect(upTo: settings.maxBodyBytes)
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: settings.maxBodyBytes)
+        } catch {
+            try await chargeSender(address)
+            throw error
+        }
         let reader = NotificationReader(
             fleet: fleet, verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots))
         let notification: AppleNotification
         do throws(NotificationReader.Failure) {
             notification = try await reader.read(Data(buffer: body), now: Date())
         } catch .unauthenticated(let version, let reason) {
-            // Not Apple: charged to the caller's address, like any caller without a token.
-            if case .limited(let wait) = await clientLimiter.admit("address:\(address ?? "unknown")") {
-                metrics.rejected("rate_limited")
-                throw APIError.rateLimited(retryAfter: wait)
-            }
+            try await chargeSender(address)
             metrics.notification(version: version, "unauthenticated")
             logger.warning("a notification failed authentication", metadata: ["version": "\(version)", "reason": "\(reason)"])
             throw APIError(.unauthorized, "notification_unauthenticated", "not accepted as Apple's: \(reason)")
@@ -192,6 +194,7 @@ public final class APIServer: NamedService {
             logger.error("a notification cannot be checked", metadata: ["version": "\(version)", "reason": "\(reason)"])
             throw APIError.unavailable("notifications_unconfigured", reason, retryAfter: .seconds(3600))
         } catch .malformed(let reason) {
+            try await chargeSender(address)
             metrics.notification(version: nil, "malformed")
             throw APIError.badRequest("invalid_notification", reason)
         }
@@ -212,6 +215,15 @@ public final class APIServer: NamedService {
         }
         metrics.notification(version: notification.version, result.status)
         return try Self.json(result)
+    }
+
+    /// What is not Apple's (a forgery, garbage, a body too large) is charged to the sender's
+    /// address, like any caller without a token: 429 once it has sent too much.
+    private func chargeSender(_ address: String?) async throws {
+        if case .limited(let wait) = await clientLimiter.admit("address:\(address ?? "unknown")") {
+            metrics.rejected("rate_limited")
+            throw APIError.rateLimited(retryAfter: wait)
+        }
     }
 
     /// The app a lookup is in: its `app` query parameter, which may be left out when the deployment

@@ -27,14 +27,20 @@ struct ProtectionMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         do {
-            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-                metrics.rejected("body_too_large")
-                throw APIError.bodyTooLarge(limit: maxBodyBytes)
-            }
             var context = context
             context.client = bearerToken(of: request).flatMap { tokens.client(presenting: $0) }
             context.clientAddress = trustedProxies.client(
                 peer: context.remoteIP, forwarded: request.headers[Self.forwarded], xForwardedFor: request.headers[Self.xForwardedFor])
+            if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+                // Not Apple's on its own path either: its sender is charged, as for a forgery.
+                if openPaths.contains(request.uri.path),
+                   case .limited(let wait) = await limiter.admit("address:\(context.clientAddress ?? "unknown")") {
+                    metrics.rejected("rate_limited")
+                    throw APIError.rateLimited(retryAfter: wait)
+                }
+                metrics.rejected("body_too_large")
+                throw APIError.bodyTooLarge(limit: maxBodyBytes)
+            }
             // Callers without a valid token are limited by address, so guessing tokens is slow too.
             if !openPaths.contains(request.uri.path) {
                 switch await limiter.admit(context.client.map { "token:\($0)" } ?? "address:\(context.clientAddress ?? "unknown")") {

@@ -43,6 +43,25 @@ import Testing
         }
     }
 
+    /// Garbage and oversized bodies on the notification route are charged to the sender's address,
+    /// as forgeries are: after the burst, 429.
+    @Test func malformedAndOversizedNotificationsAreChargedToTheSender() async throws {
+        try await APIHarness.with(configure: { $0.clientRateLimit = 0.01; $0.clientRateBurst = 2; $0.maxBodyBytes = 4_096 }) { api in
+            var statuses: [Int] = []
+            for _ in 0..<3 { statuses.append(try await api.post("/v1/notifications/apple", ["x": 1], auth: .none).status) }
+            #expect(statuses == [400, 400, 429])
+            let big = try await api.post("/v1/notifications/apple", ["signedPayload": String(repeating: "A", count: 8_000)], auth: .none)
+            #expect(big.status == 429)
+        }
+        try await APIHarness.with(configure: { $0.clientRateLimit = 0.01; $0.clientRateBurst = 2; $0.maxBodyBytes = 4_096 }) { api in
+            var statuses: [Int] = []
+            for _ in 0..<3 {
+                statuses.append(try await api.post("/v1/notifications/apple", ["signedPayload": String(repeating: "A", count: 8_000)], auth: .none).status)
+            }
+            #expect(statuses == [413, 413, 429])
+        }
+    }
+
     @Test func unknownRoutesAndBadQueriesAnswerJSON() async throws {
         try await APIHarness.with { api in
             let missing = try await api.get("/v1/nothing-here")
