@@ -1,8 +1,17 @@
 import Foundation
 
+/// The header a trusted proxy names the caller in (`trusted-proxy-header`): only that one is read.
+/// A proxy that appends only `X-Forwarded-For` (nginx, AWS's load balancers) passes a client's own
+/// `Forwarded` through untouched, so reading both would let the client name itself.
+public enum ForwardedHeader: String, Sendable, CaseIterable {
+    case xForwardedFor = "x-forwarded-for"
+    /// RFC 7239's `Forwarded: for=…`.
+    case forwarded
+}
+
 /// The proxies whose word about the caller's address is believed: a TLS terminator or load
-/// balancer in front of `serve`. Only a request whose peer is one of them has its
-/// `Forwarded` / `X-Forwarded-For` read; anyone else could write any address there.
+/// balancer in front of `serve`. Only a request whose peer is one of them has its `header` read;
+/// anyone else could write any address there.
 public struct TrustedProxies: Sendable, Equatable {
     struct Network: Sendable, Equatable {
         let address: [UInt8]
@@ -22,13 +31,20 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     let networks: [Network]
+    /// The one header the proxies name the caller in.
+    public let header: ForwardedHeader
 
-    public static let none = TrustedProxies(networks: [])
+    public static let none = TrustedProxies(networks: [], header: .xForwardedFor)
 
-    init(networks: [Network]) { self.networks = networks }
+    init(networks: [Network], header: ForwardedHeader) {
+        self.networks = networks
+        self.header = header
+    }
 
-    /// Reads "CIDR,CIDR…" (an address alone is a /32 or /128), e.g. "10.0.0.0/8,::1".
-    public init(parsing text: String) throws(TrustedProxiesError) {
+    /// Reads "CIDR,CIDR…" (an address alone is a /32 or /128), e.g. "10.0.0.0/8,::1", for proxies
+    /// that name the caller in `header`.
+    public init(parsing text: String, header: ForwardedHeader = .xForwardedFor) throws(TrustedProxiesError) {
+        self.header = header
         var networks: [Network] = []
         for item in text.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !item.isEmpty {
             let parts = item.split(separator: "/", omittingEmptySubsequences: false)
@@ -46,11 +62,15 @@ public struct TrustedProxies: Sendable, Equatable {
     }
 
     /// The caller's address: the peer's, or, while the address in hand is a trusted proxy, the
-    /// one that proxy says it forwarded for (the nearest entry of `Forwarded`, else of
-    /// `X-Forwarded-For`, walking back from the right). A client cannot skip past an untrusted hop.
+    /// one that proxy says it forwarded for (the nearest entry of `header`, walking back from the
+    /// right: the rightmost untrusted hop). A client cannot skip past an untrusted hop, and the
+    /// other header, which the proxies do not write, is never read.
     public func client(peer: String?, forwarded: String?, xForwardedFor: String?) -> String? {
         guard var current = peer else { return nil }
-        var hops = forwarded.map(Self.forwardedFor) ?? xForwardedFor.map(Self.list) ?? []
+        var hops = switch header {
+        case .forwarded: forwarded.map(Self.forwardedFor) ?? []
+        case .xForwardedFor: xForwardedFor.map(Self.list) ?? []
+        }
         while contains(current), let next = hops.popLast() { current = next }
         return current
     }

@@ -86,6 +86,7 @@ struct APIOptions: SettingFlags {
     @Option(Settings.clientRateBurst) var clientRateBurst: String?
     @Option(Settings.lanes) var lanes: String?
     @Option(Settings.trustedProxies) var trustedProxies: String?
+    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
 }
 
 extension ResolvedConfiguration {
@@ -104,7 +105,8 @@ extension ResolvedConfiguration {
             clientRateBurst: self[Settings.clientRateBurst],
             notificationRateLimit: self[Settings.notificationRateLimit],
             notificationRateBurst: self[Settings.notificationRateBurst],
-            trustedProxies: self[Settings.trustedProxies].map { try TrustedProxies(parsing: $0) } ?? .none,
+            trustedProxies: self[Settings.trustedProxies].map { try TrustedProxies(parsing: $0, header: self[Settings.trustedProxyHeader]) }
+                ?? .none,
             lanes: self[Settings.lanes])
     }
 }
@@ -149,6 +151,18 @@ extension Rule where Value == Set<AppStoreEnvironment> {
             return environments
         }
         .showing { $0.map(\.rawValue).sorted().joined(separator: ",") }.writing { $0.map(\.rawValue).sorted().joined(separator: ",") }
+    }
+}
+
+extension Rule where Value == ForwardedHeader {
+    static var forwardedHeader: Rule {
+        Rule("x-forwarded-for or forwarded") { text, _ in
+            guard let header = ForwardedHeader(rawValue: text.lowercased()) else {
+                throw Refusal("'\(text)' is neither x-forwarded-for nor forwarded: name the header your proxy sets")
+            }
+            return header
+        }
+        .writing(\.rawValue)
     }
 }
 

@@ -237,7 +237,11 @@ struct SettingsRegistry: Sendable {
         help: "Threads with their own Redis, PostgreSQL and Apple connections serving requests.")
     let trustedProxies = Setting<String?>(
         "trusted-proxies", .trustedProxies, unset: "none (the peer's address is the caller's)", .flag, for: .serve,
-        help: "Proxies (comma-separated addresses or CIDR networks) whose Forwarded / X-Forwarded-For name the caller's address, e.g. 10.0.0.0/8,127.0.0.1.")
+        help: "Proxies (comma-separated addresses or CIDR networks) whose trusted-proxy-header names the caller's address, e.g. 10.0.0.0/8,127.0.0.1.")
+    let trustedProxyHeader = Setting<ForwardedHeader>(
+        "trusted-proxy-header", .forwardedHeader, default: .xForwardedFor, .flag, for: .serve,
+        help: "The one header the trusted proxies name the caller in: x-forwarded-for (nginx, AWS load balancers) or forwarded (RFC 7239); the other is never read.",
+        show: { $0.rawValue })
     let consoleTokens = Setting<NamedTokens?>(
         "console-tokens", .operatorTokens, unset: "not set (no ops console)", .secret, for: [.serve, .console], orFile: true,
         help: "The ops console's operators: NAME:TOKEN entries as api-tokens (never the API's tokens); serve mounts /console when set, console needs them.",

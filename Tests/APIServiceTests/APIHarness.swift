@@ -123,11 +123,13 @@ struct APIHarness: Sendable {
         }
     }
 
-    /// `forwardedFor`: an `X-Forwarded-For` header, as a proxy in front of `serve` would add.
-    func get(_ path: String, auth: Auth = .token, forwardedFor: String? = nil) async throws -> Reply {
+    /// `forwardedFor`: an `X-Forwarded-For` header, as a proxy in front of `serve` would add;
+    /// `forwarded`: a `Forwarded` header, as a client (or a proxy of RFC 7239) would write it.
+    func get(_ path: String, auth: Auth = .token, forwardedFor: String? = nil, forwarded: String? = nil) async throws -> Reply {
         let url = baseURL + path
         var fields = headers(auth).fields
         if let forwardedFor { fields.append(.init(name: "X-Forwarded-For", value: forwardedFor)) }
+        if let forwarded { fields.append(.init(name: "Forwarded", value: forwarded)) }
         let headers = HTTPHeaders(fields)
         return try await onOwnThread {
             let response = try HTTPClient().get(url: url, headers: headers)

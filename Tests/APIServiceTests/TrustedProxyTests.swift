@@ -12,9 +12,14 @@ import Testing
         // Walking back from the right: a client's own forged entry stays behind the first untrusted hop.
         #expect(proxies.client(peer: "127.0.0.1", forwarded: nil, xForwardedFor: "1.1.1.1, 203.0.113.7, 10.9.9.9")
                 == "203.0.113.7")
+        // Only the header the proxies set is read: a client's own Forwarded passes an X-Forwarded-For proxy untouched.
         #expect(proxies.client(peer: "fd00::1", forwarded: #"for="[2001:db8::5]:4711";proto=https"#, xForwardedFor: "9.9.9.9")
-                == "2001:db8::5", "Forwarded is read before X-Forwarded-For")
-        #expect(proxies.client(peer: "10.0.0.2", forwarded: "for=192.0.2.60:8080", xForwardedFor: nil) == "192.0.2.60")
+                == "9.9.9.9")
+        #expect(proxies.client(peer: "10.0.0.2", forwarded: "for=192.0.2.60:8080", xForwardedFor: nil) == "10.0.0.2")
+        let rfc7239 = try TrustedProxies(parsing: "10.0.0.0/8, fd00::/8", header: .forwarded)
+        #expect(rfc7239.client(peer: "fd00::1", forwarded: #"for="[2001:db8::5]:4711";proto=https"#, xForwardedFor: "9.9.9.9")
+                == "2001:db8::5")
+        #expect(rfc7239.client(peer: "10.0.0.2", forwarded: "for=192.0.2.60:8080, for=10.1.1.1", xForwardedFor: "9.9.9.9") == "192.0.2.60")
         #expect(TrustedProxies.none.client(peer: "10.1.2.3", forwarded: nil, xForwardedFor: "203.0.113.7") == "10.1.2.3")
         #expect(throws: TrustedProxiesError.self) { try TrustedProxies(parsing: "10.0.0.0/33") }
         #expect(throws: TrustedProxiesError.self) { try TrustedProxies(parsing: "proxy.example.com") }
@@ -30,6 +35,13 @@ import Testing
             #expect(limited.status == 429)
             let other = try await api.get("/v1/subscriptions?account_id=x", auth: .none, forwardedFor: "198.51.100.9")
             #expect(other.status == 401, "another caller behind the same proxy is not limited")
+            // The proxy appends only X-Forwarded-For; the caller's own rotating Forwarded changes nothing.
+            var statuses: [Int] = []
+            for hop in 1...3 {
+                statuses.append(try await api.get(
+                    "/v1/subscriptions?account_id=x", auth: .none, forwardedFor: "198.51.100.9", forwarded: "for=192.0.2.\(hop)").status)
+            }
+            #expect(statuses == [401, 429, 429])
         }
         // Without the proxy configured the header is ignored: everyone is the proxy.
         try await APIHarness.with(configure: { ($0.clientRateLimit, $0.clientRateBurst) = (0.01, 2) }) { api in
