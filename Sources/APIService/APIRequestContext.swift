@@ -1,3 +1,4 @@
+import Console
 import Hummingbird
 
 /// Per request: who is calling. `client` is the name of the caller's API token once
@@ -15,4 +16,10 @@ public struct APIRequestContext: RequestContext {
         coreContext = .init(source: source)
         remoteIP = source.channel.remoteAddress?.ipAddress
     }
+}
+
+/// The console mounted under `/console` counts wrong logins by the caller's address, the one the
+/// API limits by.
+extension APIRequestContext: ConsoleRequestContext {
+    public var callerAddress: String? { clientAddress ?? remoteIP }
 }

@@ -23,14 +23,14 @@ struct ProtectionMiddleware: RouterMiddleware {
     let consoleMounted: Bool
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var context = context
+        context.clientAddress = trustedProxies.client(
+            peer: context.remoteIP, forwarded: request.headers[Self.forwarded], xForwardedFor: request.headers[Self.xForwardedFor])
         if consoleMounted, request.uri.path == "/console" || request.uri.path.hasPrefix("/console/") {
             return try await next(request, context)
         }
         do {
-            var context = context
             context.client = bearerToken(of: request).flatMap { tokens.client(presenting: $0) }
-            context.clientAddress = trustedProxies.client(
-                peer: context.remoteIP, forwarded: request.headers[Self.forwarded], xForwardedFor: request.headers[Self.xForwardedFor])
             if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
                 // Not Apple's on its own path either: its sender is charged, as for a forgery.
                 if openPaths.contains(request.uri.path),

@@ -27,7 +27,7 @@ public struct ConsoleServer: NamedService {
 
     /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
     public func run() async throws {
-        let router = Router()
+        let router = Router(context: ConsoleServerContext.self)
         router.get("/") { _, _ in OpsConsole.redirect(to: "/console") }
         console.addRoutes(to: router)
         let onListening = onListening

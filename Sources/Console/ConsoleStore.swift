@@ -9,6 +9,7 @@ import RedisClient
 /// Keys (all under the deployment's hash tag, so they work on Redis Cluster):
 ///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF MARK", expiring with the session
 ///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms)
+///   PREFIX:console:login-failures:ADDR  wrong logins from one address, expiring with their window
 struct ConsoleStore {
     let connection: RedisConnection
     let prefix: String
@@ -61,6 +62,32 @@ struct ConsoleStore {
     static func isToken(_ text: String) -> Bool {
         text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
+
+    // MARK: Wrong logins
+
+    /// How long logins from `address` are still refused, once it has `limit` wrong ones in its
+    /// window; nil while it may try.
+    func loginRefusal(from address: String, limit: Int) throws -> Duration? {
+        let key = loginFailuresKey(address)
+        guard let failures = try connection.command("GET", key).string.flatMap(Int.init), failures >= limit else { return nil }
+        return .milliseconds(max(1_000, try connection.command("PTTL", key).int ?? 1_000))
+    }
+
+    /// Counts a wrong login from `address`, fleet-wide; returns the window's count so far.
+    func countLoginFailure(from address: String, window: Duration) throws -> Int {
+        try connection.run(Self.countLoginFailureScript, keys: [loginFailuresKey(address)], arguments: [window.wholeMilliseconds]).int.map(Int.init) ?? 0
+    }
+
+    private func loginFailuresKey(_ address: String) -> String { "\(prefix):console:login-failures:\(address)" }
+
+    /// KEYS[1]  the address's wrong logins
+    /// ARGV[1]  the window, in ms
+    /// Counts one more; the first of a window starts its expiry, in the same step, so a count never outlives it.
+    static let countLoginFailureScript = RedisScript("""
+        local failures = redis.call('INCR', KEYS[1])
+        if failures == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+        return failures
+        """)
 
     // MARK: Samples
 

@@ -18,13 +18,40 @@ extension OpsConsole {
         page("login", LoginView(problem: nil))
     }
 
-    func logIn(_ request: Request) async throws -> Response {
+    /// Wrong logins one address may try in a window, fleet-wide, before it must wait for the window's end.
+    public static let loginAttempts = 10
+    static let loginWindow = Duration.seconds(15 * 60)
+
+    /// A token for a session: refused while `address` has used up its wrong logins (429), and
+    /// while Redis cannot count them (503), since guessing would then be unlimited.
+    func logIn(_ request: Request, from address: String?) async throws -> Response {
         let form = try await Form(request)
+        let address = address ?? "unknown"
+        let refusedFor: Duration?
+        do {
+            refusedFor = try await lanes.run { desk in try desk.store.loginRefusal(from: address, limit: Self.loginAttempts) }
+        } catch {
+            logger.warning("console: a login refused: Redis cannot count wrong logins", metadata: ["error": "\(error)"])
+            return page("login", LoginView(problem: "Logging in is not possible right now (the fleet's Redis does not answer). Try again shortly."),
+                        status: .serviceUnavailable)
+        }
+        if let refusedFor {
+            let minutes = Int((refusedFor / .seconds(60)).rounded(.up))
+            var response = page("login", LoginView(problem: "Too many wrong tokens from your address. Try again in \(minutes) minute\(minutes == 1 ? "" : "s")."),
+                                status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(Int((refusedFor / .seconds(1)).rounded(.up)))"
+            return response
+        }
         let presented = form["token"] ?? ""
         guard let name = settings.operators.client(presenting: presented), let mark = settings.operators.mark(presenting: presented) else {
+            let failures = try await lanes.run { desk in try desk.store.countLoginFailure(from: address, window: Self.loginWindow) }
+            // One line when an address runs out of tries, not one per guess.
+            if failures == Self.loginAttempts {
+                logger.warning("console: logins refused for a while after wrong tokens",
+                               metadata: ["address": "\(address)", "wrong_tokens": "\(failures)", "for": "\(Self.loginWindow)"])
+            }
             // Slows guessing down; a real token is 16 characters or more, so guessing cannot win anyway.
             try await Task.sleep(for: .seconds(1))
-            logger.warning("console: a login with a token that is not an operator's")
             return page("login", LoginView(problem: "That is not an operator token. Operator tokens are set by console-tokens, not api-tokens."),
                         status: .unauthorized)
         }

@@ -43,12 +43,12 @@ public final class OpsConsole: Sendable {
     }
 
     /// Adds the console's routes, all under /console, to `router`.
-    public func addRoutes<Context: RequestContext>(to router: some RouterMethods<Context>) {
+    public func addRoutes<Context: ConsoleRequestContext>(to router: some RouterMethods<Context>) {
         let console = router.group("/console").add(middleware: ConsolePagesMiddleware<Context>(console: self))
         console.get("/assets/console.css") { _, _ in Self.asset(Assets.css, type: "text/css; charset=utf-8") }
         console.get("/assets/console.js") { _, _ in Self.asset(Assets.javascript, type: "text/javascript; charset=utf-8") }
         console.get("/login") { request, _ in try await self.loginPage(request) }
-        console.post("/login") { request, _ in try await self.logIn(request) }
+        console.post("/login") { request, context in try await self.logIn(request, from: context.callerAddress) }
         console.post("/logout") { request, _ in try await self.logOut(request) }
         console.get { request, _ in try await self.overview(request) }
         console.post("/gate/pause") { request, _ in try await self.pause(request) }

@@ -31,6 +31,7 @@ struct ConsoleHarness: Sendable {
     static func with<T: Sendable>(
         replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
         operators: (_ replica: Int, _ aliceToken: String) -> String = { "ops-alice:\($1)" },
+        configureFleet: (inout FleetSettings) -> Void = { _ in },
         _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
@@ -43,11 +44,12 @@ struct ConsoleHarness: Sendable {
                     try Migrator.migrate(connection)
                     try Ledger(connection).addSubscriptions(receipts.flatMap(\.subscriptions).map(\.newSubscription))
                 }
-                let fleet = FleetSettings(
+                var fleet = FleetSettings(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfcon"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret("console-test-secret"), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
+                configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")
                 var ports: [Int] = []

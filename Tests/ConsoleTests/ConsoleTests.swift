@@ -83,6 +83,51 @@ import Testing
         }
     }
 
+    /// Guessing tokens: wrong logins are counted per address in Redis, for every replica together;
+    /// once an address has used its tries, even the right token waits (429, Retry-After), and the
+    /// log has one line about it, not one per guess.
+    @Test func wrongLoginsFromOneAddressAreLimitedFleetWide() async throws {
+        let log = CapturedLog()
+        try await ConsoleHarness.with(replicas: 2, log: log) { console in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for attempt in 0..<OpsConsole.loginAttempts {
+                    group.addTask { try await console.post("/console/login", ["token": "wrong-\(attempt)-0123456789abcdef"], replica: attempt % 2).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 401, count: OpsConsole.loginAttempts))
+            for replica in 0..<2 {
+                let refused = try await console.post("/console/login", ["token": console.operatorToken], replica: replica)
+                #expect(refused.status == 429, "even the right token waits once the address used its tries")
+                #expect((Int(refused.headers["Retry-After"] ?? "") ?? 0) > 60)
+                #expect(refused.sessionCookie == nil)
+            }
+            #expect(log.text.split(separator: "\n").count { $0.contains("logins refused for a while") } == 1)
+            #expect(!log.text.contains("a login with a token that is not"), "no line per guess")
+        }
+    }
+
+    /// Without Redis nothing can count wrong logins, so none is tried: 503, at the Redis deadline.
+    @Test func noLoginIsTriedWhileRedisCannotCountWrongOnes() async throws {
+        let redisPort = try #require(URLComponents(string: TestServers.redisURL)?.port)
+        let proxy = try FreezableProxy(forwardingTo: redisPort)
+        try await ConsoleHarness.with(configureFleet: { fleet in
+            var url = URLComponents(string: fleet.redisURL)!
+            url.port = proxy.port
+            fleet.redisURL = url.string!
+            fleet.redisTimeout = .seconds(1)
+        }) { console in
+            _ = try await console.logIn()
+            proxy.freeze(forAtMost: .seconds(20))
+            let frozen = try await console.post("/console/login", ["token": console.operatorToken])
+            proxy.thaw()
+            #expect(frozen.status == 503)
+            #expect(frozen.sessionCookie == nil)
+            #expect(frozen.body.contains("Redis does not answer"))
+            _ = try await console.logIn()
+        }
+    }
+
     @Test func theOverviewShowsWhatStatusReads() async throws {
         try await ConsoleHarness.with { console in
             _ = try await console.queueWithADeadLetter()
