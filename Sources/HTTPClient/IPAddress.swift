@@ -92,6 +92,8 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
     ]
 
     private static let v6Ranges: [(prefix: [UInt8], bits: Int, name: String)] = [
+        ([0, 0x64, 0xff, 0x9b, 0, 1], 48, "local-use NAT64"),
+        ([0x01, 0, 0, 0, 0, 0, 0, 0], 64, "discard-only"),
         ([0xfc], 7, "unique-local"),
         ([0xfe, 0x80], 10, "link-local"),
         ([0xfe, 0xc0], 10, "site-local"),
@@ -108,9 +110,13 @@ public struct IPAddress: Sendable, Hashable, CustomStringConvertible {
         if bytes == [UInt8](repeating: 0, count: 16) { return "unspecified" }
         if bytes == [UInt8](repeating: 0, count: 15) + [1] { return "loopback" }
         // Forms that carry an IPv4 address, which the network may reach as that address:
-        // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d), 6to4 (2002:ab:cd::).
+        // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d),
+        // NAT64 (64:ff9b::a.b.c.d; the local-use 64:ff9b:1::/48 is never public), 6to4 (2002:ab:cd::).
         if Array(bytes.prefix(10)) == zeros, bytes[10] == bytes[11], bytes[10] == 0 || bytes[10] == 0xff {
             return v4Range(Array(bytes.suffix(4))).map { "\($0) (as IPv6)" }
+        }
+        if Array(bytes.prefix(12)) == [UInt8](repeating: 0, count: 8) + [0xff, 0xff, 0, 0] {
+            return v4Range(Array(bytes.suffix(4))).map { "\($0) (IPv4-translated)" }
         }
         if Array(bytes.prefix(12)) == [0, 0x64, 0xff, 0x9b] + [UInt8](repeating: 0, count: 8) {
             return v4Range(Array(bytes.suffix(4))).map { "\($0) (through NAT64)" }

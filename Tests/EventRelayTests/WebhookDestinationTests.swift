@@ -12,6 +12,7 @@ import Testing
         "https://169.254.169.254/", "https://127.0.0.1:8443/", "https://[::1]/", "https://10.0.0.1/",
         "https://172.16.5.4/", "https://192.168.1.1/", "https://100.64.0.1/", "https://[fe80::1]/", "https://[fd00::1]/",
         "https://[::ffff:127.0.0.1]/", "https://0.0.0.0/", "https://[::]/", "https://224.0.0.1/",
+        "https://[::ffff:0:127.0.0.1]/", "https://[64:ff9b:1::7f00:1]/",
         "https://localhost/", "https://2130706433/",
     ])
     func addRefusesAddressesInsideTheNetwork(url: String) async throws {
