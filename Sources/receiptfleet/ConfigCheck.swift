@@ -44,12 +44,23 @@ struct Config: ParsableCommand {
                 }
             }
             if let warning = settings.visibilityTimeoutWarning { print("warning: \(warning)") }
+            if let warning = try Self.insecureCookieWarning(resolved) { print("warning: \(warning)") }
             do {
                 for warning in try redisDurabilityWarnings(settings) { print("warning: \(warning)") }
             } catch {
                 print("warning: Redis could not be reached to check its persistence (\(error))")
             }
             print("The configuration is valid.")
+        }
+
+        /// Behind trusted proxies the console is most likely reached over TLS, where a session cookie
+        /// that is not marked Secure could still be sent over plain http.
+        static func insecureCookieWarning(_ resolved: ResolvedConfiguration) throws -> String? {
+            guard try resolved[Settings.trustedProxies] != nil, try resolved[Settings.consoleTokens] != nil,
+                  try !resolved[Settings.consoleSecureCookies]
+            else { return nil }
+            return "trusted-proxies is set, so the console is probably reached through a TLS proxy, but console-secure-cookies "
+                + "is not: set console-secure-cookies=true so the session cookie never goes over plain http"
         }
     }
 

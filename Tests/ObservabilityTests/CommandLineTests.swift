@@ -284,6 +284,18 @@ import Testing
         #expect(apart.status == 0, "\(apart.output)")
     }
 
+    /// Behind a TLS proxy the console's cookie should be Secure: config check says so when it is not.
+    @Test func configCheckWarnsOfAnInsecureConsoleCookieBehindTrustedProxies() async throws {
+        let environment = ["RECEIPTFLEET_CONSOLE_TOKENS": "alice:fedcba9876543210fedcba9876543210", "RECEIPTFLEET_TRUSTED_PROXIES": "10.0.0.0/8"]
+        let insecure = try await runFleetCommand(["config", "check"], environment: environment)
+        #expect(insecure.status == 0)
+        #expect(insecure.output.contains("warning: trusted-proxies is set") && insecure.output.contains("console-secure-cookies=true"))
+        let secure = try await runFleetCommand(
+            ["config", "check"], environment: environment.merging(["RECEIPTFLEET_CONSOLE_SECURE_COOKIES": "true"]) { $1 })
+        #expect(secure.status == 0)
+        #expect(!secure.output.contains("warning: trusted-proxies is set"))
+    }
+
     @Test func configCheckShowsAndChecksTheWebhookThreadsAndTheirCapPerEndpoint() async throws {
         let standard = try await runFleetCommand(["config", "check"], environment: [:])
         #expect(standard.status == 0)
