@@ -7,11 +7,18 @@ import HTTPClient
 /// is allowed; `allowsPrivateNetworks` (`--allow-private-webhooks`) allows every address and plain
 /// http, for development and tests.
 enum WebhookDestination {
+    /// RFC 3986's reserved and unreserved characters besides letters and digits, and `%` for escapes.
+    static let uriCharacters = Set("-._~:/?#[]@!$&'()*+,;=%".unicodeScalars)
+
     /// Throws `refusedURL` (or `invalidURL`) for a URL outside the policy. With `resolving`, a host
     /// name is looked up and every address it resolves to must be public (a name that does not
     /// resolve yet passes: the check at delivery catches it if it ever resolves inside). The error
     /// names the host and the address, never the rest of the URL, which may hold a token.
     static func check(_ url: String, allowsPrivateNetworks: Bool, resolving: Bool) throws(WebhookError) {
+        // Only what RFC 3986 lets a URL hold raw: a `<` or `"` would be markup wherever the URL is shown.
+        guard url.unicodeScalars.allSatisfy({ $0.isASCII && (Self.uriCharacters.contains($0) || $0.properties.isAlphabetic
+                                                             || ("0"..."9").contains($0)) })
+        else { throw .invalidURL("it holds a character a URL does not allow as is (a space, < > \" { } | \\ ^ `): percent-encode it") }
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased() else {
             throw .invalidURL("it cannot be parsed as a URL")
         }

@@ -55,6 +55,22 @@ import Testing
         #expect(reason.contains("plain http"))
     }
 
+    /// A URL is shown in the console and `webhooks list`: characters a URL may not hold raw are
+    /// refused, whatever the policy on addresses.
+    @Test(arguments: [#"https://example.com/h"ook"#, "https://example.com/<script>", "https://example.com/a b", "https://example.com/{x}"])
+    func addRefusesCharactersAURLMayNotHoldRaw(url: String) async throws {
+        let error = try await World.with { world in
+            Result {
+                try WebhookRegistry(database: world.connect(), keyring: .test, allowsPrivateNetworks: true).add(url: url, eventTypes: [])
+            }.failure as? WebhookError
+        }
+        guard case .invalidURL(let reason) = error else {
+            Issue.record("expected invalidURL, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("percent-encode"))
+    }
+
     @Test func allowPrivateWebhooksLetsDevelopmentReceiversIn() async throws {
         let added = try await World.with { world in
             let registry = WebhookRegistry(database: try world.connect(), keyring: .test, allowsPrivateNetworks: true)
