@@ -26,6 +26,10 @@ enum WebhookDestination {
             throw .invalidURL("the scheme '\(scheme)' is not http or https")
         }
         guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
+        // The URL is stored and shown as it is, unlike the signing secret, which is sealed.
+        guard components.user == nil, components.password == nil else {
+            throw .invalidURL("it holds a user name or password: the receiver checks the signature header (docs/webhooks.md) instead")
+        }
         guard !allowsPrivateNetworks else { return }
 
         let addresses = IPAddress(host).map { [$0] } ?? (resolving ? IPAddress.resolve(host) : [])
