@@ -254,6 +254,12 @@ public final class APIServer: NamedService {
 
     private func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
         let body = try await request.body.collect(upTo: settings.maxBodyBytes)
+        // Foundation's decoder takes one of a repeated key's values silently; the caller may have meant the other.
+        do {
+            _ = try JSONValue.parse(body.readableBytesView, refusingRepeatedKeys: true)
+        } catch {
+            throw APIError.badRequest("invalid_json", "the body must be one JSON object, each key once: \(error)")
+        }
         do {
             return try JSONDecoder().decode(type, from: Data(buffer: body))
         } catch let DecodingError.keyNotFound(key, _) {

@@ -47,7 +47,9 @@ struct NotificationReader: Sendable {
     }
 
     func read(_ body: Data, now: Date) async throws(Failure) -> AppleNotification {
-        guard let object = (try? JSONValue.parse(body))?.members else { throw .malformed("the body is not a JSON object") }
+        guard let object = (try? JSONValue.parse(body, refusingRepeatedKeys: true))?.members else {
+            throw .malformed("the body is not a JSON object with each key once")
+        }
         if let signed = object.string("signedPayload") { return try await readV2(signed, now: now) }
         if object.string("notification_type") != nil { return try readV1(object, body: body) }
         throw .malformed("neither a V2 notification (signedPayload) nor a V1 one (notification_type, password)")

@@ -4,7 +4,8 @@
 /// machinery, which cost a third of a worker's CPU per verification (docs/performance.md). It
 /// accepts what Foundation accepted, value for value (JSONParserTests compares the two on damaged
 /// documents): no comments, no leading zeros, no NaN, nesting up to 512 levels; a trailing comma
-/// is forgiven, and of a repeated key the first wins. Unlike Foundation it reads UTF-8 only, as
+/// is forgiven, and of a repeated key the first wins, unless the caller refuses repeated keys (a
+/// request at the API's edge, where two readers could take two different values). Unlike Foundation it reads UTF-8 only, as
 /// RFC 8259 requires of JSON on the network, and never guesses UTF-16 or UTF-32 from zero bytes.
 struct JSONParser: ~Copyable {
     struct Failure: Error, CustomStringConvertible {
@@ -17,13 +18,17 @@ struct JSONParser: ~Copyable {
     static let maximumDepth = 512
 
     private let bytes: UnsafeBufferPointer<UInt8>
+    private let refusingRepeatedKeys: Bool
     private var position = 0
     private var depth = 0
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, refusingRepeatedKeys: Bool) {
+        self.bytes = bytes
+        self.refusingRepeatedKeys = refusingRepeatedKeys
+    }
 
-    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
-        var parser = JSONParser(bytes)
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, refusingRepeatedKeys: Bool = false) throws(Failure) -> JSONValue {
+        var parser = JSONParser(bytes, refusingRepeatedKeys: refusingRepeatedKeys)
         let value = try parser.value()
         parser.skipWhitespace()
         guard parser.position == bytes.count else { throw parser.failure("text after the document") }
@@ -67,8 +72,13 @@ struct JSONParser: ~Copyable {
             let key = try string()
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("a key must be followed by ':'") }
+            let keyOffset = position
             let member = try value()
-            if members.index(forKey: key) == nil { members[key] = member }
+            if members.index(forKey: key) == nil {
+                members[key] = member
+            } else if refusingRepeatedKeys {
+                throw Failure(offset: keyOffset, problem: "the key \"\(key.prefix(64))\" is given twice in one object")
+            }
             skipWhitespace()
             if consume(UInt8(ascii: ",")) {
                 skipWhitespace()

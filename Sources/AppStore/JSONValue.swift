@@ -26,10 +26,14 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// Reads one JSON document. Throws when the bytes are not JSON, or nest deeper than 512
-    /// levels (so no input can exhaust the stack).
-    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        if let value = try bytes.withContiguousStorageIfAvailable({ try JSONParser.parse($0) }) { return value }
-        return try Array(bytes).withUnsafeBufferPointer { try JSONParser.parse($0) }
+    /// levels (so no input can exhaust the stack). Of a key repeated in one object the first
+    /// wins, as Apple's answers are read; `refusingRepeatedKeys` throws instead (a request at the
+    /// API's edge).
+    public static func parse(_ bytes: some Collection<UInt8>, refusingRepeatedKeys: Bool = false) throws -> JSONValue {
+        if let value = try bytes.withContiguousStorageIfAvailable({ try JSONParser.parse($0, refusingRepeatedKeys: refusingRepeatedKeys) }) {
+            return value
+        }
+        return try Array(bytes).withUnsafeBufferPointer { try JSONParser.parse($0, refusingRepeatedKeys: refusingRepeatedKeys) }
     }
 }
 

@@ -89,6 +89,12 @@ import TestSupport
             #expect(try await api.post("/v1/receipts", ["account_id": "x"]).code == "missing_field")
             #expect(try await api.post("/v1/receipts", ["receipt": "not base64!"]).code == "invalid_receipt")
             #expect(try await api.post("/v1/receipts", bytes: Array("[1,2".utf8)).code == "invalid_json")
+            // Foundation would take one of the two silently: which one the caller meant is not known.
+            let twice = try await api.post("/v1/receipts", bytes: Array(#"{"receipt": "AAAA", "receipt": "BBBB"}"#.utf8))
+            #expect(twice.status == 400 && twice.code == "invalid_json", "\(twice.json)")
+            let notification = try await api.post(
+                APIHarness.notificationPath, bytes: Array(#"{"signedPayload": "a.b.c", "signedPayload": "d.e.f"}"#.utf8), auth: .none)
+            #expect(notification.status == 400 && notification.code == "invalid_notification", "\(notification.json)")
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
         }
     }

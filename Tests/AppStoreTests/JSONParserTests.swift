@@ -67,6 +67,16 @@ import Testing
         }
     }
 
+    /// Of a repeated key the first wins, as Apple's answers are read; at the API's edge it is refused,
+    /// at any depth.
+    @Test func aRepeatedKeyWinsFirstUnlessRefused() throws {
+        let repeated = Array(#"{"a": {"b": 1, "b": 2}, "c": 3}"#.utf8)
+        #expect(try JSONValue.parse(repeated)["a"]?["b"] == .integer(1))
+        #expect(throws: (any Error).self) { try JSONValue.parse(repeated, refusingRepeatedKeys: true) }
+        #expect(try JSONValue.parse(Array(#"{"a": {"b": 1}, "b": 2}"#.utf8), refusingRepeatedKeys: true)["b"] == .integer(2),
+                "the same key in two objects is no repetition")
+    }
+
     /// The one difference, on purpose: JSON on the network is UTF-8 (RFC 8259 §8.1).
     @Test func utf8Only() {
         let utf16 = Array("[1]".utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })
