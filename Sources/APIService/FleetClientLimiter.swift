@@ -7,7 +7,14 @@ import Synchronization
 
 /// The per-client request limit of every `serve` replica together, kept in Redis (`RateLimiter`)
 /// on lanes of its own, so that a slow or dead Redis never holds the lanes that serve requests.
+///
+/// It is on every request's path, so Redis gets a short deadline here (`deadline`), and once it
+/// has missed one the limit is not asked for `restAfterFailure`: requests go on at once as if
+/// Redis could not be asked (`.unknown`), and the first one after the rest finds out whether it is back.
 final class FleetClientLimiter: Sendable {
+    static let deadline = Duration.milliseconds(250)
+    static let restAfterFailure = Duration.seconds(2)
+
     enum Verdict: Equatable {
         case admitted
         case limited(retryAfter: Duration)
@@ -19,21 +26,28 @@ final class FleetClientLimiter: Sendable {
     private let logger: Logger
     /// When a Redis failure was last logged: one line per 10 s, not one per request.
     private let lastComplaint = Mutex<ContinuousClock.Instant?>(nil)
+    /// Until when Redis is not asked, after it failed.
+    private let restingUntil = Mutex<ContinuousClock.Instant?>(nil)
 
     init(fleet: FleetSettings, limit: RateLimit, logger: Logger) {
         self.logger = logger
         lanes = LanePool(name: "rf-api-limit", size: 2) {
-            try RateLimiter(
-                connection: RedisConnection(fleet.redisConfiguration()), keys: QueueKeys(prefix: fleet.keyPrefix), limit: limit)
+            var redis = try fleet.redisConfiguration()
+            (redis.connectTimeout, redis.commandTimeout) = (Self.deadline, Self.deadline)
+            return try RateLimiter(connection: RedisConnection(redis), keys: QueueKeys(prefix: fleet.keyPrefix), limit: limit)
         }
     }
 
     /// Charges one request to `client` ("token:<name>" or "address:<ip>").
     func admit(_ client: String) async -> Verdict {
+        if let until = restingUntil.withLock({ $0 }), ContinuousClock.now < until { return .unknown }
         do {
-            return try await lanes.run { try $0.admit(client: client) }.map { .limited(retryAfter: $0) } ?? .admitted
+            let verdict = try await lanes.run { try $0.admit(client: client) }.map { .limited(retryAfter: $0) } ?? Verdict.admitted
+            restingUntil.withLock { $0 = nil }
+            return verdict
         } catch {
             let now = ContinuousClock.now
+            restingUntil.withLock { $0 = now + Self.restAfterFailure }
             let complain = lastComplaint.withLock { last in
                 guard last.map({ $0.duration(to: now) >= .seconds(10) }) ?? true else { return false }
                 last = now

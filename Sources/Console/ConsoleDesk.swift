@@ -16,7 +16,13 @@ final class ConsoleDesk {
     let webhooks: WebhookRegistry
     let settings: FleetSettings
 
+    /// How long a page waits for Redis: an operator is looking, and a page that says Redis is not
+    /// answering beats one that never comes.
+    static let redisDeadline = Duration.seconds(1)
+
     init(settings: FleetSettings) throws {
+        var settings = settings
+        settings.redisTimeout = min(settings.redisTimeout, Self.redisDeadline)
         self.settings = settings
         status = FleetStatusReader(settings: settings)
         let redis = try RedisConnection(settings.redisConfiguration())

@@ -1,5 +1,7 @@
 import Hummingbird
+import JobQueue
 import Logging
+import RedisClient
 
 /// What a console request can run into, each shown as a page that says what to do; never a stack trace.
 enum ConsoleProblem: Error {
@@ -23,11 +25,27 @@ struct ConsolePagesMiddleware<Context: RequestContext>: RouterMiddleware {
             return console.page(for: problem, method: request.method)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             return console.page(for: .badRequest("The form is too large."), method: request.method)
+        } catch where Self.redisIsNotAnswering(error) {
+            console.logger.warning("console: Redis is not answering", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            return console.page("error", ErrorView(
+                heading: "Redis is not answering",
+                message: "The fleet's Redis did not answer within \(ConsoleDesk.redisDeadline), so this page cannot be shown and nothing was changed. "
+                    + "The workers wait for it too. Check the Redis server (receiptfleet status says the same); this page works again by itself once it answers.",
+                back: request.uri.path, backLabel: "Try again"), status: .serviceUnavailable)
         } catch {
             console.logger.error("console: a request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             return console.page("error", ErrorView(
                 heading: "Something failed", message: "The server could not do this: \(Self.short(error)). It is logged; try again.",
                 back: "/console", backLabel: "Back to the overview"), status: .internalServerError)
+        }
+    }
+
+    /// A Redis that cannot be reached or does not answer in time, as the console's clients throw it.
+    private static func redisIsNotAnswering(_ error: any Error) -> Bool {
+        switch error {
+        case let error as RedisError: error.meansRedisIsNotAnswering
+        case QueueError.redis(let error): error.meansRedisIsNotAnswering
+        default: false
         }
     }
 

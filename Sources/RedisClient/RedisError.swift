@@ -25,6 +25,14 @@ public enum RedisError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The configuration (or the URL it came from) is unusable; the text says what is wrong.
     case invalidConfiguration(String)
 
+    /// Whether Redis could not be reached or did not answer in time (not a refusal or a reply).
+    public var meansRedisIsNotAnswering: Bool {
+        switch self {
+        case .timeout, .connectFailed, .connectionLost: true
+        case .server, .authenticationFailed, .invalidConfiguration: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .server(let message):

@@ -109,12 +109,9 @@ import Testing
 
     /// Without Redis nothing can count wrong logins, so none is tried: 503, at the Redis deadline.
     @Test func noLoginIsTriedWhileRedisCannotCountWrongOnes() async throws {
-        let redisPort = try #require(URLComponents(string: TestServers.redisURL)?.port)
-        let proxy = try FreezableProxy(forwardingTo: redisPort)
+        let proxy = try FreezableProxy.forTestRedis()
         try await ConsoleHarness.with(configureFleet: { fleet in
-            var url = URLComponents(string: fleet.redisURL)!
-            url.port = proxy.port
-            fleet.redisURL = url.string!
+            fleet.redisURL = proxy.carrying(fleet.redisURL)
             fleet.redisTimeout = .seconds(1)
         }) { console in
             _ = try await console.logIn()
@@ -125,6 +122,29 @@ import Testing
             #expect(frozen.sessionCookie == nil)
             #expect(frozen.body.contains("Redis does not answer"))
             _ = try await console.logIn()
+        }
+    }
+
+    /// A page that needs a frozen Redis says so within the console's Redis deadline, and works
+    /// again by itself once Redis answers.
+    @Test func aFrozenRedisTimeoutShowsAPageThatSaysSo() async throws {
+        let proxy = try FreezableProxy.forTestRedis()
+        try await ConsoleHarness.with(configureFleet: { $0.redisURL = proxy.carrying($0.redisURL) }) { console in
+            let session = try await console.logIn()
+            proxy.freeze(forAtMost: .seconds(60))
+            defer { proxy.thaw() }
+            let started = ContinuousClock.now
+            let frozen = try await console.get("/console", session: session)
+            #expect(started.duration(to: .now) < .seconds(2), "the page came after \(started.duration(to: .now))")
+            #expect(frozen.status == 503)
+            #expect(frozen.body.contains("Redis is not answering"))
+            proxy.thaw()
+            var page = try await console.get("/console", session: session)
+            for _ in 0..<20 where page.status != 200 {
+                try await Task.sleep(for: .milliseconds(250))
+                page = try await console.get("/console", session: session)
+            }
+            #expect(page.status == 200)
         }
     }
 

@@ -126,3 +126,20 @@ public final class FreezableProxy: Sendable {
         return true
     }
 }
+
+extension FreezableProxy {
+    /// A proxy in front of the shared test Redis, to freeze one test's Redis without the others'.
+    public static func forTestRedis() throws -> FreezableProxy {
+        guard let port = URLComponents(string: TestServers.redisURL)?.port else { throw TestRedisHasNoPort() }
+        return try FreezableProxy(forwardingTo: port)
+    }
+
+    struct TestRedisHasNoPort: Error {}
+
+    /// `url`, a URL of the server behind the proxy, going through the proxy instead.
+    public func carrying(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.port = port
+        return components.string ?? url
+    }
+}
