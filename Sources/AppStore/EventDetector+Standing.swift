@@ -15,7 +15,7 @@ extension EventDetector {
                 "purchased_at": JSONValue(entry.purchaseDate), "expires_at": JSONValue(entry.expiresDate),
                 "cancelled_at": JSONValue(cancelledAt),
                 "cancellation_reason": JSONValue(entry.cancellationReason),
-                "cancellation_reason_meaning": JSONValue(entry.cancellationReason.flatMap(cancellationReasonMeaning)),
+                "cancellation_reason_meaning": JSONValue(cancellationMeaning(entry.cancellationReason, ownership: entry.ownershipType)),
             ])
         }
     }
@@ -32,17 +32,15 @@ extension EventDetector {
         }
     }
 
-    /// The transactions whose refund `stored` had seen. States stored before the fleet kept the list
-    /// tell it by their dates: the latest transaction's own cancellation, or one of an earlier
-    /// period dated before that verification.
+    /// The transactions whose refund `stored` had seen. A state stored before the fleet kept the
+    /// list tells only what it holds itself: its latest transaction's refund (its cancellation, or
+    /// its refunded status), whatever the new answer says of it, so that a reversal is seen. An
+    /// earlier period's refund is announced again: its event has the id it had when first seen,
+    /// which the ledger keeps once, so nothing reaches consumers twice and nothing found late is lost.
     static func knownRefunds(of stored: SubscriptionState, in entries: [ReceiptTransaction]) -> Set<String> {
         if let ids = stored.refundedTransactionIDs { return Set(ids) }
-        return Set(entries.filter { entry in
-            guard entry.isRefunded, let cancelledAt = entry.cancellationDate else { return false }
-            if entry.transactionID == stored.latestTransactionID { return stored.cancellation != nil }
-            let boughtAfterStoredLatest = entry.purchaseDate.flatMap { bought in stored.purchasedAt.map { bought > $0 } }
-            return boughtAfterStoredLatest != true && cancelledAt <= stored.verifiedAt
-        }.map(\.transactionID))
+        guard stored.cancellation != nil || stored.status == .refunded, let latest = stored.latestTransactionID else { return [] }
+        return [latest]
     }
 
     static func reversedRefunds(of stored: SubscriptionState, in entries: [ReceiptTransaction]) -> [ReceiptTransaction] {

@@ -41,3 +41,10 @@ public func cancellationReasonMeaning(_ reason: Int) -> String? {
     default: nil
     }
 }
+
+/// What a cancellation means for a transaction of `ownership`: one shared through Family Sharing is
+/// revoked (the purchaser stopped sharing it, or was refunded), whatever reason code it carries.
+public func cancellationMeaning(_ reason: Int?, ownership: OwnershipType?) -> String? {
+    if ownership == .familyShared { return "revoked: Family Sharing of this purchase ended (the purchaser stopped sharing it or was refunded)" }
+    return reason.flatMap(cancellationReasonMeaning)
+}

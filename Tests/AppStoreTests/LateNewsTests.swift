@@ -75,14 +75,48 @@ import Testing
         #expect(analysis.state.refundedTransactionIDs == ["1001"])
     }
 
-    @Test func aStateStoredBeforeRefundsWereListedDoesNotAnnounceOldRefundsAgain() throws {
+    /// States stored before `refunded_transaction_ids` existed (the old shape: the list nil) hold
+    /// only their latest transaction's refund. An earlier period's refund dated before the stored
+    /// check may not have been seen then: it is announced, under the id it had when first seen,
+    /// which the ledger keeps once.
+    @Test func aStateStoredBeforeRefundsWereListedStillAnnouncesARefundSeenLateUnderItsFirstID() throws {
         var refundedJanuary = january
-        refundedJanuary.cancelled = S.day(1, 20)
-        var legacy = try S.stored([refundedJanuary, february], at: S.day(2, 5))
+        (refundedJanuary.cancelled, refundedJanuary.cancellationReason) = (S.day(1, 20), 1)
+        var legacy = try S.stored([january, february], at: S.day(2, 5))
         legacy.refundedTransactionIDs = nil
         let analysis = try S.analyze(stored: legacy, S.response([refundedJanuary, february]), at: S.day(2, 8))
-        #expect(analysis.events.isEmpty)
+        #expect(analysis.events.map(\.type) == [.refunded])
         #expect(analysis.state.refundedTransactionIDs == ["1001"])
+        // Seen when it happened, by a state of today's shape: the same event id.
+        let seenThen = try S.analyze(stored: try S.stored([january, february], at: S.day(1, 15)),
+                                     S.response([refundedJanuary, february]), at: S.day(1, 21))
+        #expect(seenThen.events.filter { $0.type == .refunded }.map(\.id) == analysis.events.map(\.id))
+    }
+
+    /// A state of the old shape whose latest transaction was refunded: Apple reversing the refund
+    /// is announced, though the new answer no longer shows the cancellation.
+    @Test func aReversalIsSeenOnAStateStoredBeforeRefundsWereListed() throws {
+        var refunded = february
+        (refunded.cancelled, refunded.cancellationReason) = (S.day(2, 5), 0)
+        var legacy = try S.stored([january, refunded], at: S.day(2, 6))
+        legacy.refundedTransactionIDs = nil
+        #expect(legacy.status == .refunded)
+        let analysis = try S.analyze(stored: legacy, S.response([january, february]), at: S.day(2, 9))
+        #expect(analysis.events.map(\.type) == [.refundReversed])
+        #expect(analysis.events.first?["transaction_id"] == .string("1002"))
+        #expect(analysis.state.status == .active)
+    }
+
+    /// A family member's access taken back is a revocation, not "an accidental purchase".
+    @Test func aFamilySharedRevocationIsNamedSo() throws {
+        var shared = february
+        shared.ownership = "FAMILY_SHARED"
+        let stored = try S.stored([january, shared], at: S.day(2, 3))
+        var revoked = shared
+        (revoked.cancelled, revoked.cancellationReason) = (S.day(2, 4), 0)
+        let analysis = try S.analyze(stored: stored, S.response([january, revoked]), at: S.day(2, 5))
+        let meaning = analysis.events.first { $0.type == .refunded }?["cancellation_reason_meaning"]
+        #expect(meaning.map { "\($0)".contains("revoked: Family Sharing") } == true, "\(String(describing: meaning))")
     }
 
     @Test func priceIncreaseConsentPendingThenAgreedOrDeclined() throws {
