@@ -36,7 +36,7 @@ struct DebianPackageTests {
         for path in [
             "./usr/bin/receiptfleet", "./lib/systemd/system/receiptfleet-api.service", "./lib/systemd/system/receiptfleet-worker@.service",
             "./lib/systemd/system/receiptfleet-schedule.timer", "./lib/systemd/system/receiptfleet-prune.timer",
-            "./lib/systemd/system/receiptfleet.target",
+            "./lib/systemd/system/receiptfleet.target", "./lib/systemd/system/receiptfleet-console.service",
             "./lib/systemd/system/receiptfleet-.service.d/10-receiptfleet.conf",
             "./usr/share/receiptfleet/examples/receiptfleet.json", "./usr/share/receiptfleet/examples/receiptfleet.env.example",
             "./usr/share/doc/receiptfleet/copyright", "./usr/share/man/man1/receiptfleet.1.gz",

@@ -7,7 +7,7 @@ struct SystemdUnitTests {
     static let units = [
         "receiptfleet-worker@9471.service", "receiptfleet-relay.service", "receiptfleet-api.service",
         "receiptfleet-schedule.service", "receiptfleet-schedule.timer", "receiptfleet-prune.service",
-        "receiptfleet-prune.timer", "receiptfleet-migrate.service", "receiptfleet.target",
+        "receiptfleet-prune.timer", "receiptfleet-migrate.service", "receiptfleet-console.service", "receiptfleet.target",
     ]
     static let services = units.filter { $0.hasSuffix(".service") }
     /// The default `drain-grace`: how long a worker may take to finish its jobs after SIGTERM.
@@ -32,6 +32,7 @@ struct SystemdUnitTests {
     /// plus 5 s for the relay it may run (Worker.swift), the relay 20 s (Relay.swift).
     static let stopTimes: [String: Double] = [
         "receiptfleet-worker@.service": drainGrace + 5, "receiptfleet-relay.service": 20, "receiptfleet-api.service": 0,
+        "receiptfleet-console.service": 0,
     ]
 
     @Test(arguments: stopTimes.keys.sorted())
@@ -55,6 +56,13 @@ struct SystemdUnitTests {
         let settings = try unitSettings(Repository.url("deploy/systemd/receiptfleet-api.service"))
         #expect(settings["LoadCredential", default: []].contains("api-tokens:/etc/receiptfleet/api-tokens"))
         #expect(settings["Environment", default: []].contains("RECEIPTFLEET_API_TOKENS_FILE=%d/api-tokens"))
+    }
+
+    @Test func theConsoleGetsItsOperatorTokensAsACredential() throws {
+        let settings = try unitSettings(Repository.url("deploy/systemd/receiptfleet-console.service"))
+        #expect(settings["ExecStart"]?.first?.contains(" console ") == true)
+        #expect(settings["LoadCredential", default: []].contains("console-tokens:/etc/receiptfleet/console-tokens"))
+        #expect(settings["Environment", default: []].contains("RECEIPTFLEET_CONSOLE_TOKENS_FILE=%d/console-tokens"))
     }
 
     /// The scheduler at the default nightly-hour, retention after it; both catch up a missed day.
