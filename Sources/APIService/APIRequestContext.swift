@@ -1,3 +1,4 @@
+import AccessTokens
 import Console
 import Hummingbird
 
@@ -10,7 +11,9 @@ public struct APIRequestContext: RequestContext {
     /// The caller's address, for rate-limiting callers without a token: the peer's, or behind a
     /// trusted proxy the address it forwarded for (set by `ProtectionMiddleware`).
     var clientAddress: String?
-    var client: String?
+    /// The caller's token, by name, and what it may do.
+    var grant: NamedTokens.Grant?
+    var client: String? { grant?.name }
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -93,6 +93,7 @@ public final class APIServer: NamedService {
         console?.addRoutes(to: router)
         let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger)
         router.post("/v1/receipts") { request, context in
+            try context.require(.register)
             let body = try await self.decode(RegistrationRequest.self, from: request)
             do {
                 let (answer, pending) = try await registrar.register(body)
@@ -104,6 +105,7 @@ public final class APIServer: NamedService {
             }
         }
         router.post("/v1/transactions") { request, context in
+            try context.require(.register)
             let body = try await self.decode(TransactionRegistrationRequest.self, from: request)
             do {
                 let answer = try await registrar.register(body)
@@ -115,6 +117,7 @@ public final class APIServer: NamedService {
             }
         }
         router.get("/v1/subscriptions/:id") { _, context in
+            try context.require(.read)
             guard let id = context.parameters.get("id").flatMap(Int64.init), id > 0 else {
                 throw APIError.badRequest("invalid_id", "the subscription id must be a positive whole number")
             }
@@ -127,7 +130,8 @@ public final class APIServer: NamedService {
             guard let view else { throw APIError(.notFound, "subscription_not_found", "no subscription has id \(id)") }
             return try Self.json(view)
         }
-        router.get("/v1/subscriptions") { request, _ in
+        router.get("/v1/subscriptions") { request, context in
+            try context.require(.read)
             let (byTransaction, byAccount) = try Self.lookup(request, by: "original_transaction_id", or: "account_id")
             let (app, now) = (try self.app(of: request), Date())
             let views = try await self.lanes.run { connections -> [SubscriptionView] in
@@ -143,7 +147,8 @@ public final class APIServer: NamedService {
             }
             return try Self.json(["subscriptions": views])
         }
-        router.get("/v1/purchases") { request, _ in
+        router.get("/v1/purchases") { request, context in
+            try context.require(.read)
             let (byTransaction, byAccount) = try Self.lookup(request, by: "transaction_id", or: "account_id")
             let app = try self.app(of: request)
             let records = try await self.lanes.run { connections in
@@ -155,6 +160,7 @@ public final class APIServer: NamedService {
             return try Self.json(["purchases": records.map(PurchaseView.init)])
         }
         router.delete("/v1/accounts/:id") { request, context in
+            try context.require(.deleteAccounts)
             guard let segment = context.parameters.get("id")?.removingPercentEncoding else {
                 throw APIError.badRequest("invalid_account_id", "the account id must be a non-empty, percent-encoded path segment")
             }

@@ -30,7 +30,7 @@ struct ProtectionMiddleware: RouterMiddleware {
             return try await next(request, context)
         }
         do {
-            context.client = bearerToken(of: request).flatMap { tokens.client(presenting: $0) }
+            context.grant = bearerToken(of: request).flatMap { tokens.grant(presenting: $0) }
             if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
                 // Not Apple's on its own path either: its sender is charged, as for a forgery.
                 if openPaths.contains(request.uri.path),

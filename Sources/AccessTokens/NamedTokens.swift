@@ -10,6 +10,15 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         let name: String
         let digest: [UInt8]
         let mark: String
+        let scopes: Set<String>?
+    }
+
+    /// Who presented a token, and what it may do: nil scopes, everything (a token written without any).
+    public struct Grant: Sendable, Equatable {
+        public let name: String
+        public let scopes: Set<String>?
+
+        public func allows(_ scope: String) -> Bool { scopes?.contains(scope) ?? true }
     }
 
     private let entries: [Entry]
@@ -22,16 +31,28 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
     /// Reads `name:token` entries separated by commas or new lines, e.g.
     /// `backend:9f2c…,support:51ab…`. Names are letters, digits, `.`, `_` or `-`. A name given with
     /// two tokens is being rotated: both are accepted (the client moves to the new one, then the
-    /// old entry goes); a third, or the same token twice, is refused.
-    public init(parsing text: String, kind: String = "API tokens") throws(NamedTokensError) {
+    /// old entry goes); a third, or the same token twice, is refused. Where `scopes` are known, an
+    /// entry may name what its token may do beside its name, `name(read+register):token`; one that
+    /// names none may do everything.
+    public init(parsing text: String, kind: String = "API tokens", scopes known: Set<String> = []) throws(NamedTokensError) {
         var entries: [Entry] = []
         let items = text.split(whereSeparator: { $0 == "," || $0.isNewline }).map { $0.trimmingCharacters(in: .whitespaces) }
         for (index, item) in items.enumerated() where !item.isEmpty {
             guard let colon = item.firstIndex(of: ":") else {
                 throw NamedTokensError(kind, "entry \(index + 1) is not NAME:TOKEN")
             }
-            let name = String(item[..<colon])
+            var name = String(item[..<colon])
             let token = item[item.index(after: colon)...]
+            var scopes: Set<String>?
+            if let open = name.firstIndex(of: "("), name.hasSuffix(")") {
+                let written = name[name.index(after: open)..<name.index(before: name.endIndex)].split(separator: "+").map(String.init)
+                guard !known.isEmpty else { throw NamedTokensError(kind, "entry \(index + 1) names scopes; \(kind) take none") }
+                guard !written.isEmpty, Set(written).isSubset(of: known) else {
+                    throw NamedTokensError(kind, "entry \(index + 1) names scopes that are not among \(known.sorted().joined(separator: ", ")) "
+                        + "(write NAME(read+register):TOKEN)")
+                }
+                (name, scopes) = (String(name[..<open]), Set(written))
+            }
             guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
                 throw NamedTokensError(kind, "entry \(index + 1) has a name that is not 1 to 64 letters, digits, '.', '_' or '-'")
             }
@@ -46,19 +67,24 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
             guard entries.count(where: { $0.name == name }) < 2 else {
                 throw NamedTokensError(kind, "the name '\(name)' has more than two tokens; two are for a rotation, the old and the new")
             }
-            entries.append(Entry(name: name, digest: digest, mark: Self.mark(of: token)))
+            entries.append(Entry(name: name, digest: digest, mark: Self.mark(of: token), scopes: scopes))
         }
         guard !entries.isEmpty else { throw NamedTokensError(kind, "no token is given") }
         self.entries = entries
         self.kind = kind
     }
 
-    /// The name of the token `presented`, or nil. Compares in constant time: every configured
-    /// token is compared in full (as a SHA-256 digest, so lengths never differ), whatever matches.
+    /// The name of the token `presented`, or nil.
     public func client(presenting presented: some StringProtocol) -> String? {
+        grant(presenting: presented)?.name
+    }
+
+    /// Who presented `presented` and what it may do, or nil. Compares in constant time: every
+    /// configured token is compared in full (as a SHA-256 digest, so lengths never differ), whatever matches.
+    public func grant(presenting presented: some StringProtocol) -> Grant? {
         let digest = Array(SHA256.hash(data: Array(presented.utf8)))
-        var match: String?
-        for entry in entries where digestsEqual(digest, entry.digest) { match = entry.name }
+        var match: Grant?
+        for entry in entries where digestsEqual(digest, entry.digest) { match = Grant(name: entry.name, scopes: entry.scopes) }
         return match
     }
 
@@ -91,6 +117,9 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         for entry in entries where !names.contains(entry.name) { names.append(entry.name) }
         return names
     }
+
+    /// The names with a token that names no scopes, and so may do everything, for `config check`.
+    public var unscopedNames: [String] { names.filter { name in entries.contains { $0.name == name && $0.scopes == nil } } }
 
     /// The names with two tokens: rotations under way, for `config check`.
     public var rotating: [String] { names.filter { name in entries.count(where: { $0.name == name }) == 2 } }

@@ -1,3 +1,4 @@
+import APIService
 import ArgumentParser
 import Fleet
 import Foundation
@@ -45,6 +46,10 @@ struct Config: ParsableCommand {
             }
             if let warning = settings.visibilityTimeoutWarning { print("warning: \(warning)") }
             if let warning = try Self.insecureCookieWarning(resolved) { print("warning: \(warning)") }
+            if let unscoped = try resolved[Settings.apiTokens]?.unscopedNames, !unscoped.isEmpty {
+                print("warning: the API tokens of \(unscoped.joined(separator: ", ")) name no scopes, so they may do everything "
+                      + "(\(APIScope.names.sorted().joined(separator: ", "))): write NAME(read):TOKEN to give a client only what it needs")
+            }
             do {
                 for warning in try redisDurabilityWarnings(settings) { print("warning: \(warning)") }
             } catch {

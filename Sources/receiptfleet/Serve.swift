@@ -112,9 +112,10 @@ extension ResolvedConfiguration {
 }
 
 extension Rule where Value == NamedTokens {
-    /// NAME:TOKEN entries, separated by commas or lines.
-    static func namedTokens(_ kind: String) -> Rule {
-        Rule("NAME:TOKEN entries, comma- or line-separated") { text, _ in try parsed(text, kind) }
+    /// The API's clients: NAME:TOKEN or NAME(SCOPE+…):TOKEN entries, separated by commas or lines.
+    static var apiTokens: Rule {
+        Rule("NAME:TOKEN or NAME(SCOPE+…):TOKEN entries, comma- or line-separated; scopes: "
+             + APIScope.names.sorted().joined(separator: ", ")) { text, _ in try parsed(text, "API tokens", scopes: APIScope.names) }
     }
 
     /// The console's operator tokens: NAME:TOKEN entries, none of them also an API token (an API
@@ -129,9 +130,9 @@ extension Rule where Value == NamedTokens {
         }
     }
 
-    private static func parsed(_ text: String, _ kind: String) throws -> NamedTokens {
+    private static func parsed(_ text: String, _ kind: String, scopes: Set<String> = []) throws -> NamedTokens {
         do {
-            return try NamedTokens(parsing: text, kind: kind)
+            return try NamedTokens(parsing: text, kind: kind, scopes: scopes)
         } catch {
             throw Refusal(error.message)
         }

@@ -213,7 +213,7 @@ struct SettingsRegistry: Sendable {
         help: "HOST:PORT to listen on (port 0 picks a free one)."
     ) { ListenAddress.standard(for: $0.command) }
     let apiTokens = Setting<NamedTokens?>(
-        "api-tokens", .namedTokens("API tokens"), unset: "not set (needed by `serve` only)", .secret, for: .serve, orFile: true,
+        "api-tokens", .apiTokens, unset: "not set (needed by `serve` only)", .secret, for: .serve, orFile: true,
         help: "The API's clients: NAME:TOKEN entries separated by commas or lines; a name twice while its token is replaced.",
         show: Self.tokens)
     let notificationEnvironments = Setting<Set<AppStoreEnvironment>>(

@@ -62,6 +62,31 @@ import Testing
         }
     }
 
+    /// A token written with scopes calls only the routes of those scopes (403 elsewhere, before
+    /// anything is asked or stored); one written without may call every route, as before.
+    @Test func aTokenWithScopesCallsOnlyTheirRoutes() async throws {
+        let (reader, registrar) = ("reader-0123456789abcdef", "registrar-0123456789abcdef")
+        try await APIHarness.with(configure: { settings in
+            settings.tokens = try! NamedTokens(
+                parsing: "tester:\(Self.unscoped),analytics(read):\(reader),backend(register+read):\(registrar)",
+                scopes: APIScope.names)
+        }) { api in
+            let read = try await api.get("/v1/subscriptions?account_id=a", auth: .bearer(reader))
+            #expect(read.status == 200)
+            let register = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData], auth: .bearer(reader))
+            #expect(register.status == 403 && register.code == "insufficient_scope", "\(register.json)")
+            let delete = try await api.delete("/v1/accounts/a", auth: .bearer(registrar))
+            #expect(delete.status == 403 && delete.code == "insufficient_scope")
+            #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0, "refused before anything was stored")
+            #expect(try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData], auth: .bearer(registrar)).status == 200)
+            #expect(try await api.delete("/v1/accounts/a", auth: .bearer(Self.unscoped)).status == 200, "no scopes: every route")
+        }
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "a(write):\(reader)", scopes: APIScope.names) }
+        #expect(throws: NamedTokensError.self) { try NamedTokens(parsing: "a(read):\(reader)", kind: "console tokens") }
+    }
+
+    static let unscoped = "unscoped-0123456789abcdef"
+
     @Test func unknownRoutesAndBadQueriesAnswerJSON() async throws {
         try await APIHarness.with { api in
             let missing = try await api.get("/v1/nothing-here")

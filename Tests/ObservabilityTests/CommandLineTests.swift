@@ -279,9 +279,12 @@ import Testing
             + "a console token is also an API token"), "\(both.output)")
         #expect(!both.output.contains(shared))
         let apart = try await runFleetCommand(["config", "check"], environment: [
-            "RECEIPTFLEET_API_TOKENS": "backend:\(shared)", "RECEIPTFLEET_CONSOLE_TOKENS": "alice:fedcba9876543210fedcba9876543210",
+            "RECEIPTFLEET_API_TOKENS": "backend:\(shared),analytics(read):abcdefabcdefabcdef01",
+            "RECEIPTFLEET_CONSOLE_TOKENS": "alice:fedcba9876543210fedcba9876543210",
         ])
         #expect(apart.status == 0, "\(apart.output)")
+        // Issue 23's scopes: a token written without any may do everything, which config check says.
+        #expect(apart.output.contains("warning: the API tokens of backend name no scopes"), "\(apart.output)")
     }
 
     /// Behind a TLS proxy the console's cookie should be Secure: config check says so when it is not.

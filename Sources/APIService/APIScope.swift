@@ -1,0 +1,25 @@
+import AccessTokens
+
+/// What an API token may do, written beside its name in `api-tokens` (`analytics(read):TOKEN`);
+/// a token written without scopes may do everything, as before scopes existed, and `config check`
+/// warns about it. docs/openapi.yaml names each route's scope (`x-receiptfleet-scope`).
+public enum APIScope: String, CaseIterable, Sendable {
+    /// Look subscriptions and purchases up.
+    case read
+    /// Register receipts and transactions.
+    case register
+    /// Forget an account (`DELETE /v1/accounts/…`).
+    case deleteAccounts = "delete-accounts"
+
+    public static var names: Set<String> { Set(allCases.map(\.rawValue)) }
+}
+
+extension APIRequestContext {
+    /// Throws 403 unless the caller's token may do `scope`.
+    func require(_ scope: APIScope) throws(APIError) {
+        guard let grant, !grant.allows(scope.rawValue) else { return }
+        throw APIError(.forbidden, "insufficient_scope", "the token '\(grant.name)' may not \(scope.rawValue) "
+            + "(its scopes: \((grant.scopes ?? []).sorted().joined(separator: ", "))); give it the scope in api-tokens, "
+            + "NAME(\(scope.rawValue)):TOKEN")
+    }
+}
