@@ -182,7 +182,7 @@ public final class APIServer: NamedService {
         do {
             body = try await request.body.collect(upTo: settings.maxBodyBytes)
         } catch {
-            try await chargeSender(address)
+            try await clientLimiter.charge(address: address, counting: metrics)
             throw error
         }
         let reader = NotificationReader(
@@ -191,7 +191,7 @@ public final class APIServer: NamedService {
         do throws(NotificationReader.Failure) {
             notification = try await reader.read(Data(buffer: body), now: Date())
         } catch .unauthenticated(let version, let reason) {
-            try await chargeSender(address)
+            try await clientLimiter.charge(address: address, counting: metrics)
             metrics.notification(version: version, "unauthenticated")
             logger.warning("a notification failed authentication", metadata: ["version": "\(version)", "reason": "\(reason)"])
             throw APIError(.unauthorized, "notification_unauthenticated", "not accepted as Apple's: \(reason)")
@@ -200,7 +200,7 @@ public final class APIServer: NamedService {
             logger.error("a notification cannot be checked", metadata: ["version": "\(version)", "reason": "\(reason)"])
             throw APIError.unavailable("notifications_unconfigured", reason, retryAfter: .seconds(3600))
         } catch .malformed(let reason) {
-            try await chargeSender(address)
+            try await clientLimiter.charge(address: address, counting: metrics)
             metrics.notification(version: nil, "malformed")
             throw APIError.badRequest("invalid_notification", reason)
         }
@@ -221,15 +221,6 @@ public final class APIServer: NamedService {
         }
         metrics.notification(version: notification.version, result.status)
         return try Self.json(result)
-    }
-
-    /// What is not Apple's (a forgery, garbage, a body too large) is charged to the sender's
-    /// address, like any caller without a token: 429 once it has sent too much.
-    private func chargeSender(_ address: String?) async throws {
-        if case .limited(let wait) = await clientLimiter.admit("address:\(address ?? "unknown")") {
-            metrics.rejected("rate_limited")
-            throw APIError.rateLimited(retryAfter: wait)
-        }
     }
 
     /// The app a lookup is in: its `app` query parameter, which may be left out when the deployment

@@ -61,5 +61,14 @@ final class FleetClientLimiter: Sendable {
         }
     }
 
+    /// Charges one request to `address`, a caller who is not Apple and holds no token (a forgery,
+    /// garbage or a body too large on Apple's path): 429 once it has sent too much.
+    func charge(address: String?, counting metrics: APIMetrics) async throws(APIError) {
+        if case .limited(let wait) = await admit("address:\(address ?? "unknown")") {
+            metrics.rejected("rate_limited")
+            throw APIError.rateLimited(retryAfter: wait)
+        }
+    }
+
     func shutdown() { lanes.shutdown() }
 }

@@ -33,11 +33,7 @@ struct ProtectionMiddleware: RouterMiddleware {
             context.grant = bearerToken(of: request).flatMap { tokens.grant(presenting: $0) }
             if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
                 // Not Apple's on its own path either: its sender is charged, as for a forgery.
-                if openPaths.contains(request.uri.path),
-                   case .limited(let wait) = await limiter.admit("address:\(context.clientAddress ?? "unknown")") {
-                    metrics.rejected("rate_limited")
-                    throw APIError.rateLimited(retryAfter: wait)
-                }
+                if openPaths.contains(request.uri.path) { try await limiter.charge(address: context.clientAddress, counting: metrics) }
                 metrics.rejected("body_too_large")
                 throw APIError.bodyTooLarge(limit: maxBodyBytes)
             }

@@ -13,10 +13,14 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
         let scopes: Set<String>?
     }
 
-    /// Who presented a token, and what it may do: nil scopes, everything (a token written without any).
+    /// Who presented a token, and what it may do: nil scopes, everything (a token written without
+    /// any). `mark` tells the token apart, for what must stay bound to it (a console session ends
+    /// when its token is removed or rotated out): it is stored where a token must never be (Redis),
+    /// so it is 8 bytes of a digest apart from the one tokens are compared by, nothing to log in with.
     public struct Grant: Sendable, Equatable {
         public let name: String
         public let scopes: Set<String>?
+        public let mark: String
 
         public func allows(_ scope: String) -> Bool { scopes?.contains(scope) ?? true }
     }
@@ -84,20 +88,11 @@ public struct NamedTokens: Sendable, CustomStringConvertible {
     public func grant(presenting presented: some StringProtocol) -> Grant? {
         let digest = Array(SHA256.hash(data: Array(presented.utf8)))
         var match: Grant?
-        for entry in entries where digestsEqual(digest, entry.digest) { match = Grant(name: entry.name, scopes: entry.scopes) }
+        for entry in entries where digestsEqual(digest, entry.digest) { match = Grant(name: entry.name, scopes: entry.scopes, mark: entry.mark) }
         return match
     }
 
-    /// A mark of the token `presented` when it is one of these, for what must stay bound to the token
-    /// that opened it (a console session ends when its token is removed or rotated out). It is
-    /// stored where a token must never be (Redis), so it is 8 bytes of a digest apart from the
-    /// one tokens are compared by: enough to tell tokens apart, nothing to log in with.
-    public func mark(presenting presented: some StringProtocol) -> String? {
-        guard client(presenting: presented) != nil else { return nil }
-        return Self.mark(of: presented)
-    }
-
-    /// Whether `name` still has the token whose `mark` this is.
+    /// Whether `name` still has the token whose `Grant.mark` this is.
     public func holds(mark: String, for name: String) -> Bool {
         entries.contains { $0.name == name && digestsEqual(Array($0.mark.utf8), Array(mark.utf8)) }
     }

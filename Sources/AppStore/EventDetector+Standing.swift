@@ -6,7 +6,7 @@ extension EventDetector {
     /// Refunds the stored state had not seen: of any transaction, the latest or an earlier period's
     /// found late (a cancellation dated before the last verification can still be news).
     var refunds: [SubscriptionEvent] {
-        let known = Self.knownRefunds(of: stored, in: entries)
+        let known = Self.knownRefunds(of: stored)
         return entries.compactMap { entry in
             guard entry.isRefunded, let cancelledAt = entry.cancellationDate, !known.contains(entry.transactionID)
             else { return nil }
@@ -37,14 +37,14 @@ extension EventDetector {
     /// its refunded status), whatever the new answer says of it, so that a reversal is seen. An
     /// earlier period's refund is announced again: its event has the id it had when first seen,
     /// which the ledger keeps once, so nothing reaches consumers twice and nothing found late is lost.
-    static func knownRefunds(of stored: SubscriptionState, in entries: [ReceiptTransaction]) -> Set<String> {
+    static func knownRefunds(of stored: SubscriptionState) -> Set<String> {
         if let ids = stored.refundedTransactionIDs { return Set(ids) }
         guard stored.cancellation != nil || stored.status == .refunded, let latest = stored.latestTransactionID else { return [] }
         return [latest]
     }
 
     static func reversedRefunds(of stored: SubscriptionState, in entries: [ReceiptTransaction]) -> [ReceiptTransaction] {
-        let known = knownRefunds(of: stored, in: entries)
+        let known = knownRefunds(of: stored)
         return entries.filter { known.contains($0.transactionID) && $0.cancellationDate == nil }
     }
 

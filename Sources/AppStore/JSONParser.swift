@@ -69,10 +69,10 @@ struct JSONParser: ~Copyable {
         while true {
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw failure("a key must be a string") }
+            let keyOffset = position
             let key = try string()
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw failure("a key must be followed by ':'") }
-            let keyOffset = position
             let member = try value()
             if members.index(forKey: key) == nil {
                 members[key] = member

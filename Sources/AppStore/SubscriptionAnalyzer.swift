@@ -174,7 +174,7 @@ public enum SubscriptionAnalyzer {
     /// Every refunded transaction seen so far: those the stored state knew, less any Apple
     /// reversed since, and those refunded in this answer. Sorted, so equal sets store equally.
     static func refundedTransactionIDs(stored: SubscriptionState?, entries: [ReceiptTransaction]) -> [String] {
-        var ids = stored.map { EventDetector.knownRefunds(of: $0, in: entries) } ?? []
+        var ids = stored.map { EventDetector.knownRefunds(of: $0) } ?? []
         if let stored { ids.subtract(EventDetector.reversedRefunds(of: stored, in: entries).map(\.transactionID)) }
         ids.formUnion(entries.filter(\.isRefunded).map(\.transactionID))
         return ids.sorted()

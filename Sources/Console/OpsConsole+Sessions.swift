@@ -42,8 +42,7 @@ extension OpsConsole {
             response.headers[.retryAfter] = "\(Int((refusedFor / .seconds(1)).rounded(.up)))"
             return response
         }
-        let presented = form["token"] ?? ""
-        guard let name = settings.operators.client(presenting: presented), let mark = settings.operators.mark(presenting: presented) else {
+        guard let grant = settings.operators.grant(presenting: form["token"] ?? "") else {
             let failures = try await lanes.run { desk in try desk.store.countLoginFailure(from: address, window: Self.loginWindow) }
             // One line when an address runs out of tries, not one per guess.
             if failures == Self.loginAttempts {
@@ -56,8 +55,8 @@ extension OpsConsole {
                         status: .unauthorized)
         }
         let lifetime = settings.sessionLifetime
-        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: name, tokenMark: mark, lifetime: lifetime) }
-        logger.notice("console: logged in", metadata: ["operator": "\(name)"])
+        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: grant.name, tokenMark: grant.mark, lifetime: lifetime) }
+        logger.notice("console: logged in", metadata: ["operator": "\(grant.name)"])
         return Self.redirect(to: "/console", cookie: sessionCookie(id, maxAge: Int(lifetime.components.seconds)))
     }
 

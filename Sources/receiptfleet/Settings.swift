@@ -214,7 +214,7 @@ struct SettingsRegistry: Sendable {
     ) { ListenAddress.standard(for: $0.command) }
     let apiTokens = Setting<NamedTokens?>(
         "api-tokens", .apiTokens, unset: "not set (needed by `serve` only)", .secret, for: .serve, orFile: true,
-        help: "The API's clients: NAME:TOKEN entries separated by commas or lines; a name twice while its token is replaced.",
+        help: "The API's clients: NAME:TOKEN or NAME(read+register+…):TOKEN entries separated by commas or lines (scopes: what the token may do; none: everything); a name twice while its token is replaced.",
         show: Self.tokens)
     let notificationEnvironments = Setting<Set<AppStoreEnvironment>>(
         "notification-environments", .environments, default: [.production], .flag, for: .serve,
