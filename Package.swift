@@ -70,7 +70,7 @@ let package = Package(
         .target(name: "Ledger", dependencies: ["PostgresClient", "AppStore"]),
         .target(name: "EventRelay", dependencies: [
             "AppStore", "Lanes",
-            "PostgresClient", "RedisClient", "HTTPClient",
+            "PostgresClient", "RedisClient", "HTTPClient", "Redaction",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 

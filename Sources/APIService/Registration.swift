@@ -249,23 +249,24 @@ struct Registrar: Sendable {
         return registration
     }
 
-    /// On a lane: stores the receipt under the subscription the app named, unverified, and
-    /// enqueues a high-priority registration job, which the workers run ahead of the nightly backlog.
+    /// On a lane: records the registration as a claim on the subscription the app named, with its
+    /// own receipt, and enqueues a high-priority registration job, which the workers run ahead of
+    /// the nightly backlog: Apple judges each queued receipt alone (`SubscriptionVerification.judge`).
     private static func queue(
         _ receipt: ReceiptData, originalTransactionID: String, accountID: String?, app: String, connections: Connections
     ) throws -> RegistrationResponse {
         let ledger = connections.ledger
         let existing = try ledger.subscription(originalTransactionID: originalTransactionID, app: app)
         if existing == nil {
-            try ledger.addSubscriptions([NewSubscription(app: app, originalTransactionID: originalTransactionID, receipt: receipt)])
+            // Without the receipt: anyone can name any original_transaction_id, with anything.
+            try ledger.addSubscriptions([NewSubscription(app: app, originalTransactionID: originalTransactionID, receipt: nil)])
         }
         guard let record = try ledger.subscription(originalTransactionID: originalTransactionID, app: app) else {
             throw APIError(.conflict, "subscription_deleted", "the subscription was deleted while registering; try again")
         }
-        // A claim, not a link: anyone can name any original_transaction_id. Only Apple's answer for
-        // this very receipt (a worker's check of a subscription this receipt created, or a verified
-        // registration later) links the account and grants the entitlement.
-        if let accountID { try ledger.claimAccount(accountID, for: record.id, receiptSHA256: receipt.sha256Hex) }
+        // A claim, not a link: only Apple's answer for this very receipt links the account and
+        // grants the entitlement, and only such an answer stores the receipt for the subscription.
+        try ledger.claimSubscription(record.id, accountID: accountID, receipt: receipt)
         try connections.queue.enqueue(subscriptionID: record.id, run: "registration", reason: .registration)
         let item = RegistrationResponse.Item(
             subscription: .pending(record), account: accountID == nil ? "none" : "pending", created: existing == nil)

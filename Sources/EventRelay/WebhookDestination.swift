@@ -1,5 +1,6 @@
 import Foundation
 import HTTPClient
+import Redaction
 
 /// Where a webhook may go. Anyone who can add an endpoint would otherwise make the fleet send
 /// requests from inside the network: to a cloud's metadata service (169.254.169.254), to the
@@ -26,9 +27,13 @@ enum WebhookDestination {
             throw .invalidURL("the scheme '\(scheme)' is not http or https")
         }
         guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
-        // The URL is stored and shown as it is, unlike the signing secret, which is sealed.
+        // The URL is stored and shown as it is, unlike the signing secret, which is sealed: no credentials in it.
         guard components.user == nil, components.password == nil else {
             throw .invalidURL("it holds a user name or password: the receiver checks the signature header (docs/webhooks.md) instead")
+        }
+        if let secret = components.queryItems?.first(where: { Redact.isQuerySecret($0.name) }) {
+            throw .invalidURL("its query parameter '\(secret.name)' looks like a credential: the receiver checks the signature "
+                              + "header (docs/webhooks.md) instead")
         }
         guard !allowsPrivateNetworks else { return }
 

@@ -80,16 +80,7 @@ final class Processor {
             let decision = try verification.decide(job.job, subscriptions[job.job.subscriptionID], upcoming: batch.count - position)
             decisions.append((job, decision))
         }
-        let settled = Array(zip(decisions.map(\.0), try verification.write(decisions.map(\.1))))
-        for (reserved, settlement) in settled {
-            if reserved.job.reason == .registration, case .ack(.verified) = settlement,
-               let receipt = subscriptions[reserved.job.subscriptionID]?.receipt {
-                // Apple has now shown this receipt to hold the subscription: the registration that
-                // was queued with it (Apple could not be asked then) may link its account.
-                try connections.ledger.resolveClaims(of: reserved.job.subscriptionID, receiptSHA256: receipt.sha256Hex)
-            }
-        }
-        try settle(settled)
+        try settle(Array(zip(decisions.map(\.0), try verification.write(decisions.map(\.1)))))
     }
 
     /// Settles a batch's jobs in Redis, its finished ones in one round trip, and counts each,

@@ -1,32 +1,72 @@
+import AppStore
 import PostgresClient
 
+/// What Apple's answer about a queued registration's receipt (`QueuedClaim`) settled. Every claim
+/// made with the same receipt (the same digest) is settled with it.
+public enum ClaimJudgement: Sendable, Equatable {
+    /// The answer shows the subscription: the earliest claim's account is linked (if none is yet),
+    /// and the receipt is stored for the subscription if it has none.
+    case proven(ReceiptData)
+    /// The answer does not show the subscription (junk, another subscription's receipt, another
+    /// app's): the claims are refused with `reason` and their receipt dropped; nothing else changes.
+    /// `orphan`: nothing else can ever be checked for the subscription (no receipt, no state, no
+    /// other claim), so it leaves the nightly schedule until someone registers it.
+    case refuted(receiptSHA256: String, reason: String, orphan: Bool)
+    /// Apple could not judge it this time: it waits behind the claims tried less.
+    case triedAgain(receiptSHA256: String)
+}
+
 extension Ledger {
-    /// Records that `accountID` claims the subscription with a receipt Apple has not been asked
-    /// about yet (`receiptSHA256`, the digest of its base64 text). Links nothing; repeating it is harmless.
-    public func claimAccount(_ accountID: String, for subscriptionID: Int64, receiptSHA256: String) throws {
+    /// Records that a registration queued while Apple could not be asked names the subscription,
+    /// for `accountID` (nil: no account named), with `receipt`, kept until Apple judges it. Links
+    /// nothing. Repeating it is harmless; repeating a refused one has it judged again.
+    public func claimSubscription(_ subscriptionID: Int64, accountID: String?, receipt: ReceiptData) throws {
         try connection.execute("""
-            INSERT INTO account_claims (subscription_id, account_id, receipt_sha256) VALUES ($1, $2, $3)
-            ON CONFLICT DO NOTHING
-            """, [.int64(subscriptionID), .text(accountID), .text(receiptSHA256)])
+            INSERT INTO account_claims AS c (subscription_id, account_id, receipt_sha256, receipt) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (subscription_id, account_id, receipt_sha256) DO UPDATE
+                SET receipt = excluded.receipt, resolved_at = NULL, refuted = NULL, attempts = 0, claimed_at = now()
+                WHERE c.refuted IS NOT NULL
+            """, [.int64(subscriptionID), accountID.map(PostgresValue.text) ?? .null, .text(receipt.sha256Hex), .text(receipt.base64)])
     }
 
-    /// Apple's answer for the receipt with digest `receiptSHA256` showed the subscription: the
-    /// pending claims made with that receipt are proven. The earliest links its account (if the
-    /// subscription has none yet; a link is never moved), and all of them are resolved. Returns
+    /// Settles the unresolved claims of `subscriptionID` made with the receipt Apple judged. Returns
     /// the subscription's account afterwards.
     @discardableResult
-    public func resolveClaims(of subscriptionID: Int64, receiptSHA256: String) throws -> String? {
+    public func judgeClaims(of subscriptionID: Int64, _ judgement: ClaimJudgement) throws -> String? {
         try connection.transaction { connection in
-            let proven = try connection.query("""
-                UPDATE account_claims SET resolved_at = now()
-                WHERE subscription_id = $1 AND receipt_sha256 = $2 AND resolved_at IS NULL
-                RETURNING account_id, claimed_at
-                """, [.int64(subscriptionID), .text(receiptSHA256)])
-            let first = try proven.min { try ($0["claimed_at"].timestamptz() ?? .distantFuture) < ($1["claimed_at"].timestamptz() ?? .distantFuture) }
-            if let account = try first?["account_id"].text() {
+            switch judgement {
+            case .proven(let receipt):
+                let proven = try connection.query("""
+                    UPDATE account_claims SET resolved_at = now(), receipt = NULL
+                    WHERE subscription_id = $1 AND receipt_sha256 = $2 AND resolved_at IS NULL
+                    RETURNING account_id, claimed_at
+                    """, [.int64(subscriptionID), .text(receipt.sha256Hex)])
+                let first = try proven.filter { try $0["account_id"].text() != nil }
+                    .min { try ($0["claimed_at"].timestamptz() ?? .distantFuture) < ($1["claimed_at"].timestamptz() ?? .distantFuture) }
+                if let account = try first?["account_id"].text() {
+                    try connection.execute(
+                        "UPDATE subscriptions SET account_id = $2, updated_at = now() WHERE id = $1 AND account_id IS NULL",
+                        [.int64(subscriptionID), .text(account)])
+                }
+                // Apple's answer brings its own latest receipt, stored with the state; one that did not keeps this one.
                 try connection.execute(
-                    "UPDATE subscriptions SET account_id = $2, updated_at = now() WHERE id = $1 AND account_id IS NULL",
-                    [.int64(subscriptionID), .text(account)])
+                    "INSERT INTO receipts (subscription_id, receipt) VALUES ($1, $2) ON CONFLICT (subscription_id) DO NOTHING",
+                    [.int64(subscriptionID), .text(receipt.base64)])
+            case .refuted(let digest, let reason, let orphan):
+                try connection.execute("""
+                    UPDATE account_claims SET resolved_at = now(), receipt = NULL, refuted = $3
+                    WHERE subscription_id = $1 AND receipt_sha256 = $2 AND resolved_at IS NULL
+                    """, [.int64(subscriptionID), .text(digest), .text(reason)])
+                if orphan {
+                    try connection.execute(
+                        "UPDATE subscriptions SET next_check_at = NULL, updated_at = now() WHERE id = $1 AND state IS NULL",
+                        [.int64(subscriptionID)])
+                }
+            case .triedAgain(let digest):
+                try connection.execute("""
+                    UPDATE account_claims SET attempts = attempts + 1
+                    WHERE subscription_id = $1 AND receipt_sha256 = $2 AND resolved_at IS NULL
+                    """, [.int64(subscriptionID), .text(digest)])
             }
             return try connection.query("SELECT account_id FROM subscriptions WHERE id = $1", [.int64(subscriptionID)])
                 .first?["account_id"].text()

@@ -45,6 +45,18 @@ public struct LoadedSubscription: Sendable {
     public var version: Int64
     public var lastVerifiedAt: Date?
     public var nextCheckAt: Date?
+    /// A registration queued while Apple could not be asked, whose receipt Apple has not judged yet
+    /// (the least tried, then the oldest); it is asked about before the subscription's own receipt.
+    public var claim: QueuedClaim?
+}
+
+/// A queued registration's receipt, waiting for Apple's judgement (`Ledger.judgeClaims`).
+public struct QueuedClaim: Sendable {
+    public var receipt: ReceiptData
+    /// Calls that could not judge it so far.
+    public var attempts: Int
+    /// How many claims of the subscription wait, this one included.
+    public var waiting: Int
 }
 
 extension Ledger {
@@ -100,7 +112,11 @@ extension Ledger {
                 state: Self.decodeState(row["state"], subscriptionID: id),
                 version: row["version"].int64() ?? 0,
                 lastVerifiedAt: row["last_verified_at"].timestamptz(),
-                nextCheckAt: row["next_check_at"].timestamptz())
+                nextCheckAt: row["next_check_at"].timestamptz(),
+                claim: row["claim_receipt"].text().map {
+                    QueuedClaim(receipt: ReceiptData(base64: $0), attempts: Int(try row["claim_attempts"].int64() ?? 0),
+                                waiting: Int(try row["claims_waiting"].int64() ?? 1))
+                })
         }
     }
 
@@ -108,10 +124,16 @@ extension Ledger {
     /// batch runs it.
     static let loadForVerification = PreparedStatement(name: "load_for_verification", sql: """
         SELECT s.id, s.original_transaction_id, s.app, s.account_id, s.environment, s.backend, r.receipt, s.state, s.version,
-            s.last_verified_at, s.next_check_at
+            s.last_verified_at, s.next_check_at, c.receipt AS claim_receipt, c.attempts AS claim_attempts,
+            c.waiting AS claims_waiting
         FROM unnest($1::bigint[]) WITH ORDINALITY AS wanted (id, position)
         JOIN subscriptions s ON s.id = wanted.id
         LEFT JOIN receipts r ON r.subscription_id = s.id
+        LEFT JOIN LATERAL (
+            SELECT receipt, attempts, count(*) OVER () AS waiting FROM account_claims
+            WHERE subscription_id = s.id AND resolved_at IS NULL AND receipt IS NOT NULL
+            ORDER BY attempts, claimed_at, id LIMIT 1
+        ) c ON true
         ORDER BY wanted.position
         """)
 

@@ -325,5 +325,23 @@ enum Migrations {
             ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_sealed bytea;
             ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_until timestamptz;
             """),
+        Migration(version: 15, name: "queued registrations keep their receipts", sql: """
+            -- A registration queued while Apple cannot be asked keeps its own receipt in its claim, with or
+            -- without an account, until a worker has Apple judge that receipt alone: proven, it becomes the
+            -- subscription's; refuted (junk, or another subscription's), it is dropped and nothing else
+            -- changes. A stranger's junk naming the subscription can then no longer replace the owner's
+            -- receipt nor turn the subscription invalid. Claims from before keep only their digest and are
+            -- proven as before, when the subscription's own receipt verifies.
+            ALTER TABLE account_claims ALTER COLUMN account_id DROP NOT NULL;
+            ALTER TABLE account_claims ADD COLUMN receipt text;
+            -- Calls that could not judge it (21002 is retried, as for any receipt): the least tried goes first.
+            ALTER TABLE account_claims ADD COLUMN attempts integer NOT NULL DEFAULT 0;
+            ALTER TABLE account_claims ADD COLUMN refuted text;
+            ALTER TABLE account_claims DROP CONSTRAINT account_claims_subscription_id_account_id_receipt_sha256_key;
+            ALTER TABLE account_claims ADD CONSTRAINT account_claims_once
+                UNIQUE NULLS NOT DISTINCT (subscription_id, account_id, receipt_sha256);
+            CREATE INDEX account_claims_unjudged ON account_claims (subscription_id)
+                WHERE resolved_at IS NULL AND receipt IS NOT NULL;
+            """),
     ]
 }

@@ -49,7 +49,7 @@ extension Redact {
     /// names cannot be listed, and masking a harmless parameter costs less than showing a secret.
     static let querySecretWords = ["pass", "pwd", "secret", "token", "key", "auth", "sig", "credential"]
 
-    static func isQuerySecret(_ name: some StringProtocol) -> Bool {
+    public static func isQuerySecret(_ name: some StringProtocol) -> Bool {
         let name = name.lowercased()
         return querySecretWords.contains { name.contains($0) }
     }

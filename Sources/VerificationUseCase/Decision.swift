@@ -9,6 +9,14 @@ public enum Decision {
     case write(VerificationWrite, reanalyse: ((SubscriptionState?) throws -> Analysis)?, then: Settlement)
     /// Nothing to write.
     case settle(Settlement)
+    /// Apple judged a receipt a registration of subscription `of` brought (`LoadedSubscription.claim`):
+    /// `decision` as above, then, once its write is durable, the claims made with it are settled.
+    indirect case judging(ClaimJudgement, of: Int64, Decision)
+
+    /// The decision about the job and the subscription, whatever it settles of a claim.
+    var verdict: Decision {
+        if case .judging(_, _, let decision) = self { decision.verdict } else { self }
+    }
 }
 
 /// What becomes of a job once its result (if any) is durable.
@@ -33,6 +41,9 @@ public enum Settlement: Sendable, CustomStringConvertible {
 public enum JobOutcome: String, Sendable, CaseIterable {
     /// Apple's answer was analysed and written.
     case verified
+    /// A queued registration's receipt did not show the subscription: its claim is refused, and
+    /// the subscription is as it was.
+    case refuted
     /// The receipt failed for good; the subscription is now invalid.
     case permanentFailure = "permanent_failure"
     /// Back to the delayed set for another attempt.

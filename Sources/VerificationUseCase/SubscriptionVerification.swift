@@ -42,6 +42,7 @@ public final class SubscriptionVerification {
     /// `upcoming` counts this job and the batch's jobs after it: calls the gate may book at once.
     public func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
+        if let claim = subscription.claim { return try judge(claim, of: subscription, job: job, upcoming: upcoming) }
         guard let subject = subject(of: subscription) else {
             if let status = subscription.state?.status, [.expired, .refunded].contains(status) {
                 // Retention dropped the receipt of a subscription over long ago: a returning customer's
@@ -61,7 +62,12 @@ public final class SubscriptionVerification {
         let answer = try ask(
             about: subject, ofApp: subscription.app, startingIn: subscription.environment, attempt: job.attempt + 1,
             probing: admission == .probe, subscriptionID: subscription.id)
-        return judge(answer, of: subscription, job: job)
+        let decision = judge(answer, of: subscription, job: job)
+        // A claim queued before claims kept their receipts knows only its digest: this receipt's, if it was the one.
+        if job.reason == .registration, case .receipt(let receipt) = subject, case .write(_, _, .ack(.verified)) = decision {
+            return .judging(.proven(receipt), of: subscription.id, decision)
+        }
+        return decision
     }
 
     /// What Apple is asked about `subscription`, by its backend: its receipt (nil when none is
@@ -88,14 +94,9 @@ public final class SubscriptionVerification {
         switch answer.verdict {
         case .verified(let response):
             let purchaseWindow = job.reason == .registration ? policy.initialPurchaseWindow : nil
-            // The receipt's one-time purchases are recorded with the subscription, in its transaction.
-            let purchases = PurchaseWrite(
-                app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: policy.nonRenewingProductIDs),
-                announcingPurchasesAfter: OneTimePurchases.announcingAfter(
-                    response, stored: subscription.state, registrationWindow: purchaseWindow, now: now),
-                accountID: subscription.accountID)
             return analysed(response, answer: answer, of: subscription, at: now, runID: job.runID,
-                            announcingPurchasesWithin: purchaseWindow, purchases: purchases)
+                            announcingPurchasesWithin: purchaseWindow,
+                            purchases: purchases(in: response, of: subscription, registrationWindow: purchaseWindow, now: now))
         case .unavailable(let pause):
             // A stray failure among good answers: this job alone tries again later.
             guard pause > .zero else { return retryAlone() }
@@ -113,6 +114,17 @@ public final class SubscriptionVerification {
         case .halted:
             return .settle(Refusal.halted.settlement)  // waits for `resume`
         }
+    }
+
+    /// The one-time purchases on the receipt Apple answered about, recorded with the subscription in its transaction.
+    func purchases(
+        in response: VerifyReceiptResponse, of subscription: LoadedSubscription, registrationWindow: TimeInterval?, now: Date
+    ) -> PurchaseWrite {
+        PurchaseWrite(
+            app: subscription.app, found: OneTimePurchases(response, nonRenewingProductIDs: policy.nonRenewingProductIDs),
+            announcingPurchasesAfter: OneTimePurchases.announcingAfter(
+                response, stored: subscription.state, registrationWindow: registrationWindow, now: now),
+            accountID: subscription.accountID)
     }
 
     /// The write of Apple's answer about `subscription`: analysed on its stored state (and again
@@ -181,7 +193,7 @@ public final class SubscriptionVerification {
         _ decisions: [Decision], purchases: PurchaseWrite?
     ) throws -> (settlements: [Settlement], purchases: RecordedPurchases?) {
         let writes = decisions.compactMap { decision -> VerificationWrite? in
-            if case .write(let write, _, _) = decision { write } else { nil }
+            if case .write(let write, _, _) = decision.verdict { write } else { nil }
         }
         let nightly = policy.nextNightlyRun(after: Date())
         let started = ContinuousClock.now
@@ -189,7 +201,7 @@ public final class SubscriptionVerification {
         var outcomes = written.outcomes[...]
         if !writes.isEmpty { metrics.persisted(in: started.duration(to: .now)) }
         let settlements = try decisions.map { decision in
-            switch decision {
+            switch decision.verdict {
             case .settle(let settlement):
                 return settlement
             case .write(let write, let reanalyse, let then):
@@ -202,7 +214,15 @@ public final class SubscriptionVerification {
                 case .stale: return .retry(JobFailure(errorClass: "stale", message: "lost the compare-and-set three times"))
                 case .failed(let error): return .retry(JobFailure(errorClass: "database", message: "\(error)"))
                 }
+            case .judging: preconditionFailure("`verdict` unwraps every judgement")
             }
+        }
+        // A claim is settled only after what Apple's answer wrote is durable: until then the job
+        // is not settled either, and asks again.
+        for (decision, settlement) in zip(decisions, settlements) {
+            guard case .judging(let judgement, let subscriptionID, let inner) = decision else { continue }
+            if case .write = inner.verdict, case .retry = settlement { continue }
+            try store.judgeClaims(of: subscriptionID, judgement)
         }
         return (settlements, written.purchases)
     }

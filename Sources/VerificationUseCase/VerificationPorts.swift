@@ -54,6 +54,10 @@ public protocol VerificationStore {
     func rewrite(
         _ write: VerificationWrite, nextNightlyRun: Date, reanalysing: (SubscriptionState?) throws -> Analysis
     ) throws -> WriteOutcome
+    /// Settles the claims a queued registration's receipt was made with, once Apple judged it and
+    /// what it wrote is durable. Returns the subscription's account afterwards.
+    @discardableResult
+    func judgeClaims(of subscriptionID: Int64, _ judgement: ClaimJudgement) throws -> String?
 }
 
 extension Ledger: VerificationStore {

@@ -207,22 +207,63 @@ import TestSupport
             let entitlement = (item["subscription"] as? [String: Any])?["entitlement"] as? [String: Any]
             #expect(entitlement?["active"] as? Bool == false)
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
-            let listed = try await api.get("/v1/subscriptions?account_id=mallory")
-            #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
+            let pending = try await api.get("/v1/subscriptions?account_id=mallory")
+            #expect((pending.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
 
             try await api.resumeFleet()
             try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
-                // The worker checks the junk receipt the claim stored: Apple refuses it, nothing is linked.
-                let checked = "SELECT count(*) AS n FROM verifications WHERE run_id = 'registration'"
+                // The worker has Apple judge the junk receipt the claim kept: refused, nothing is linked.
+                let judged = "SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL"
                 let deadline = ContinuousClock.now + .seconds(30)
-                while try await api.count(checked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                while try await api.count(judged) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                #expect(try await api.count(judged) == 1)
                 #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
+                let listed = try await api.get("/v1/subscriptions?account_id=mallory")
+                #expect((listed.json["subscriptions"] as? [[String: Any]])?.isEmpty == true, "mallory's claim is refused")
 
                 let alice = try await api.post("/v1/receipts", ["receipt": genuine.receiptData, "account_id": "alice"])
                 #expect(alice.status == 200)
                 #expect((alice.json["subscriptions"] as? [[String: Any]])?.first?["account"] as? String == "linked")
                 #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'") == 1)
                 #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id = 'mallory'") == 0)
+            }
+        }
+    }
+
+    /// While Apple cannot be asked, a stranger queues junk naming a new customer's subscription
+    /// first, with no account; the owner's own registration, queued next, is judged on its own
+    /// receipt: the owner is linked and the subscription active, never invalid, and the stored
+    /// receipt is Apple's, not the junk.
+    @Test func aQueuedRegistrationCannotBeSquattedByJunkQueuedFirst() async throws {
+        try await APIHarness.with { api in
+            let genuine = api.receipt()
+            let otid = genuine.subscriptions[0].originalTransactionID
+            try await api.haltFleet()
+            let junk = try await api.post("/v1/receipts", ["receipt": "bm90IGEgcmVjZWlwdA==", "original_transaction_id": otid])
+            #expect(junk.status == 202)
+            let owner = try await api.post("/v1/receipts", [
+                "receipt": genuine.receiptData, "original_transaction_id": otid, "account_id": "alice",
+            ])
+            #expect(owner.status == 202)
+            #expect(try await api.count("SELECT count(*) AS n FROM receipts") == 0, "no queued receipt is the subscription's yet")
+
+            try await api.resumeFleet()
+            try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
+                // Both judged: the junk after three 21002s, as any receipt Apple cannot read.
+                let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
+                let waiting = "SELECT count(*) AS n FROM account_claims WHERE resolved_at IS NULL"
+                let deadline = ContinuousClock.now + .seconds(40)
+                while ContinuousClock.now < deadline {
+                    if try await api.count(linked) == 1, try await api.count(waiting) == 0 { break }
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                #expect(try await api.count(linked) == 1)
+                let listed = try await api.get("/v1/subscriptions?account_id=alice")
+                #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["active"])
+                #expect(try await api.count("SELECT count(*) AS n FROM receipts WHERE receipt = 'bm90IGEgcmVjZWlwdA=='") == 0)
+                #expect(try await api.count("SELECT count(*) AS n FROM receipts") == 1)
+                #expect(try await api.count("SELECT count(*) AS n FROM account_claims WHERE resolved_at IS NULL") == 0)
+                #expect(try await api.count("SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL") == 1)
             }
         }
     }

@@ -314,7 +314,7 @@ import Testing
             let record = try await console.subscriptionWithHistory()
             let (healthy, failing) = try await console.onOwnDatabase { database in
                 let registry = WebhookRegistry.local(database)
-                let healthy = try registry.add(url: "https://crm.example.com/hooks?key=s3cret", eventTypes: []).endpoint.id
+                let healthy = try registry.add(url: "https://crm.example.com/hooks?tenant=s3cret", eventTypes: []).endpoint.id
                 let failing = try registry.add(url: "https://billing.example.com/in", eventTypes: ["renewed"]).endpoint.id
                 let event = try database.query("SELECT id::text AS id FROM events WHERE subscription_id = $1 LIMIT 1", [.int64(record.id)])[0]
                 // One delivery made; one given up after the receiver answered 500, then did not answer at all.

@@ -104,6 +104,13 @@ import Testing
             _ = try reanalysing(nil)
             return .written(version: 2)
         }
+
+        private(set) var judgements: [ClaimJudgement] = []
+
+        func judgeClaims(of subscriptionID: Int64, _ judgement: ClaimJudgement) throws -> String? {
+            judgements.append(judgement)
+            return nil
+        }
     }
 
     static let subscription = LoadedSubscription(
@@ -111,11 +118,11 @@ import Testing
         receipt: ReceiptData(base64: "cmVjZWlwdA=="), state: nil, version: 0, lastVerifiedAt: nil, nextCheckAt: nil)
 
     /// Apple's answer for that subscription: one monthly period, renewing, bought a week ago.
-    static func activeResponse() throws -> VerifyReceiptResponse {
+    static func activeResponse(originalTransactionID otid: String = "1000000000000007") throws -> VerifyReceiptResponse {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let (bought, expires) = (now - 7 * 86_400_000, now + 23 * 86_400_000)
         let entry = """
-            {"product_id":"monthly","transaction_id":"2000000000000007","original_transaction_id":"1000000000000007",
+            {"product_id":"monthly","transaction_id":"2000000000000007","original_transaction_id":"\(otid)",
              "purchase_date_ms":"\(bought)","original_purchase_date_ms":"\(bought)","expires_date_ms":"\(expires)",
              "web_order_line_item_id":"3000000000000007","is_trial_period":"false","is_in_intro_offer_period":"false",
              "in_app_ownership_type":"PURCHASED"}
@@ -124,7 +131,7 @@ import Testing
             {"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.app","request_date_ms":"\(now)",
              "in_app":[\(entry)]},"latest_receipt_info":[\(entry)],
              "pending_renewal_info":[{"auto_renew_product_id":"monthly","product_id":"monthly",
-             "original_transaction_id":"1000000000000007","auto_renew_status":"1"}]}
+             "original_transaction_id":"\(otid)","auto_renew_status":"1"}]}
             """
         return try VerifyReceiptResponse(body: Array(body.utf8), httpStatus: 200)
     }

@@ -350,7 +350,7 @@ import Testing
             }
             #expect(try await receiptfleet("pause", "--reason", "database maintenance").status == 0)
             #expect(try await receiptfleet("resume").status == 0)
-            let added = try await receiptfleet("webhooks", "add", "http://127.0.0.1:9/hooks?token=abc", "--events", "renewed")
+            let added = try await receiptfleet("webhooks", "add", "http://127.0.0.1:9/hooks?tenant=abc", "--events", "renewed")
             #expect(added.status == 0, "\(added.output)")
             #expect(try await receiptfleet("webhooks", "disable", "424242").status != 0, "no such endpoint")
             #expect(try await receiptfleet("dead", "purge", "--error-class", "apple.21010").status == 0)
