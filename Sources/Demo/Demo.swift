@@ -23,6 +23,9 @@ public struct DemoOptions: ParsableArguments {
     @Option(help: "The simulator's port.")
     var simulatorPort = 19190
 
+    @Option(help: "The first worker's metrics port; the others take the next ports.")
+    var metricsPort = 9464
+
     @Option(help: "The simulator's response delay: 150ms±50ms, 5ms±5ms, 0ms.")
     var latency = "5ms±5ms"
 
@@ -80,6 +83,7 @@ public struct DemoOptions: ParsableArguments {
         defer { stage.stopAll() }
         stage.restartCommand = restartCommand
         stage.serverPIDFile = serverPIDFile
+        stage.metricsPort = metricsPort
 
         say("preparing: database receiptfleet_demo, Redis prefix \(DemoStage.keyPrefix), simulator on port \(simulatorPort), "
             + "backend \(stage.settings.defaultBackend)")

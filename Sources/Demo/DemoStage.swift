@@ -37,6 +37,8 @@ final class DemoStage {
     var faultFigures: [String: String] = [:]
     /// The file holding a server's process id, for the freeze faults.
     var serverPIDFile: String?
+    /// The first worker's metrics port (`demo --metrics-port`); the others take the next ports.
+    var metricsPort = 9464
     /// The processes it started, by name, with what they were started with (to start them again).
     var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
     /// The nights run so far: run id and jobs enqueued.
@@ -181,7 +183,7 @@ final class DemoStage {
         nights.append((runID, summary.enqueued))
         for index in 0..<workers {
             try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
-                      environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(9464 + index)"])
+                      environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(metricsPort + index)"])
         }
         var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? []
         var faultStarted: ContinuousClock.Instant?
@@ -321,7 +323,7 @@ final class DemoStage {
             "  redis-cli XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
             "  receiptfleet status --key-prefix '\(Self.keyPrefix)' --postgres-url '…/\(Self.database)'",
             "  receiptfleet subscriptions show 1 --postgres-url '…/\(Self.database)'",
-            "  curl http://127.0.0.1:9464/metrics     (worker 1; the others on the next ports)",
+            "  curl http://127.0.0.1:\(metricsPort)/metrics     (worker 1; the others on the next ports)",
             "  logs: \(logDirectory.path)/",
         ]
         return lines.joined(separator: "\n")
