@@ -54,6 +54,36 @@ public struct TransactionHistoryPage: Sendable {
     }
 }
 
+/// One page of Get Notification History (`POST /inApps/v1/notifications/history`, a
+/// `NotificationHistoryResponse`): the V2 notifications Apple sent, oldest first, each with its
+/// send attempts, and the token for the next page. The payloads are believed only once verified,
+/// as a notification's are (they are the same `signedPayload`).
+public struct NotificationHistoryPage: Sendable {
+    public struct Item: Sendable {
+        public let signedPayload: String
+        /// `sendAttemptResult` of each attempt, oldest first: `SUCCESS`, `NO_RESPONSE`, …
+        public let attempts: [String]
+
+        /// Apple never got a 200 from the notification URL for it.
+        public var neverDelivered: Bool { !attempts.contains("SUCCESS") }
+    }
+
+    public let notifications: [Item]
+    /// The token to ask the next page with (`?paginationToken=`), when `hasMore`.
+    public let paginationToken: String?
+    public let hasMore: Bool
+
+    public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
+        let fields = try JSONValue.object(body, httpStatus: httpStatus)
+        notifications = (fields["notificationHistory"]?.objects ?? []).compactMap { entry in
+            guard let payload = entry.text("signedPayload") else { return nil }
+            return Item(signedPayload: payload, attempts: (entry["sendAttempts"]?.objects ?? []).compactMap { $0.text("sendAttemptResult") })
+        }
+        paginationToken = fields.text("paginationToken")
+        hasMore = fields.flag("hasMore") ?? false
+    }
+}
+
 /// The body of the Server API's error answers: `{"errorCode": 4040010, "errorMessage": "…"}`.
 public struct ServerAPIErrorBody: Sendable, Equatable {
     /// `TransactionIdNotFoundError`: the transaction is not in this environment (try the other).

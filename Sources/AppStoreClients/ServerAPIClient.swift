@@ -31,7 +31,7 @@ public final class ServerAPIClient {
     public let endpoints: ServerAPIEndpoints
     let tokens: ServerAPITokens
     let signatures: SignedPayloadVerifier
-    private let http: HTTPClient
+    let http: HTTPClient
 
     public init(
         endpoints: ServerAPIEndpoints, tokens: ServerAPITokens, signatures: SignedPayloadVerifier,

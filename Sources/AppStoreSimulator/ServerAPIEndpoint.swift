@@ -12,16 +12,20 @@ public struct ServerAPISimulation: Sendable {
     public let seeds: [UInt64]
     /// The time the fleet's lifecycles are centred on (the seed command's `--at`).
     public let anchorMs: Int64
+    /// How many receipts each app's fleet holds (the seed command's `--count`): what their
+    /// lifecycles send makes the notification history. 0 keeps none.
+    public let subscriptions: Int
 
     /// The first simulated app's bundle id: a token for it asks about the fleet of `seeds[0]`.
     public static var bundleID: String { Catalog.bundleID }
 
     /// `seeds`: the first app's fleet, then the other apps' (none: only the first app is served).
-    public init(publicKey: P256.Signing.PublicKey, seeds: [UInt64], anchorMs: Int64) {
+    public init(publicKey: P256.Signing.PublicKey, seeds: [UInt64], anchorMs: Int64, subscriptions: Int = 0) {
         precondition(!seeds.isEmpty && seeds.count <= Catalog.bundleIDs.count, "one seed per simulated app")
         self.publicKey = publicKey
         self.seeds = seeds
         self.anchorMs = anchorMs / 1000 * 1000
+        self.subscriptions = subscriptions
     }
 }
 
@@ -175,7 +179,7 @@ enum ServerAPIEndpoint {
     }
 
     /// `JWSTransactionDecodedPayload`: camelCase, ids as strings, dates as milliseconds.
-    private static func transactionPayload(
+    static func transactionPayload(
         _ transaction: SimulatedTransaction, of app: String, renewalCount: Int, environment: SimulatedEnvironment, now: Int64
     ) -> [UInt8] {
         var json = JSONWriter(capacity: 768)
@@ -207,7 +211,7 @@ enum ServerAPIEndpoint {
     }
 
     /// `JWSRenewalInfoDecodedPayload`.
-    private static func renewalPayload(_ renewal: PendingRenewal, environment: SimulatedEnvironment, now: Int64) -> [UInt8] {
+    static func renewalPayload(_ renewal: PendingRenewal, environment: SimulatedEnvironment, now: Int64) -> [UInt8] {
         var json = JSONWriter(capacity: 384)
         json.beginObject()
         json.string("originalTransactionId", String(renewal.originalTransactionID))

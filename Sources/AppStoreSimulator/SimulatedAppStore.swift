@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import ServiceLifecycle
 import NIOCore
@@ -8,8 +9,8 @@ import Synchronization
 /// receipt token and the clock (see `SimulatedReceipt`).
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
-/// Server API's `GET /inApps/v1/subscriptions/{transactionId}` and `GET /inApps/v2/history/{transactionId}`
-/// (and both under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
+/// Server API's `GET /inApps/v1/subscriptions/{transactionId}`, `GET /inApps/v2/history/{transactionId}` and
+/// `POST /inApps/v1/notifications/history` (and each under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
 /// routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
     /// The time every answer is computed for.
@@ -89,6 +90,17 @@ public final class SimulatedAppStore: Sendable {
                                               revision: request.uri.queryParameters.get("revision"),
                                               revoked: request.uri.queryParameters.get("revoked").flatMap { Bool($0) }, endpoint: endpoint,
                                               now: now, setup: setup, signing: signing)
+                }
+            }
+            router.post("\(prefix)inApps/v1/notifications/history") { request, context in
+                let body = try await request.body.collect(upTo: 1 << 16)
+                return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
+                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
+                          app < setup.seeds.count
+                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    return NotificationHistoryEndpoint.history(
+                        app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
+                        endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: { _ in [] })
                 }
             }
         }

@@ -15,6 +15,8 @@ struct OverviewView {
     var gateText: String
     var gateClass: String
     var serverAPIHalt: String?
+    /// When `notifications recover` last brought in what serve missed, and what it found.
+    var notificationRecovery: String
     var requestRate: String
     var rateLimit: String
     var verifiedLastMinute: Int
@@ -63,6 +65,10 @@ struct OverviewView {
             (gateText, gateClass) = ("Open: workers call Apple", "open")
         }
         serverAPIHalt = status.serverAPI.haltedReason
+        notificationRecovery = status.lastNotificationRecovery.map { run in
+            "Last recovered \(Shown.time(run.at)): \(run.found) in Apple's history, \(run.new) new"
+                + (run.outcome == "ok" ? "." : " (\(run.outcome)).")
+        } ?? "No recovery from Apple's notification history is recorded (receiptfleet notifications recover)."
 
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         let rates = Self.rates(samples)

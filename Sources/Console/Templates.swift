@@ -102,6 +102,7 @@ enum Templates {
           <h2 id="apple-h">Apple</h2>
           <p id="gate" class="gate {{gateClass}}">{{gateText}}</p>
           {{#serverAPIHalt}}<p class="gate halted" id="server-api-gate">App Store Server API halted: {{serverAPIHalt}}</p>{{/serverAPIHalt}}
+          <p id="notification-recovery">Missed notifications: {{notificationRecovery}}</p>
           <dl class="figures">
             <div><dt>Requests per second</dt><dd id="apple-rate">{{requestRate}}</dd></div>
             <div><dt>Fleet-wide limit</dt><dd id="apple-limit">{{rateLimit}}</dd></div>

@@ -69,7 +69,7 @@ public final class AppleClients: AppleVerifier {
     }
 
     /// The Server API's client for `app`'s tokens, made on first use.
-    private func serverAPIClient(forApp app: String?) throws -> ServerAPIClient {
+    public func serverAPIClient(forApp app: String?) throws -> ServerAPIClient {
         guard let configured = settings.serverAPI else { throw ServerAPIUnavailable.notConfigured }
         let bundleID = settings.serverAPIBundleID(forApp: app)
         if let client = serverAPI[bundleID] { return client }

@@ -21,6 +21,18 @@ public struct FleetStatus: Sendable, Encodable {
     public var subscriptions: [String: Int]?
     public var dueNow: Int?
     public var eventsLastHour: [String: Int]?
+    /// The last `notifications recover` (dry runs are not recorded), from the audit trail: when it
+    /// ran and what it found; nil when none ran.
+    public var lastNotificationRecovery: NotificationRecovery?
+
+    public struct NotificationRecovery: Sendable, Encodable {
+        public var at: Date
+        /// Notifications in Apple's history for its window, and those the ledger did not hold.
+        public var found: Int
+        public var new: Int
+        /// "ok", or "failed: …".
+        public var outcome: String
+    }
 
     public struct Queue: Sendable, Encodable {
         public var ready: Int

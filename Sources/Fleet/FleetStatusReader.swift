@@ -83,6 +83,10 @@ public final class FleetStatusReader {
             let counts = try ledger.counts(now: now, since: now - 3_600)
             (side.subscriptions, side.dueNow, side.eventsLastHour) = (counts.subscriptionsByApp, counts.dueNow, counts.eventsByType)
         }
+        side.lastNotificationRecovery = try ledger.latestAudited("notifications.recover").map {
+            FleetStatus.NotificationRecovery(
+                at: $0.at, found: Int($0.details["found"] ?? "") ?? 0, new: Int($0.details["new"] ?? "") ?? 0, outcome: $0.outcome)
+        }
         return side
     }
 
@@ -129,6 +133,7 @@ public struct FleetReading: Sendable {
         public var subscriptions: [String: [String: Int]]?
         public var dueNow: Int?
         public var eventsLastHour: [String: Int]?
+        public var lastNotificationRecovery: FleetStatus.NotificationRecovery?
     }
 
     public var redisSide: RedisSide?
@@ -154,7 +159,8 @@ public struct FleetReading: Sendable {
             appleStatusLastMinute: ledgerSide.appleStatusLastMinute, apps: apps,
             outbox: ledgerSide.outbox,
             subscriptions: byApp.map(LedgerCounts.total),
-            dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour)
+            dueNow: ledgerSide.dueNow, eventsLastHour: ledgerSide.eventsLastHour,
+            lastNotificationRecovery: ledgerSide.lastNotificationRecovery)
     }
 }
 

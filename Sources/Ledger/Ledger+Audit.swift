@@ -48,14 +48,25 @@ extension Ledger {
              .text(String(decoding: details, as: UTF8.self)), .text(record.outcome)])
     }
 
+    /// The newest entry of exactly `action`, if any.
+    public func latestAudited(_ action: String) throws -> AuditEntry? {
+        try auditTrail(matching: "action = $1", [.text(action)], limit: 1).first
+    }
+
     /// The newest `limit` entries at or after `since` (of `action` and its sub-actions when given),
     /// newest first.
     public func auditTrail(since: Date? = nil, action: String? = nil, limit: Int = 100) throws -> [AuditEntry] {
+        try auditTrail(
+            matching: "($1::timestamptz IS NULL OR at >= $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $2 || '.%')",
+            [since.map { .timestamptz($0) } ?? .null, action.map { .text($0) } ?? .null], limit: limit)
+    }
+
+    /// The newest `limit` entries that `condition` (SQL over `parameters`) keeps, newest first.
+    private func auditTrail(matching condition: String, _ parameters: [PostgresValue], limit: Int) throws -> [AuditEntry] {
         let rows = try connection.query("""
             SELECT id, at, actor, via, action, target, details::text AS details, outcome FROM audit_log
-            WHERE ($1::timestamptz IS NULL OR at >= $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $2 || '.%')
-            ORDER BY id DESC LIMIT $3
-            """, [since.map { .timestamptz($0) } ?? .null, action.map { .text($0) } ?? .null, .int64(Int64(limit))])
+            WHERE \(condition) ORDER BY id DESC LIMIT $\(parameters.count + 1)
+            """, parameters + [.int64(Int64(limit))])
         return try rows.map { row in
             AuditEntry(
                 id: try row["id"].int64() ?? 0, at: try row["at"].timestamptz() ?? Date(timeIntervalSince1970: 0),

@@ -82,6 +82,11 @@ extension Ledger {
             id: try row?["id"].int64() ?? 0, isNew: !inserted.isEmpty, jobPendingFor: try row?["pending"].int64())
     }
 
+    /// Whether a notification with `dedupeKey` is recorded.
+    public func knowsNotification(dedupeKey: String) throws -> Bool {
+        try !connection.query("SELECT 1 FROM notifications WHERE dedupe_key = $1", [.text(dedupeKey)]).isEmpty
+    }
+
     /// Notes that the notification's verification job is in the queue: its copies need nothing more.
     public func markJobEnqueued(notificationID: Int64) throws {
         try connection.execute(

@@ -23,8 +23,9 @@ extension SimulateAppStore {
                   receiptfleet simulate-appstore serve --start 2026-11-20T09:00:00Z --rate-limit 50 --shared-secret s3cr3t
                   receiptfleet simulate-appstore serve --server-api-key AuthKey_SIM.p8 --fleet-seed 7 --start 2026-11-20T09:00:00Z
 
-                With --server-api-key it also serves the App Store Server API (GET /inApps/v1/subscriptions/{id} \
-                and /inApps/v2/history/{id}, under /sandbox for the sandbox) for the fleet that \
+                With --server-api-key it also serves the App Store Server API (GET /inApps/v1/subscriptions/{id}, \
+                /inApps/v2/history/{id} and, with --fleet-size, POST /inApps/v1/notifications/history; under \
+                /sandbox for the sandbox) for the fleet that \
                 `simulate-appstore seed --seed N --at T` drew: tokens signed with that key are accepted, and \
                 its answers are signed with the simulator's own root (`seed --server-api-root` writes it).
                 """)
@@ -51,6 +52,8 @@ extension SimulateAppStore {
         var fleetSeed: [UInt64] = []
         @Option(help: "With --server-api-key: the time the fleet is centred on (seed's --at); --start by default.")
         var fleetAt: String?
+        @Option(help: "With --server-api-key: how many receipts each app's fleet holds (seed's --count); the V2 notifications their lifecycles send make the notification history (0: none).")
+        var fleetSize = 0
 
         /// The Server API's set-up, when asked for.
         func serverAPI() throws -> ServerAPISimulation? {
@@ -64,7 +67,9 @@ extension SimulateAppStore {
             else {
                 throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
             }
-            return ServerAPISimulation(publicKey: key.publicKey, seeds: fleetSeed, anchorMs: try parseTime(fleetAt ?? start))
+            guard fleetSize >= 0 else { throw ValidationError("--fleet-size must be 0 or more.") }
+            return ServerAPISimulation(
+                publicKey: key.publicKey, seeds: fleetSeed, anchorMs: try parseTime(fleetAt ?? start), subscriptions: fleetSize)
         }
 
         func run() async throws {

@@ -95,6 +95,12 @@ struct Status: ParsableCommand {
         } else {
             line("scheduler", "no run recorded")
         }
+        if let run = status.lastNotificationRecovery {
+            line("missed notif.", "last recovery \(run.at.formatted(.iso8601)): \(run.found) in Apple's history, \(run.new) new"
+                 + (run.outcome == "ok" ? "" : "; \(run.outcome)"))
+        } else {
+            line("missed notif.", "no recovery recorded (`receiptfleet notifications recover`, daily from its timer)")
+        }
         return lines.joined(separator: "\n")
     }
 }

@@ -4,6 +4,7 @@ import Fleet
 import Foundation
 import HTTPClient
 import JobQueue
+import Ledger
 import RedisClient
 import TestSupport
 import Testing
@@ -163,6 +164,25 @@ import Testing
             #expect(page.text(id: "run")?.contains("Run console-test") == true)
             #expect(page.text(id: "gate")?.hasPrefix("Open") == true)
             #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'self'") == true)
+        }
+    }
+
+    /// When `notifications recover` last ran, and what it found, from the audit trail it writes.
+    @Test func theOverviewSaysWhenMissedNotificationsWereLastRecovered() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            func line() async throws -> String {
+                try #require(try await console.get("/console", session: session).text(id: "notification-recovery"))
+                    .replacingOccurrences(of: "&#39;", with: "'")
+            }
+            let before = try await line()
+            #expect(before.contains("No recovery from Apple's notification history is recorded"), "\(before)")
+            try await console.onLedger { ledger in
+                try ledger.record(AuditRecord(actor: "root", via: .cli, action: "notifications.recover",
+                                              details: ["found": "41", "new": "3"]))
+            }
+            let after = try await line()
+            #expect(after.hasPrefix("Missed notifications: Last recovered ") && after.hasSuffix(": 41 in Apple's history, 3 new."), "\(after)")
         }
     }
 

@@ -36,6 +36,7 @@ struct DebianPackageTests {
         for path in [
             "./usr/bin/receiptfleet", "./lib/systemd/system/receiptfleet-api.service", "./lib/systemd/system/receiptfleet-worker@.service",
             "./lib/systemd/system/receiptfleet-schedule.timer", "./lib/systemd/system/receiptfleet-prune.timer",
+            "./lib/systemd/system/receiptfleet-notifications.timer",
             "./lib/systemd/system/receiptfleet.target", "./lib/systemd/system/receiptfleet-console.service",
             "./lib/systemd/system/receiptfleet-.service.d/10-receiptfleet.conf",
             "./usr/share/receiptfleet/examples/receiptfleet.json", "./usr/share/receiptfleet/examples/receiptfleet.env.example",
@@ -54,7 +55,7 @@ struct DebianPackageTests {
         let root = try await Self.unpacked()
         let page = try await run("zcat", [root.appendingPathComponent("usr/share/man/man1/receiptfleet.1.gz").path], from: "gzip")
         #expect(page.succeeded && page.output.contains(".Dt RECEIPTFLEET 1"), "\(page.output.prefix(500))")
-        for subcommand in ["worker", "schedule", "serve", "console", "migrate", "resume", "prune"] {
+        for subcommand in ["worker", "schedule", "serve", "console", "migrate", "resume", "prune", "notifications"] {
             #expect(page.output.contains(".It Em \(subcommand)"), "the man page lacks \(subcommand)")
         }
         let script = root.appendingPathComponent("usr/share/bash-completion/completions/receiptfleet").path

@@ -52,8 +52,8 @@ struct KubernetesManifestTests {
         #expect((scaler.node["spec"]["minReplicaCount"].number ?? 0) >= 1)
     }
 
-    /// The scheduler nightly, retention after it, each one at a time.
-    @Test(arguments: [("schedule", "0 2 * * *"), ("prune", "30 3 * * *")])
+    /// The scheduler nightly, retention and the notifications' recovery after it, each one at a time.
+    @Test(arguments: [("schedule", "0 2 * * *"), ("prune", "30 3 * * *"), ("notifications", "15 4 * * *")])
     func theDailyJobsRunOneAtATime(command: String, schedule: String) async throws {
         let manifests = try await KubernetesManifests(folder: Self.folder)
         let cron = try #require(manifests.resources("CronJob").first { $0.node["metadata"]["name"].string == "receiptfleet-\(command)" })

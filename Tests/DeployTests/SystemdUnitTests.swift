@@ -7,7 +7,8 @@ struct SystemdUnitTests {
     static let units = [
         "receiptfleet-worker@9471.service", "receiptfleet-relay.service", "receiptfleet-api.service",
         "receiptfleet-schedule.service", "receiptfleet-schedule.timer", "receiptfleet-prune.service",
-        "receiptfleet-prune.timer", "receiptfleet-migrate.service", "receiptfleet-console.service", "receiptfleet.target",
+        "receiptfleet-prune.timer", "receiptfleet-notifications.service", "receiptfleet-notifications.timer",
+        "receiptfleet-migrate.service", "receiptfleet-console.service", "receiptfleet.target",
     ]
     static let services = units.filter { $0.hasSuffix(".service") }
     /// The default `drain-grace`: how long a worker may take to finish its jobs after SIGTERM.
@@ -65,8 +66,10 @@ struct SystemdUnitTests {
         #expect(settings["Environment", default: []].contains("RECEIPTFLEET_CONSOLE_TOKENS_FILE=%d/console-tokens"))
     }
 
-    /// The scheduler at the default nightly-hour, retention after it; both catch up a missed day.
-    @Test(arguments: [("receiptfleet-schedule.timer", "*-*-* 02:00:00 UTC"), ("receiptfleet-prune.timer", "*-*-* 03:30:00 UTC")])
+    /// The scheduler at the default nightly-hour, retention and the notifications' recovery after
+    /// it; each catches up a missed day.
+    @Test(arguments: [("receiptfleet-schedule.timer", "*-*-* 02:00:00 UTC"), ("receiptfleet-prune.timer", "*-*-* 03:30:00 UTC"),
+                      ("receiptfleet-notifications.timer", "*-*-* 04:15:00 UTC")])
     func theTimersRunDailyAndCatchUp(timer: String, calendar: String) throws {
         let settings = try unitSettings(Repository.url("deploy/systemd/" + timer))
         #expect(settings["OnCalendar"] == [calendar])

@@ -16,10 +16,11 @@ import Testing
 @Suite struct ServerAPIFleetTests {
     /// A simulator that serves the Server API too, for the fleet `FleetSetup` draws around `anchorMs`.
     static func simulator<T: Sendable>(
-        startMs: Int64, anchorMs: Int64, knobs: FaultKnobs = FaultKnobs(), _ body: (LiveSimulator) async throws -> T
+        startMs: Int64, anchorMs: Int64, knobs: FaultKnobs = FaultKnobs(), receipts: Int = 0, _ body: (LiveSimulator) async throws -> T
     ) async throws -> T {
         try await LiveSimulator.with(
-            knobs: knobs, startMs: startMs, serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, anchorMs: anchorMs), body)
+            knobs: knobs, startMs: startMs,
+            serverAPI: SimulatedServerAPI.simulation(seed: FleetSetup.seed, anchorMs: anchorMs, subscriptions: receipts), body)
     }
 
     /// Moves every other subscription (by id) to the Server API; returns how many moved.
@@ -211,22 +212,13 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("server-api"))
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (keyFile, rootFile) = (directory.appendingPathComponent("AuthKey_SIMKEY.p8"), directory.appendingPathComponent("root.pem"))
         let pem = SimulatedServerAPI.privateKey.pemRepresentation
-        try pem.write(to: keyFile, atomically: true, encoding: .utf8)
-        try SimulatorSigningChain().rootPEM.write(to: rootFile, atomically: true, encoding: .utf8)
         try await TestDatabase.with { database in
             try await Self.simulator(startMs: nowMs, anchorMs: nowMs) { simulator in
                 let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 40)
                 // Every subscription is due and queued; a job reads its subscription's backend when it runs.
                 _ = try await setup.load()
-                let serverAPI = setup.environment.merging([
-                    "RECEIPTFLEET_SERVER_API_ISSUER_ID": "simulated-issuer", "RECEIPTFLEET_SERVER_API_KEY_ID": "SIMKEY",
-                    "RECEIPTFLEET_SERVER_API_KEY_FILE": keyFile.path, "RECEIPTFLEET_APPLE_BUNDLE_ID": ServerAPISimulation.bundleID,
-                    "RECEIPTFLEET_APPLE_ROOT_CERTIFICATE": rootFile.path,
-                    "RECEIPTFLEET_SERVER_API_PRODUCTION_URL": simulator.serverAPIProductionURL,
-                    "RECEIPTFLEET_SERVER_API_SANDBOX_URL": simulator.serverAPISandboxURL,
-                ]) { $1 }
+                let serverAPI = setup.environment.merging(try SimulatedServerAPI.environment(for: simulator, filesIn: directory)) { $1 }
 
                 let refused = try await runFleetCommand(["subscriptions", "set-backend", "server-api", "--all"], environment: setup.environment)
                 #expect(refused.status != 0 && refused.output.contains("The Server API has no key configured here"), "\(refused.output)")

@@ -1,3 +1,4 @@
+import Foundation
 import AppStore
 import AppStoreClients
 import AppStoreSimulator
@@ -11,8 +12,25 @@ public enum SimulatedServerAPI {
 
     /// What the simulator needs to serve the Server API for the fleet drawn with `seed` around
     /// `anchorMs` (and for the second app's, drawn with `journalSeed`).
-    public static func simulation(seed: UInt64, journalSeed: UInt64? = nil, anchorMs: Int64) -> ServerAPISimulation {
-        ServerAPISimulation(publicKey: privateKey.publicKey, seeds: [seed] + (journalSeed.map { [$0] } ?? []), anchorMs: anchorMs)
+    /// `subscriptions`: how many receipts the fleet holds, for its notification history.
+    public static func simulation(seed: UInt64, journalSeed: UInt64? = nil, anchorMs: Int64, subscriptions: Int = 0) -> ServerAPISimulation {
+        ServerAPISimulation(
+            publicKey: privateKey.publicKey, seeds: [seed] + (journalSeed.map { [$0] } ?? []), anchorMs: anchorMs, subscriptions: subscriptions)
+    }
+
+    /// The key and the simulator's root written to files in `directory`, and the settings that
+    /// name them (with the simulator's URLs), as an operator configures a `receiptfleet` process.
+    public static func environment(for simulator: LiveSimulator, filesIn directory: URL) throws -> [String: String] {
+        let (keyFile, rootFile) = (directory.appendingPathComponent("AuthKey_SIMKEY.p8"), directory.appendingPathComponent("root.pem"))
+        try privateKey.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+        try SimulatorSigningChain().rootPEM.write(to: rootFile, atomically: true, encoding: .utf8)
+        return [
+            "RECEIPTFLEET_SERVER_API_ISSUER_ID": "simulated-issuer", "RECEIPTFLEET_SERVER_API_KEY_ID": "SIMKEY",
+            "RECEIPTFLEET_SERVER_API_KEY_FILE": keyFile.path, "RECEIPTFLEET_APPLE_BUNDLE_ID": ServerAPISimulation.bundleID,
+            "RECEIPTFLEET_APPLE_ROOT_CERTIFICATE": rootFile.path,
+            "RECEIPTFLEET_SERVER_API_PRODUCTION_URL": simulator.serverAPIProductionURL,
+            "RECEIPTFLEET_SERVER_API_SANDBOX_URL": simulator.serverAPISandboxURL,
+        ]
     }
 
     /// The fleet's settings for `simulator`'s Server API.

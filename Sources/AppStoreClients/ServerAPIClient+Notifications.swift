@@ -1,0 +1,48 @@
+import AppStore
+import Foundation
+import HTTPClient
+
+/// Why a call about notifications got no usable answer: Apple's error (its code and message), a
+/// 429 (`retryAfter`), or no answer at all. Never holds the token or a payload.
+public struct ServerAPICallError: Error, CustomStringConvertible {
+    public let description: String
+    /// Seconds Apple asked to wait (a 429), when it said.
+    public let retryAfter: Duration?
+}
+
+extension ServerAPIClient {
+    /// One page of Get Notification History in `environment`: the V2 notifications Apple sent from
+    /// `start` to `end`, oldest first (`onlyFailures`: only those never delivered); the next page
+    /// with the last one's `paginationToken`.
+    public func notificationHistory(
+        in environment: AppStoreEnvironment, from start: Date, until end: Date, onlyFailures: Bool, after paginationToken: String?
+    ) throws(ServerAPICallError) -> NotificationHistoryPage {
+        var request = "{\"startDate\":\(Int64(start.timeIntervalSince1970 * 1000)),\"endDate\":\(Int64(end.timeIntervalSince1970 * 1000))"
+        if onlyFailures { request += ",\"onlyFailures\":true" }
+        request += "}"
+        let query = paginationToken.map { "?paginationToken=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
+        let answer = try post("/inApps/v1/notifications/history" + query, json: Array(request.utf8), in: environment)
+        do {
+            return try NotificationHistoryPage(body: answer.body, httpStatus: answer.status)
+        } catch {
+            throw ServerAPICallError(description: "Apple's notification history could not be read: \(error)", retryAfter: nil)
+        }
+    }
+
+    /// A POST with the key's token: the answer when it is a 200, else why not.
+    private func post(_ path: String, json body: [UInt8], in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
+        let answer: HTTPResponse
+        do {
+            answer = try http.post(url: endpoints.base(for: environment) + path, json: body, headers: ["Authorization": "Bearer " + tokens.token()])
+        } catch {
+            throw ServerAPICallError(description: "the App Store Server API did not answer: \(error)", retryAfter: nil)
+        }
+        guard answer.status == 200 else {
+            let (outcome, problem) = refusal(answer)
+            let wait: Duration? = if case .serverAPI(.rateLimited(let retryAfter)) = outcome { retryAfter } else { nil }
+            let message = ServerAPIErrorBody(body: answer.body)?.message.map { ": \($0)" } ?? ""
+            throw ServerAPICallError(description: "the App Store Server API refused: \(problem)\(message)", retryAfter: wait)
+        }
+        return answer
+    }
+}

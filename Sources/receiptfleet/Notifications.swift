@@ -1,0 +1,170 @@
+import APIService
+import AppStore
+import AppStoreClients
+import ArgumentParser
+import Fleet
+import Foundation
+import Lanes
+import Ledger
+import Logging
+import Terminal
+
+/// `receiptfleet notifications recover`
+struct Notifications: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "App Store Server Notifications that never reached serve, from Apple's history.",
+        discussion: "See docs/appstore-server-api.md.",
+        subcommands: [Recover.self])
+
+    struct Recover: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Bring in the V2 notifications Apple sent while serve could not take them.",
+            discussion: """
+                Pages through Get Notification History (the App Store Server API, with the app's \
+                server-api-key) for each app and each of notification-environments, and hands every \
+                notification the ledger does not hold yet (by its notificationUUID) to the same intake as \
+                POST /v1/notifications/apple: verified against Apple's root, recorded once, its signed \
+                data applied, its subscription's check queued for the workers. Running it again, or over \
+                notifications serve did take, changes nothing. Apple keeps 180 days of history in \
+                production and 30 in the sandbox. Each page prints a progress line; a run (not a dry \
+                one) is recorded in the audit trail (notifications.recover), where status and the console \
+                read when it last ran.
+
+                Examples:
+                  receiptfleet notifications recover --since 72h
+                  receiptfleet notifications recover --since 2026-11-24T02:00:00Z --until 2026-11-24T06:00:00Z
+                  receiptfleet notifications recover --since 7d --only-failures --app journal
+                  receiptfleet notifications recover --since 30d --dry-run
+                """)
+
+        @OptionGroup var options: FleetOptions
+        @Option(help: "From when: how long ago (72h, 7d), a day (2026-11-24) or a time (2026-11-24T02:00:00Z).")
+        var since: String
+        @Option(help: "Until when, as --since; now by default.") var until: String?
+        @Option(help: "Only this app (its name in apps-file); every app by default.") var app: String?
+        @Flag(help: "Only the notifications Apple never delivered (its onlyFailures).") var onlyFailures = false
+        @Flag(help: "Count what would be brought in; change nothing.") var dryRun = false
+
+        func run() async throws {
+            let logger = try setUpLogging(options, unset: .warning)
+            let resolved = try ResolvedConfiguration(options: options)
+            let fleet = try resolved.settings()
+            guard fleet.serverAPI != nil else {
+                throw ValidationError("Apple's notification history is read through the App Store Server API: configure its key "
+                                      + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
+            }
+            let now = Date()
+            let start = try sinceArgument(since, now: now)
+            let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
+            guard start < end else { throw ValidationError("--since must be before --until.") }
+            let apps: [String]
+            do {
+                apps = try app.map { [try fleet.apps.resolve($0) ?? $0] } ?? fleet.apps.names
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let replay = NotificationReplay(
+                fleet: fleet, trustedRoots: try resolved.trustedRoots(),
+                acceptedEnvironments: try resolved[Settings.notificationEnvironments], metrics: FleetMetrics(), logger: logger)
+            let lane = Lane(name: "recover") { try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
+            defer { lane.shutdown() }
+
+            var tally = Tally()
+            for app in apps {
+                for environment in try resolved[Settings.notificationEnvironments].sorted(by: { $0.rawValue < $1.rawValue }) {
+                    try await recover(app: app, environment: environment, from: start, until: end, replay: replay, lane: lane, into: &tally)
+                }
+            }
+            print(tally.summary(dryRun: dryRun))
+            if !dryRun { await Self.audit(app: app, from: start, until: end, tally, lane: lane) }
+            if tally.refused > 0 { throw ExitCode(1) }
+        }
+
+        /// Records the run in the audit trail, where `status` and the console read when it last ran.
+        private static func audit(app: String?, from start: Date, until end: Date, _ tally: Tally, lane: Lane<Connections>) async {
+            let details = ["since": start.formatted(.iso8601), "until": end.formatted(.iso8601), "found": "\(tally.found)",
+                           "new": "\(tally.new)"]
+            let record = AuditRecord(
+                actor: osUser(), via: .cli, action: "notifications.recover", target: app, details: details,
+                outcome: tally.refused > 0 ? "failed: \(tally.refused) refused" : "ok")
+            do {
+                try await lane.run { try $0.ledger.record(record) }
+            } catch {
+                FileHandle.standardError.write(Data("warning: the audit trail did not record notifications.recover: \(error)\n".utf8))
+            }
+        }
+
+        /// One app's history in one environment, page by page, each notification taken (or, with
+        /// --dry-run, looked up) as it comes.
+        private func recover(
+            app: String, environment: AppStoreEnvironment, from start: Date, until end: Date, replay: NotificationReplay,
+            lane: Lane<Connections>, into tally: inout Tally
+        ) async throws {
+            let progress = ProgressLine()
+            defer { progress.finish() }
+            var token: String?
+            var pages = 0
+            repeat {
+                let (asked, only) = (token, onlyFailures)
+                let page = try await Self.withRetries {
+                    try await lane.run { connections in
+                        try connections.apple.serverAPIClient(forApp: app).notificationHistory(
+                            in: environment, from: start, until: end, onlyFailures: only, after: asked)
+                    }
+                }
+                for item in page.notifications {
+                    tally.found += 1
+                    let recovered: NotificationReplay.Recovered
+                    do {
+                        recovered = try await replay.read(signedPayload: item.signedPayload)
+                    } catch {
+                        tally.refused += 1
+                        FileHandle.standardError.write(Data("recover: a notification in Apple's history was refused: \(error)\n".utf8))
+                        continue
+                    }
+                    if dryRun {
+                        let known = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
+                        tally.count(known ? "duplicate" : "new")
+                    } else {
+                        tally.count(try await lane.run { try replay.take(recovered, connections: $0) })
+                    }
+                }
+                pages += 1
+                progress.show("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), \(tally.found) notifications, "
+                              + "\(tally.new) new")
+                token = page.hasMore ? page.paginationToken : nil
+            } while token != nil
+        }
+
+        /// A page Apple refused with 429 is asked again after the wait it names (three times at most).
+        private static func withRetries(_ call: () async throws -> NotificationHistoryPage) async throws -> NotificationHistoryPage {
+            var waits = 0
+            while true {
+                do {
+                    return try await call()
+                } catch let error as ServerAPICallError where waits < 3 && error.retryAfter != nil {
+                    waits += 1
+                    try await Task.sleep(for: error.retryAfter ?? .seconds(1))
+                }
+            }
+        }
+    }
+}
+
+/// What a recovery found, by what became of each notification.
+private struct Tally {
+    var found = 0
+    var refused = 0
+    var outcomes: [String: Int] = [:]
+
+    /// Taken now (queued or stored), or with --dry-run, not held yet.
+    var new: Int { outcomes["queued", default: 0] + outcomes["stored", default: 0] + outcomes["new", default: 0] }
+
+    mutating func count(_ outcome: String) { outcomes[outcome, default: 0] += 1 }
+
+    func summary(dryRun: Bool) -> String {
+        let listed = outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" } + (refused > 0 ? ["refused \(refused)"] : [])
+        let head = dryRun ? "Would bring in \(new) of \(found) notifications" : "Brought in \(new) of \(found) notifications"
+        return head + (listed.isEmpty ? "." : " (" + listed.joined(separator: ", ") + ").")
+    }
+}
