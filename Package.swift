@@ -133,6 +133,7 @@ let package = Package(
 
         // The one stand-in: Apple's verifyReceipt, for tests, the demo and benchmarks.
         .target(name: "AppStoreSimulator", dependencies: [
+            "HTTPClient", "Lanes",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "NIOCore", package: "swift-nio"),

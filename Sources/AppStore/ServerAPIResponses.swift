@@ -66,6 +66,14 @@ public struct NotificationHistoryPage: Sendable {
 
         /// Apple never got a 200 from the notification URL for it.
         public var neverDelivered: Bool { !attempts.contains("SUCCESS") }
+
+        /// `{"signedPayload": …, "sendAttempts": [{"sendAttemptResult": …}, …]}`: a history entry,
+        /// or a test notification's status (`CheckTestNotificationResponse`).
+        public init?(_ fields: [String: JSONValue]) {
+            guard let payload = fields.text("signedPayload") else { return nil }
+            signedPayload = payload
+            attempts = (fields["sendAttempts"]?.objects ?? []).compactMap { $0.text("sendAttemptResult") }
+        }
     }
 
     public let notifications: [Item]
@@ -75,10 +83,7 @@ public struct NotificationHistoryPage: Sendable {
 
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
         let fields = try JSONValue.object(body, httpStatus: httpStatus)
-        notifications = (fields["notificationHistory"]?.objects ?? []).compactMap { entry in
-            guard let payload = entry.text("signedPayload") else { return nil }
-            return Item(signedPayload: payload, attempts: (entry["sendAttempts"]?.objects ?? []).compactMap { $0.text("sendAttemptResult") })
-        }
+        notifications = (fields["notificationHistory"]?.objects ?? []).compactMap(Item.init)
         paginationToken = fields.text("paginationToken")
         hasMore = fields.flag("hasMore") ?? false
     }

@@ -29,11 +29,37 @@ extension ServerAPIClient {
         }
     }
 
-    /// A POST with the key's token: the answer when it is a 200, else why not.
+    /// Request a Test Notification: Apple sends a TEST notification to the app's server URL in
+    /// `environment`; the token asks what came of it (`testNotificationStatus`).
+    public func requestTestNotification(in environment: AppStoreEnvironment) throws(ServerAPICallError) -> String {
+        let answer = try post("/inApps/v1/notifications/test", json: [], in: environment)
+        guard let token = (try? JSONValue.parse(answer.body))?.members?.text("testNotificationToken") else {
+            throw ServerAPICallError(description: "Apple's answer named no testNotificationToken", retryAfter: nil)
+        }
+        return token
+    }
+
+    /// Get Test Notification Status: the test notification's signed payload and Apple's attempts to send it.
+    public func testNotificationStatus(_ token: String, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> NotificationHistoryPage.Item {
+        let path = "/inApps/v1/notifications/test/" + (token.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_"])) ?? "")
+        let answer = try call(path, body: nil, in: environment)
+        guard let fields = (try? JSONValue.parse(answer.body))?.members, let item = NotificationHistoryPage.Item(fields) else {
+            throw ServerAPICallError(description: "Apple's test notification status could not be read", retryAfter: nil)
+        }
+        return item
+    }
+
     private func post(_ path: String, json body: [UInt8], in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
+        try call(path, body: body, in: environment)
+    }
+
+    /// A POST of `body` (nil: a GET) with the key's token: the answer when it is a 200, else why not.
+    private func call(_ path: String, body: [UInt8]?, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
         let answer: HTTPResponse
         do {
-            answer = try http.post(url: endpoints.base(for: environment) + path, json: body, headers: ["Authorization": "Bearer " + tokens.token()])
+            let url = endpoints.base(for: environment) + path
+            let headers: HTTPHeaders = ["Authorization": "Bearer " + (try tokens.token())]
+            answer = try body.map { try http.post(url: url, json: $0, headers: headers) } ?? http.get(url: url, headers: headers)
         } catch {
             throw ServerAPICallError(description: "the App Store Server API did not answer: \(error)", retryAfter: nil)
         }

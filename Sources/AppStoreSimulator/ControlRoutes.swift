@@ -5,6 +5,9 @@ import Hummingbird
 /// - `GET /stats`, `POST /control/reset-stats`
 /// - `GET|POST /control/clock` with `{"advance_seconds": N}` or `{"now_ms": T}`
 /// - `POST /control/outage` with `{"seconds": N}`: 21005 for N seconds of simulator time (0 ends it)
+/// - `GET|POST /control/notifications` with `{"url": U, "drop": B}`: where V2 notifications go as the
+///   clock passes them (no url: nowhere), and whether they are dropped; the reading counts them. A
+///   clock move returns once the notifications it passed were attempted.
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
 ///   `garbage_rate`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
 extension SimulatedAppStore {
@@ -22,7 +25,14 @@ extension SimulatedAppStore {
             case (nil, let milliseconds?): self.clock.set(nowMs: milliseconds)
             default: throw HTTPError(.badRequest, message: "Send exactly one of advance_seconds or now_ms.")
             }
+            await self.sendDueNotifications()
             return ClockReading(nowMs: self.clock.nowMs)
+        }
+        router.get("control/notifications") { _, _ in NotificationsReading(self.sender.configuration) }
+        router.post("control/notifications") { request, context in
+            let change = try await request.decode(as: NotificationsChange.self, context: context)
+            self.sendNotifications(to: change.url, dropping: change.drop ?? false)
+            return NotificationsReading(self.sender.configuration)
         }
         router.post("control/outage") { request, context in
             let outage = try await request.decode(as: OutageRequest.self, context: context)
@@ -133,5 +143,23 @@ struct KnobsReading: ResponseEncodable {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate", garbageRate = "garbage_rate"
         case dropRate = "drop_rate", resetRate = "reset_rate"
         case sharedSecretSet = "shared_secret_set", appSharedSecretsSet = "app_shared_secrets_set", rateLimit = "rate_limit"
+    }
+}
+
+struct NotificationsChange: Decodable {
+    let url: String?
+    let drop: Bool?
+}
+
+struct NotificationsReading: ResponseEncodable {
+    let url: String?
+    let drop: Bool
+    let sent: Int
+    let failed: Int
+    let pending: Int
+
+    init(_ configuration: (url: String?, drop: Bool, counts: NotificationSender.Counts)) {
+        (url, drop) = (configuration.url, configuration.drop)
+        (sent, failed, pending) = (configuration.counts.sent, configuration.counts.failed, configuration.counts.pending)
     }
 }

@@ -42,14 +42,7 @@ enum NotificationHistoryEndpoint {
         for notification in page {
             json.beginObject()
             json.string("signedPayload", notification.signedPayload(signing: signing))
-            json.beginArray("sendAttempts")
-            for attempt in attempts(notification.uuid) {
-                json.beginObject()
-                json.number("attemptDate", attempt.atMs)
-                json.string("sendAttemptResult", attempt.result)
-                json.endObject()
-            }
-            json.endArray()
+            json.sendAttempts(attempts(notification.uuid))
             json.endObject()
         }
         json.endArray()
@@ -76,6 +69,20 @@ enum NotificationHistoryEndpoint {
     }
 
     private static let windows = Mutex<[String: [SimulatedNotification]]>([:])
+}
+
+extension JSONWriter {
+    /// `"sendAttempts": [{"attemptDate": …, "sendAttemptResult": …}, …]`
+    mutating func sendAttempts(_ attempts: [SendAttempt]) {
+        beginArray("sendAttempts")
+        for attempt in attempts {
+            beginObject()
+            number("attemptDate", attempt.atMs)
+            string("sendAttemptResult", attempt.result)
+            endObject()
+        }
+        endArray()
+    }
 }
 
 /// One of Apple's attempts to send a notification (`sendAttemptItem`): when, and what came of it

@@ -20,6 +20,8 @@ public final class SimulatedAppStore: Sendable {
     /// Set when the simulator serves the App Store Server API too.
     private let serverAPI: ServerAPISimulation?
     private let signing: SimulatorSigningChain?
+    /// Sends V2 notifications to the URL `POST /control/notifications` sets.
+    let sender = NotificationSender()
 
     private struct State {
         var knobs: FaultKnobs
@@ -63,6 +65,26 @@ public final class SimulatedAppStore: Sendable {
         return until
     }
 
+    /// Where V2 notifications go from now on (nil: nowhere), and whether they are dropped (as
+    /// `POST /control/notifications` sets).
+    public func sendNotifications(to url: String?, dropping: Bool = false) {
+        sender.configure(url: url, drop: dropping, nowMs: clock.nowMs)
+    }
+
+    /// Sends the notifications the clock has passed since the last time, to the URL
+    /// `sendNotifications(to:)` set; returns once each was attempted.
+    public func sendDueNotifications() async {
+        let now = clock.nowMs
+        guard let serverAPI, let signing, let window = sender.due(nowMs: now) else { return }
+        let due = serverAPI.seeds.indices.flatMap { app in
+            [SimulatedEnvironment.production, .sandbox].flatMap { environment in
+                NotificationHistoryEndpoint.sent(
+                    app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
+            }
+        }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
+        await sender.send(due.map { ($0.uuid, $0.signedPayload(signing: signing)) }, nowMs: now)
+    }
+
     /// The simulator's routes, for an `Application` (or HummingbirdTesting).
     public func router() -> Router<SimulatorRequestContext> {
         let router = Router(context: SimulatorRequestContext.self)
@@ -100,7 +122,29 @@ public final class SimulatedAppStore: Sendable {
                     else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
                     return NotificationHistoryEndpoint.history(
                         app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
-                        endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: { _ in [] })
+                        endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: self.sender.attempts(of:))
+                }
+            }
+            router.post("\(prefix)inApps/v1/notifications/test") { request, context in
+                try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
+                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
+                          app < setup.seeds.count
+                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    guard self.sender.configuration.url != nil else { return TestNotificationEndpoint.noServerURL }
+                    let test = TestNotificationEndpoint.make(app: Catalog.bundleIDs[app], environment: endpoint, nowMs: now, signing: signing)
+                    self.sender.remember(test: test.token, uuid: test.uuid, signedPayload: test.signedPayload)
+                    // Apple answers at once and sends the notification on its own time.
+                    Task { await self.sender.send([(test.uuid, test.signedPayload)], nowMs: now) }
+                    return TestNotificationEndpoint.requested(token: test.token)
+                }
+            }
+            router.get("\(prefix)inApps/v1/notifications/test/:token") { request, context in
+                let token = context.parameters.get("token") ?? ""
+                return try await self.serverAPI(request, endpoint: endpoint) { _, setup, _ in
+                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
+                          app < setup.seeds.count
+                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    return TestNotificationEndpoint.status(token: token, sender: self.sender)
                 }
             }
         }

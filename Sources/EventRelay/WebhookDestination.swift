@@ -15,7 +15,9 @@ enum WebhookDestination {
     /// name is looked up and every address it resolves to must be public (a name that does not
     /// resolve yet passes: the check at delivery catches it if it ever resolves inside). The error
     /// names the host and the address, never the rest of the URL, which may hold a token.
-    static func check(_ url: String, allowsPrivateNetworks: Bool, resolving: Bool) throws(WebhookError) {
+    /// `adding`: also refuse credentials in the URL, which is then stored and shown as it is (an
+    /// endpoint added before that rule keeps delivering).
+    static func check(_ url: String, allowsPrivateNetworks: Bool, resolving: Bool, adding: Bool) throws(WebhookError) {
         // Only what RFC 3986 lets a URL hold raw: a `<` or `"` would be markup wherever the URL is shown.
         guard url.unicodeScalars.allSatisfy({ $0.isASCII && (Self.uriCharacters.contains($0) || $0.properties.isAlphabetic
                                                              || ("0"..."9").contains($0)) })
@@ -27,14 +29,7 @@ enum WebhookDestination {
             throw .invalidURL("the scheme '\(scheme)' is not http or https")
         }
         guard let host = components.host, !host.isEmpty else { throw .invalidURL("it names no host") }
-        // The URL is stored and shown as it is, unlike the signing secret, which is sealed: no credentials in it.
-        guard components.user == nil, components.password == nil else {
-            throw .invalidURL("it holds a user name or password: the receiver checks the signature header (docs/webhooks.md) instead")
-        }
-        if let secret = components.queryItems?.first(where: { Redact.isQuerySecret($0.name) }) {
-            throw .invalidURL("its query parameter '\(secret.name)' looks like a credential: the receiver checks the signature "
-                              + "header (docs/webhooks.md) instead")
-        }
+        if adding { try refuseCredentials(in: components) }
         guard !allowsPrivateNetworks else { return }
 
         let addresses = IPAddress(host).map { [$0] } ?? (resolving ? IPAddress.resolve(host) : [])
@@ -44,6 +39,18 @@ enum WebhookDestination {
         }
         guard scheme == "https" else {
             throw .refusedURL("plain http is not encrypted, so anyone on the way could read and change the events")
+        }
+    }
+
+    /// The URL is stored and shown as it is, unlike the signing secret, which is sealed: no
+    /// credentials in it, in the user info or in a query parameter named like one.
+    private static func refuseCredentials(in components: URLComponents) throws(WebhookError) {
+        guard components.user == nil, components.password == nil else {
+            throw .invalidURL("it holds a user name or password: the receiver checks the signature header (docs/webhooks.md) instead")
+        }
+        if let secret = components.queryItems?.first(where: { Redact.isQuerySecret($0.name) }) {
+            throw .invalidURL("its query parameter '\(secret.name)' looks like a credential: the receiver checks the signature "
+                              + "header (docs/webhooks.md) instead")
         }
     }
 }

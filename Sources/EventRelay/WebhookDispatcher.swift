@@ -91,7 +91,7 @@ public final class WebhookDispatcher {
         do {
             // Checked again at every attempt: the policy may have changed since the endpoint was added.
             try WebhookDestination.check(
-                delivery.url, allowsPrivateNetworks: configuration.allowsPrivateNetworks, resolving: false)
+                delivery.url, allowsPrivateNetworks: configuration.allowsPrivateNetworks, resolving: false, adding: false)
             secrets = try [delivery.secret, delivery.previousSecret].compactMap(\.self).map { stored throws(WebhookError) in
                 try stored.open(with: configuration.secretKeys, endpointID: delivery.endpointID)
             }

@@ -38,7 +38,7 @@ public struct WebhookRegistry {
     /// the destination policy refuses (`WebhookDestination`), `unknownEventTypes` for other names,
     /// and `noSecretKey` without a keyring: a secret is never stored in plaintext.
     public func add(url: String, eventTypes: [String]) throws -> (endpoint: WebhookEndpoint, secret: WebhookSecret) {
-        try WebhookDestination.check(url, allowsPrivateNetworks: allowsPrivateNetworks, resolving: true)
+        try WebhookDestination.check(url, allowsPrivateNetworks: allowsPrivateNetworks, resolving: true, adding: true)
         let unknown = eventTypes.filter { SubscriptionEventType(rawValue: $0) == nil }
         guard unknown.isEmpty else { throw WebhookError.unknownEventTypes(unknown) }
         guard let keyring else { throw WebhookError.noSecretKey }

@@ -14,7 +14,20 @@ struct Notifications: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "App Store Server Notifications that never reached serve, from Apple's history.",
         discussion: "See docs/appstore-server-api.md.",
-        subcommands: [Recover.self])
+        subcommands: [Recover.self, Test.self])
+
+    /// The logger and the settings of a command that talks to Apple about notifications, which
+    /// only the App Store Server API can (`what` it does there, for the error without a key).
+    static func setUp(_ options: FleetOptions, _ what: String) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
+        let logger = try setUpLogging(options, unset: .warning)
+        let resolved = try ResolvedConfiguration(options: options)
+        let fleet = try resolved.settings()
+        guard fleet.serverAPI != nil else {
+            throw ValidationError("\(what) through the App Store Server API: configure its key "
+                                  + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
+        }
+        return (logger, resolved, fleet)
+    }
 
     struct Recover: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -46,13 +59,7 @@ struct Notifications: ParsableCommand {
         @Flag(help: "Count what would be brought in; change nothing.") var dryRun = false
 
         func run() async throws {
-            let logger = try setUpLogging(options, unset: .warning)
-            let resolved = try ResolvedConfiguration(options: options)
-            let fleet = try resolved.settings()
-            guard fleet.serverAPI != nil else {
-                throw ValidationError("Apple's notification history is read through the App Store Server API: configure its key "
-                                      + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
-            }
+            let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple's notification history is read")
             let now = Date()
             let start = try sinceArgument(since, now: now)
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
@@ -151,14 +158,88 @@ struct Notifications: ParsableCommand {
     }
 }
 
+extension Notifications {
+    /// `receiptfleet notifications test`
+    struct Test: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Have Apple send a test notification, and say whether it reached this deployment's serve.",
+            discussion: """
+                Asks Apple for a TEST notification (Request a Test Notification, with the app's \
+                server-api-key), waits for Apple's attempts to send it to the server URL App Store Connect \
+                names (Get Test Notification Status), and looks it up in the ledger by its notificationUUID: \
+                the setup check to run after pointing Apple at a new URL. Exits 0 when serve recorded it, \
+                1 when Apple could not deliver it or it reached some other server, with what to check.
+
+                Examples:
+                  receiptfleet notifications test
+                  receiptfleet notifications test --app journal --environment Sandbox
+                  receiptfleet notifications test --wait 120
+                """)
+
+        @OptionGroup var options: FleetOptions
+        @Option(help: "The app (its name in apps-file); the only one by default.") var app: String?
+        @Option(help: "Production or Sandbox: whose server URL is tested.") var environment = "Production"
+        @Option(help: "Seconds to wait for Apple's first attempt.") var wait = 60
+
+        func run() async throws {
+            let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple is asked for a test notification")
+            guard let environment = AppStoreEnvironment.allCases.first(where: { $0.rawValue.lowercased() == environment.lowercased() }) else {
+                throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
+            }
+            guard wait > 0 else { throw ValidationError("--wait must be at least 1 second.") }
+            let app: String?
+            do {
+                app = try self.app.map { try fleet.apps.resolve($0) ?? $0 }
+            } catch {
+                throw ValidationError("\(error)")
+            }
+            let replay = NotificationReplay(
+                fleet: fleet, trustedRoots: try resolved.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
+                metrics: FleetMetrics(), logger: logger)
+            let lane = Lane(name: "test") { try Connections(settings: fleet, consumer: "notifications-test", enqueueOnly: true) }
+            defer { lane.shutdown() }
+
+            let token = try await lane.run { try $0.apple.serverAPIClient(forApp: app).requestTestNotification(in: environment) }
+            print("Apple is sending a test notification to the \(environment.rawValue) server URL (token \(token)).")
+            let progress = ProgressLine()
+            var status = try await lane.run { try $0.apple.serverAPIClient(forApp: app).testNotificationStatus(token, in: environment) }
+            for waited in 1...wait where status.attempts.isEmpty {
+                progress.show("test: waiting for Apple's first attempt (\(waited) s of \(wait))")
+                try await Task.sleep(for: .seconds(1))
+                status = try await lane.run { try $0.apple.serverAPIClient(forApp: app).testNotificationStatus(token, in: environment) }
+            }
+            progress.finish()
+            let recovered = try await replay.read(signedPayload: status.signedPayload)
+            let recorded = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
+            print("Apple's attempts: " + (status.attempts.isEmpty ? "none yet" : status.attempts.joined(separator: ", ")))
+            switch (status.neverDelivered, recorded) {
+            case (false, true):
+                print("This deployment's serve recorded it (\(recovered.dedupeKey)): notifications reach it.")
+            case (false, false):
+                print("Apple's server URL answered 200, but this deployment's serve has not recorded it: the URL in App Store "
+                      + "Connect points at another server (or another deployment's database).")
+                throw ExitCode(1)
+            case (true, _) where status.attempts.isEmpty:
+                print("Apple has not tried to send it within \(wait) s; run the test again with a longer --wait.")
+                throw ExitCode(1)
+            case (true, _):
+                print("Apple could not deliver it: check that App Store Connect's server URL is serve's "
+                      + "/v1/notifications/apple, reachable from the internet over TLS, and that serve is running.")
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
 /// What a recovery found, by what became of each notification.
 private struct Tally {
     var found = 0
     var refused = 0
     var outcomes: [String: Int] = [:]
 
-    /// Taken now (queued or stored), or with --dry-run, not held yet.
-    var new: Int { outcomes["queued", default: 0] + outcomes["stored", default: 0] + outcomes["new", default: 0] }
+    /// Not held yet: recorded now (whatever came of it: queued, stored, for no known subscription…),
+    /// or with --dry-run, would be.
+    var new: Int { found - refused - outcomes["duplicate", default: 0] }
 
     mutating func count(_ outcome: String) { outcomes[outcome, default: 0] += 1 }
 

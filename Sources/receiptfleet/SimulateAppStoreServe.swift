@@ -14,8 +14,9 @@ extension SimulateAppStore {
             discussion: """
                 POST /verifyReceipt and /sandbox/verifyReceipt answer as Apple does. GET /stats reports \
                 load, statuses and rate-limit violations. While it runs, POST /control/clock, \
-                /control/outage, /control/knobs and /control/reset-stats steer it (JSON bodies such as \
-                {"advance_seconds": 2592000}, {"seconds": 30}, {"garbage_rate": 0.1}).
+                /control/outage, /control/knobs, /control/notifications and /control/reset-stats steer it \
+                (JSON bodies such as {"advance_seconds": 2592000}, {"seconds": 30}, {"garbage_rate": 0.1}, \
+                {"url": "http://127.0.0.1:8080/v1/notifications/apple", "drop": false}).
 
                 Examples:
                   receiptfleet simulate-appstore serve

@@ -37,10 +37,10 @@ struct APIHarness: Sendable {
     /// Runs `body` while a server configured by `configure` (and `configureFleet`) serves, or
     /// `replicas` of them; it logs into `log` when given; with `console`, `/console` is the ops
     /// console's. With `serverAPI`, the simulator serves
-    /// the App Store Server API too and the fleet has its key.
+    /// the App Store Server API too and the fleet has its key; `serverAPIFleet` receipts send notifications.
     static func with<T: Sendable>(
         configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
-        replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, console: ConsoleSettings? = nil,
+        replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, serverAPIFleet: Int = 0, console: ConsoleSettings? = nil,
         _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
@@ -48,7 +48,8 @@ struct APIHarness: Sendable {
         let startMs = nowMs / 1000 * 1000
         return try await TestDatabase.with { database in
             try await LiveSimulator.with(
-                startMs: startMs, serverAPI: serverAPI ? SimulatedServerAPI.simulation(seed: seed, anchorMs: startMs) : nil
+                startMs: startMs,
+                serverAPI: serverAPI ? SimulatedServerAPI.simulation(seed: seed, anchorMs: startMs, subscriptions: serverAPIFleet) : nil
             ) { simulator in
                 _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
                 var fleet = FleetSettings(

@@ -200,7 +200,13 @@ import Testing
     @Test func aWorkerThatWakesLateGivesUpItsSlotsInsteadOfFiringThemTogether() async throws {
         try await Self.withACrowdedFleet { setup, simulator in
             let worker = try FleetProcess(["worker"], environment: setup.environment)
-            try await Task.sleep(for: .seconds(3))  // every thread has booked its slot
+            // Two seconds of calls at the limit: every thread is up and has booked its slot (on a
+            // loaded machine a fixed wait could stop the worker before all 64 threads started).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while simulator.store.statistics.requestsTotal < 40, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try await Task.sleep(for: .seconds(1))
             worker.send(SIGSTOP)
             try await Task.sleep(for: .seconds(4))
             simulator.store.resetStatistics()

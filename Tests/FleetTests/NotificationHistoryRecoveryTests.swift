@@ -22,13 +22,13 @@ import Testing
 
                 let dry = try await runFleetCommand(recover + ["--dry-run"], environment: environment)
                 #expect(dry.status == 0, "\(dry.output)")
-                let found = try #require(Self.figures(in: dry.output, after: "Would bring in "), "\(dry.output)")
+                let found = try #require(summaryFigures(in: dry.output, after: "Would bring in "), "\(dry.output)")
                 #expect(found.new == found.of && found.of >= 20, "a month of renewals, refunds and expiries: \(dry.output)")
                 #expect(try await setup.count("SELECT count(*) AS n FROM notifications") == 0, "a dry run changes nothing")
 
                 let first = try await runFleetCommand(recover, environment: environment)
                 #expect(first.status == 0, "\(first.output)")
-                #expect(Self.figures(in: first.output, after: "Brought in ").map { $0.new == found.of && $0.of == found.of } == true,
+                #expect(summaryFigures(in: first.output, after: "Brought in ").map { $0.new == found.of && $0.of == found.of } == true,
                         "\(first.output)")
                 #expect(try await setup.count("SELECT count(*) AS n FROM notifications WHERE version = 2") == found.of)
                 #expect(try await setup.count("SELECT count(DISTINCT dedupe_key) AS n FROM notifications") == found.of)
@@ -58,13 +58,5 @@ import Testing
                 #expect(backwards.status != 0, "\(backwards.output)")
             }
         }
-    }
-
-    /// "Would bring in 12 of 14 notifications" → (12, 14).
-    static func figures(in output: String, after prefix: String) -> (new: Int, of: Int)? {
-        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
-        let words = line.dropFirst(prefix.count).split(separator: " ")
-        guard words.count >= 3, let new = Int(words[0]), let of = Int(words[2]) else { return nil }
-        return (new, of)
     }
 }

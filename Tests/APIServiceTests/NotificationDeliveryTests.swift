@@ -1,0 +1,86 @@
+import AppStoreSimulator
+import Foundation
+import TestSupport
+import Testing
+
+/// The simulator sends V2 notifications to `serve` as App Store Connect does (issue 21, part 2):
+/// `notifications test` says whether Apple's test notification reached this deployment, and what
+/// `serve` missed while it was down comes in with `notifications recover`, each notification once.
+@Suite struct NotificationDeliveryTests {
+    static let day: Int64 = 86_400_000
+
+    /// The harness's serve, trusting the simulator's signing root, with the command line's settings
+    /// for it; the simulator's `fleet` receipts send notifications.
+    static func with(fleet: Int = 0, _ body: @escaping (APIHarness, [String: String]) async throws -> Void) async throws {
+        let root = try SimulatorSigningChain().root
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("notifications"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await APIHarness.with(
+            configure: { $0.trustedRoots.append(root); $0.notificationEnvironments = [.production, .sandbox] }, serverAPI: true,
+            serverAPIFleet: fleet
+        ) { api in
+            let environment = api.fleet.processEnvironment
+                .merging(try SimulatedServerAPI.environment(for: api.simulator, filesIn: directory)) { $1 }
+                .merging(["RECEIPTFLEET_NOTIFICATION_ENVIRONMENTS": "Production,Sandbox"]) { $1 }
+            try await body(api, environment)
+        }
+    }
+
+    /// The setup check an operator runs after pointing Apple at a new URL.
+    @Test func theTestNotificationSaysWhetherItReachedThisServe() async throws {
+        try await Self.with { api, environment in
+            let nowhere = try await runFleetCommand(["notifications", "test", "--wait", "5"], environment: environment)
+            #expect(nowhere.status != 0 && nowhere.output.contains("4040007"), "no server URL: \(nowhere.output)")
+
+            api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            let reached = try await runFleetCommand(["notifications", "test", "--wait", "10"], environment: environment)
+            #expect(reached.status == 0, "\(reached.output)")
+            #expect(reached.output.contains("Apple's attempts: SUCCESS") && reached.output.contains("serve recorded it"), "\(reached.output)")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE notification_type = 'TEST'") == 1)
+
+            api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", dropping: true)
+            let dropped = try await runFleetCommand(["notifications", "test", "--wait", "10"], environment: environment)
+            #expect(dropped.status != 0, "\(dropped.output)")
+            #expect(dropped.output.contains("Apple's attempts: NO_RESPONSE") && dropped.output.contains("could not deliver"), "\(dropped.output)")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE notification_type = 'TEST'") == 1)
+        }
+    }
+
+    /// Ten days of notifications sent while serve was down (dropped), then ten delivered: a
+    /// recovery of the failures brings in exactly the missed ones, and a recovery of everything
+    /// finds only duplicates.
+    @Test func whatServeMissedIsRecoveredOnceAndWhatItTookStaysOnce() async throws {
+        try await Self.with(fleet: 30) { api, environment in
+            let store = api.simulator.store
+            let start = store.clock.nowMs
+            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", dropping: true)
+            store.clock.advance(byMs: 10 * Self.day)
+            await store.sendDueNotifications()
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == 0, "serve was down")
+
+            let window = ["--since", Self.iso(start - Self.day), "--until", Self.iso(start + 25 * Self.day)]
+            let failures = try await runFleetCommand(["notifications", "recover", "--only-failures"] + window, environment: environment)
+            #expect(failures.status == 0, "\(failures.output)")
+            let missed = try #require(summaryFigures(in: failures.output, after: "Brought in "), "\(failures.output)")
+            #expect(missed.new == missed.of && missed.of > 0, "\(failures.output)")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == missed.of)
+
+            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            store.clock.advance(byMs: 10 * Self.day)
+            await store.sendDueNotifications()
+            let delivered = try await api.count("SELECT count(*) AS n FROM notifications") - missed.of
+            #expect(delivered > 0, "serve took the second ten days' notifications itself")
+
+            let everything = try await runFleetCommand(["notifications", "recover"] + window, environment: environment)
+            let total = missed.of + delivered
+            #expect(everything.output.contains("Brought in 0 of \(total) notifications (duplicate \(total))."), "\(everything.output)")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications") == total)
+            #expect(try await api.count("SELECT count(DISTINCT dedupe_key) AS n FROM notifications") == total)
+        }
+    }
+
+    static func iso(_ milliseconds: Int64) -> String {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
+    }
+}
