@@ -57,7 +57,8 @@ enum NotificationHistoryEndpoint {
     {
         let key = "\(app)/\(start)/\(end)/\(endpoint.rawValue)"
         if let found = windows.withLock({ $0[key] }) { return found }
-        let found = SimulatedReceipt.fleet(count: setup.subscriptions, seed: setup.seeds[app], anchorMs: setup.anchorMs, app: app)
+        let count = setup.subscriptions.indices.contains(app) ? setup.subscriptions[app] : 0
+        let found = SimulatedReceipt.fleet(count: count, seed: setup.seeds[app], anchorMs: setup.anchorMs, app: app)
             .filter { $0.token.environment == endpoint }
             .flatMap { $0.notifications(from: start, until: end) }
             .sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }

@@ -12,15 +12,15 @@ public struct ServerAPISimulation: Sendable {
     public let seeds: [UInt64]
     /// The time the fleet's lifecycles are centred on (the seed command's `--at`).
     public let anchorMs: Int64
-    /// How many receipts each app's fleet holds (the seed command's `--count`): what their
-    /// lifecycles send makes the notification history. 0 keeps none.
-    public let subscriptions: Int
+    /// How many receipts each app's fleet holds, by the app's index as `seeds` (the seed command's
+    /// `--count`): what their lifecycles send makes the notification history. An app not listed has none.
+    public let subscriptions: [Int]
 
     /// The first simulated app's bundle id: a token for it asks about the fleet of `seeds[0]`.
     public static var bundleID: String { Catalog.bundleID }
 
     /// `seeds`: the first app's fleet, then the other apps' (none: only the first app is served).
-    public init(publicKey: P256.Signing.PublicKey, seeds: [UInt64], anchorMs: Int64, subscriptions: Int = 0) {
+    public init(publicKey: P256.Signing.PublicKey, seeds: [UInt64], anchorMs: Int64, subscriptions: [Int] = []) {
         precondition(!seeds.isEmpty && seeds.count <= Catalog.bundleIDs.count, "one seed per simulated app")
         self.publicKey = publicKey
         self.seeds = seeds

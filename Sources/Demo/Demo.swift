@@ -63,7 +63,7 @@ public struct DemoOptions: ParsableArguments {
         guard (1...16).contains(workers) else { throw ValidationError("--workers must be 1 to 16.") }
         guard (1...256).contains(threads) else { throw ValidationError("--threads must be 1 to 256.") }
         guard Latency(parsing: latency) != nil else { throw ValidationError("--latency must look like 5ms±5ms, 0ms or 2s.") }
-        if let problem = fault?.problem(restartCommand: restartCommand, serverPIDFile: serverPIDFile) {
+        if let problem = fault?.problem(restartCommand: restartCommand, serverPIDFile: serverPIDFile, backend: backend) {
             throw ValidationError(problem)
         }
         guard faultSeconds > 0 else { throw ValidationError("--fault-seconds must be more than 0.") }
@@ -89,7 +89,7 @@ public struct DemoOptions: ParsableArguments {
             + "backend \(stage.settings.defaultBackend)")
         try stage.prepare()
         let monthAgo = Date().addingTimeInterval(-30 * 86_400)
-        try stage.startSimulator(clockAt: monthAgo, latency: latency)
+        try stage.startSimulator(clockAt: monthAgo, latency: latency, fleetSize: subscriptions)
         // Up before the nights, so that its charts show them.
         let consoleToken = keepRunning ? try stage.startConsole(port: consolePort) : nil
         if let consoleToken {
@@ -108,7 +108,12 @@ public struct DemoOptions: ParsableArguments {
             runID: "tonight", now: Date().addingTimeInterval(31 * 86_400), startingWorkers: 0, threads: threads,
             fault: fault.map { ($0, faultSeconds) })
 
-        let check = try stage.check()
+        var check = try stage.check()
+        if fault == .notificationOutage { try stage.missNotifications(for: faultSeconds) }
+        if let problem = stage.notificationProblem {
+            check.mismatches += 1
+            check.mismatchExamples.append(problem)
+        }
         let summary = try stage.summary(nights: [("a month ago", first), ("tonight", second)]) + "\n" + check.text
         if json {
             FileHandle.standardError.write(Data((summary + "\n").utf8))

@@ -1,3 +1,4 @@
+import AppStore
 import ArgumentParser
 
 /// One thing going wrong in the middle of the demo's second night, for fault drills
@@ -30,12 +31,16 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
     /// later and the database dropped, a fresh one restored from the dump, the fleet started again
     /// pointed at it, and `schedule` run again (docs/operations.md, "Backing up and restoring").
     case backupRestore = "backup-restore"
+    /// After night 2 and its check: `serve` down (SIGTERM) while Apple sends two days of V2
+    /// notifications, back after `--fault-seconds`; then `notifications recover --only-failures`
+    /// brings in what it missed, each once (the Server API only: the history is read through it).
+    case notificationOutage = "notification-outage"
 
     /// Twice the default call deadline (10 s), so that calls time out rather than merely wait.
     static let freezeDuration: Duration = .seconds(20)
 
     /// What the fault needs from the command line, or nil when it has it.
-    func problem(restartCommand: String?, serverPIDFile: String?) -> String? {
+    func problem(restartCommand: String?, serverPIDFile: String?, backend: String) -> String? {
         switch self {
         case .restartRedis, .restartRedisWithoutAOF, .restartPostgres:
             restartCommand != nil ? nil
@@ -45,6 +50,9 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
             serverPIDFile != nil ? nil
                 : "--fault \(rawValue) needs --server-pid-file, the file holding the server's process id "
                     + "(scripts/faults passes the one scripts/services wrote)"
+        case .notificationOutage:
+            VerificationBackend(argument: backend) == .serverAPI ? nil
+                : "--fault notification-outage needs --backend server-api: missed notifications are recovered through it"
         case .killWorker, .outage, .garbage, .brokenConnections, .wrongSecret, .backupRestore: nil
         }
     }
@@ -64,6 +72,7 @@ enum DemoFault: String, CaseIterable, ExpressibleByArgument {
              (.seconds(seconds), .knobs(#"{"shared_secret": "\#(DemoStage.sharedSecret)"}"#)),
              (.seconds(seconds), .resumeFleet)]
         case .backupRestore: [(.zero, .backUp), (.seconds(seconds), .restore), (.seconds(seconds), .schedule)]
+        case .notificationOutage: []  // it strikes after the night (DemoStage.missNotifications)
         }
     }
 

@@ -43,9 +43,15 @@ extension DemoStage {
     /// `count` receipts: all the first app's, or with two apps a quarter of them the journal's.
     func drawReceipts(count: Int) -> [SimulatedReceipt] {
         let anchorMs = Int64(anchor.timeIntervalSince1970 * 1000)
-        guard hasTwoApps else { return SimulatedReceipt.fleet(count: count, seed: Self.fleetSeed, anchorMs: anchorMs) }
-        return SimulatedReceipt.fleet(count: count - count / 4, seed: Self.fleetSeed, anchorMs: anchorMs)
-            + SimulatedReceipt.fleet(count: count / 4, seed: Self.journalSeed, anchorMs: anchorMs, app: 1)
+        let seeds = [Self.fleetSeed, Self.journalSeed]
+        return receiptCounts(count).enumerated().flatMap { app, count in
+            SimulatedReceipt.fleet(count: count, seed: seeds[app], anchorMs: anchorMs, app: app)
+        }
+    }
+
+    /// How many of `count` receipts each app's fleet holds: a quarter the journal's, with two apps.
+    func receiptCounts(_ count: Int) -> [Int] {
+        hasTwoApps ? [count - count / 4, count / 4] : [count]
     }
 
     /// The ledger's app of a simulated receipt.

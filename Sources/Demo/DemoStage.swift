@@ -26,8 +26,8 @@ final class DemoStage {
     var settings: FleetSettings
     let serverPostgres: PostgresConfiguration
     var demoPostgres: PostgresConfiguration
-    private let simulatorBase: String
-    private let simulatorPort: Int
+    let simulatorBase: String
+    let simulatorPort: Int
     let logDirectory: URL
     /// Set by SIGINT or SIGTERM: the demo stops between steps and stops what it started.
     private let interrupted: StopSignal
@@ -35,6 +35,8 @@ final class DemoStage {
     var restartCommand: String?
     /// What a fault's steps measured (a backup's size, a restore's time), for the report.
     var faultFigures: [String: String] = [:]
+    /// What the notification-outage fault found wrong: a notification not recovered, or twice.
+    var notificationProblem: String?
     /// The file holding a server's process id, for the freeze faults.
     var serverPIDFile: String?
     /// The first worker's metrics port (`demo --metrics-port`); the others take the next ports.
@@ -109,15 +111,16 @@ final class DemoStage {
         }
     }
 
-    /// Starts the simulator with its clock at `clock`, and waits until it answers.
-    func startSimulator(clockAt clock: Date, latency: String) throws {
+    /// Starts the simulator with its clock at `clock`, for a fleet of `fleetSize` receipts (its
+    /// Server API's notification history), and waits until it answers.
+    func startSimulator(clockAt clock: Date, latency: String, fleetSize: Int) throws {
         try start("simulator", [
             "simulate-appstore", "serve", "--port", "\(simulatorPort)", "--start", clock.formatted(.iso8601),
             "--latency", latency, "--shared-secret", Self.sharedSecret, "--stats-interval", "0",
         ] + (settings.serverAPI == nil ? [] : [
             "--server-api-key", serverAPIFiles.key.path, "--fleet-seed", "\(Self.fleetSeed)", "--fleet-seed", "\(Self.journalSeed)",
             "--fleet-at", anchor.formatted(.iso8601),
-        ]))
+        ] + receiptCounts(fleetSize).flatMap { ["--fleet-size", "\($0)"] }))
         let http = try HTTPClient()
         for _ in 0..<100 {
             if (try? http.get(url: simulatorBase + "/stats"))?.status == 200 {
@@ -134,7 +137,7 @@ final class DemoStage {
     }
 
     /// POSTs `json` to one of the simulator's control routes.
-    private func control(_ path: String, _ json: String) throws {
+    func control(_ path: String, _ json: String) throws {
         let response = try HTTPClient().post(url: simulatorBase + path, json: Array(json.utf8))
         guard response.status == 200 else {
             throw ValidationError("The simulator refused \(path) (HTTP \(response.status)): \(String(decoding: response.body, as: UTF8.self))")

@@ -39,7 +39,8 @@ struct Notifications: ParsableCommand {
                 POST /v1/notifications/apple: verified against Apple's root, recorded once, its signed \
                 data applied, its subscription's check queued for the workers. Running it again, or over \
                 notifications serve did take, changes nothing. Apple keeps 180 days of history in \
-                production and 30 in the sandbox. Each page prints a progress line; a run (not a dry \
+                production and 30 in the sandbox: an earlier --since reads what it keeps, and says so. \
+                Each page prints a progress line; a run (not a dry \
                 one) is recorded in the audit trail (notifications.recover), where status and the console \
                 read when it last ran.
 
@@ -79,7 +80,14 @@ struct Notifications: ParsableCommand {
             var tally = Tally()
             for app in apps {
                 for environment in try resolved[Settings.notificationEnvironments].sorted(by: { $0.rawValue < $1.rawValue }) {
-                    try await recover(app: app, environment: environment, from: start, until: end, replay: replay, lane: lane, into: &tally)
+                    // Apple answers 4000012 for a start past what it keeps: ask for what it has.
+                    let kept = now.addingTimeInterval(-Self.keptDays(environment) * 86_400 + 60)
+                    if start < kept {
+                        print("recover: Apple keeps \(Int(Self.keptDays(environment))) days of \(environment.rawValue) history: "
+                              + "from \(kept.formatted(.iso8601)) on")
+                    }
+                    try await recover(
+                        app: app, environment: environment, from: max(start, kept), until: end, replay: replay, lane: lane, into: &tally)
                 }
             }
             print(tally.summary(dryRun: dryRun))
@@ -142,6 +150,9 @@ struct Notifications: ParsableCommand {
                 token = page.hasMore ? page.paginationToken : nil
             } while token != nil
         }
+
+        /// How long Apple keeps the notification history of `environment`.
+        static func keptDays(_ environment: AppStoreEnvironment) -> Double { environment == .production ? 180 : 30 }
 
         /// A page Apple refused with 429 is asked again after the wait it names (three times at most).
         private static func withRetries(_ call: () async throws -> NotificationHistoryPage) async throws -> NotificationHistoryPage {

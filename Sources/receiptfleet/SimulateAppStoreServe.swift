@@ -53,8 +53,8 @@ extension SimulateAppStore {
         var fleetSeed: [UInt64] = []
         @Option(help: "With --server-api-key: the time the fleet is centred on (seed's --at); --start by default.")
         var fleetAt: String?
-        @Option(help: "With --server-api-key: how many receipts each app's fleet holds (seed's --count); the V2 notifications their lifecycles send make the notification history (0: none).")
-        var fleetSize = 0
+        @Option(help: "With --server-api-key: how many receipts the app's fleet holds (seed's --count), once per --fleet-seed; the V2 notifications their lifecycles send make the notification history (none: no history).")
+        var fleetSize: [Int] = []
 
         /// The Server API's set-up, when asked for.
         func serverAPI() throws -> ServerAPISimulation? {
@@ -68,7 +68,9 @@ extension SimulateAppStore {
             else {
                 throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
             }
-            guard fleetSize >= 0 else { throw ValidationError("--fleet-size must be 0 or more.") }
+            guard fleetSize.allSatisfy({ $0 >= 0 }), fleetSize.count <= fleetSeed.count else {
+                throw ValidationError("--fleet-size must be 0 or more, at most once per --fleet-seed.")
+            }
             return ServerAPISimulation(
                 publicKey: key.publicKey, seeds: fleetSeed, anchorMs: try parseTime(fleetAt ?? start), subscriptions: fleetSize)
         }

@@ -15,7 +15,7 @@ import Testing
 
     static func withClient<T: Sendable>(_ body: @escaping @Sendable (ServerAPIClient, SignedPayloadVerifier) throws -> T) async throws -> T {
         let key = P256.Signing.PrivateKey()
-        let setup = ServerAPISimulation(publicKey: key.publicKey, seeds: [11], anchorMs: anchorMs, subscriptions: 60)
+        let setup = ServerAPISimulation(publicKey: key.publicKey, seeds: [11], anchorMs: anchorMs, subscriptions: [60])
         return try await LiveSimulator.with(startMs: anchorMs + 20 * day, serverAPI: setup) { simulator in
             let endpoints = ServerAPIEndpoints(production: simulator.serverAPIProductionURL, sandbox: simulator.serverAPISandboxURL)
             let apiKey = try ServerAPIKey(issuerID: "issuer", keyID: "SIMKEY", bundleID: "com.receiptfleet.demo", pem: key.pemRepresentation)

@@ -97,6 +97,10 @@ import Testing
         let log = try await World.with { world in
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
+            // Due at `start` (a minute ahead when it was read), however long making the database took
+            // on a loaded machine: the schedule below counts from there.
+            try database.execute(
+                "UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id = $1", [.int64(pending.deliveryID), .timestamptz(start)])
             let clock = TestClock()
             clock.now = start
             let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now })

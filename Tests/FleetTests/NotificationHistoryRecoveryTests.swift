@@ -25,6 +25,8 @@ import Testing
                 let found = try #require(summaryFigures(in: dry.output, after: "Would bring in "), "\(dry.output)")
                 #expect(found.new == found.of && found.of >= 20, "a month of renewals, refunds and expiries: \(dry.output)")
                 #expect(try await setup.count("SELECT count(*) AS n FROM notifications") == 0, "a dry run changes nothing")
+                let earlier = try await runFleetCommand(["notifications", "recover", "--since", "60d", "--dry-run"], environment: environment)
+                #expect(earlier.status == 0 && earlier.output.contains("Apple keeps 30 days of Sandbox history: from "), "\(earlier.output)")
 
                 let first = try await runFleetCommand(recover, environment: environment)
                 #expect(first.status == 0, "\(first.output)")

@@ -15,7 +15,7 @@ public enum SimulatedServerAPI {
     /// `subscriptions`: how many receipts the fleet holds, for its notification history.
     public static func simulation(seed: UInt64, journalSeed: UInt64? = nil, anchorMs: Int64, subscriptions: Int = 0) -> ServerAPISimulation {
         ServerAPISimulation(
-            publicKey: privateKey.publicKey, seeds: [seed] + (journalSeed.map { [$0] } ?? []), anchorMs: anchorMs, subscriptions: subscriptions)
+            publicKey: privateKey.publicKey, seeds: [seed] + (journalSeed.map { [$0] } ?? []), anchorMs: anchorMs, subscriptions: [subscriptions])
     }
 
     /// The key and the simulator's root written to files in `directory`, and the settings that
