@@ -21,7 +21,7 @@ extension ServerAPIClient {
         if onlyFailures { request += ",\"onlyFailures\":true" }
         request += "}"
         let query = paginationToken.map { "?paginationToken=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
-        let answer = try post("/inApps/v1/notifications/history" + query, json: Array(request.utf8), in: environment)
+        let answer = try call("/inApps/v1/notifications/history" + query, body: Array(request.utf8), in: environment)
         do {
             return try NotificationHistoryPage(body: answer.body, httpStatus: answer.status)
         } catch {
@@ -32,7 +32,7 @@ extension ServerAPIClient {
     /// Request a Test Notification: Apple sends a TEST notification to the app's server URL in
     /// `environment`; the token asks what came of it (`testNotificationStatus`).
     public func requestTestNotification(in environment: AppStoreEnvironment) throws(ServerAPICallError) -> String {
-        let answer = try post("/inApps/v1/notifications/test", json: [], in: environment)
+        let answer = try call("/inApps/v1/notifications/test", body: [], in: environment)
         guard let token = (try? JSONValue.parse(answer.body))?.members?.text("testNotificationToken") else {
             throw ServerAPICallError(description: "Apple's answer named no testNotificationToken", retryAfter: nil)
         }
@@ -47,10 +47,6 @@ extension ServerAPIClient {
             throw ServerAPICallError(description: "Apple's test notification status could not be read", retryAfter: nil)
         }
         return item
-    }
-
-    private func post(_ path: String, json body: [UInt8], in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
-        try call(path, body: body, in: environment)
     }
 
     /// A POST of `body` (nil: a GET) with the key's token: the answer when it is a 200, else why not.

@@ -95,9 +95,7 @@ enum ServerAPIEndpoint {
     private static func lookUp(
         authorization: String?, transactionID: String, endpoint: SimulatedEnvironment, now: Int64, setup: ServerAPISimulation
     ) -> Result<(String, [ChainSnapshot]), AnswerError> {
-        guard let app = tokenApp(authorization, key: setup.publicKey, at: Date()), app < setup.seeds.count else {
-            return .failure(AnswerError(Answer(httpStatus: 401, body: [])))
-        }
+        guard let app = app(of: authorization, in: setup) else { return .failure(AnswerError(unauthorized)) }
         guard let id = UInt64(transactionID) else { return .failure(AnswerError(error(400, 4_000_006, "Invalid transaction id."))) }
         guard let position = IdentifierScheme.position(ofTransactionID: id, seed: setup.seeds[app]) else {
             return .failure(AnswerError(notFound))
@@ -113,6 +111,15 @@ enum ServerAPIEndpoint {
         let snapshots = receipt.snapshots(at: now)
         return snapshots.isEmpty ? .failure(AnswerError(notFound)) : .success((receipt.token.bundleID, snapshots))
     }
+
+    /// The simulated app (its index in `setup.seeds`) a request's bearer token is for, if Apple would take it.
+    static func app(of authorization: String?, in setup: ServerAPISimulation) -> Int? {
+        guard let app = tokenApp(authorization, key: setup.publicKey, at: Date()), app < setup.seeds.count else { return nil }
+        return app
+    }
+
+    /// A token Apple would not take: 401, no body.
+    static let unauthorized = Answer(httpStatus: 401, body: [])
 
     /// An error answer, as a `Result`'s failure.
     struct AnswerError: Error {

@@ -117,9 +117,9 @@ public final class SimulatedAppStore: Sendable {
             router.post("\(prefix)inApps/v1/notifications/history") { request, context in
                 let body = try await request.body.collect(upTo: 1 << 16)
                 return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
-                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
-                          app < setup.seeds.count
-                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else {
+                        return ServerAPIEndpoint.unauthorized
+                    }
                     return NotificationHistoryEndpoint.history(
                         app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
                         endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: self.sender.attempts(of:))
@@ -127,9 +127,9 @@ public final class SimulatedAppStore: Sendable {
             }
             router.post("\(prefix)inApps/v1/notifications/test") { request, context in
                 try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
-                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
-                          app < setup.seeds.count
-                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else {
+                        return ServerAPIEndpoint.unauthorized
+                    }
                     guard self.sender.configuration.url != nil else { return TestNotificationEndpoint.noServerURL }
                     let test = TestNotificationEndpoint.make(app: Catalog.bundleIDs[app], environment: endpoint, nowMs: now, signing: signing)
                     self.sender.remember(test: test.token, uuid: test.uuid, signedPayload: test.signedPayload)
@@ -141,9 +141,9 @@ public final class SimulatedAppStore: Sendable {
             router.get("\(prefix)inApps/v1/notifications/test/:token") { request, context in
                 let token = context.parameters.get("token") ?? ""
                 return try await self.serverAPI(request, endpoint: endpoint) { _, setup, _ in
-                    guard let app = ServerAPIEndpoint.tokenApp(request.headers[.authorization], key: setup.publicKey, at: Date()),
-                          app < setup.seeds.count
-                    else { return ServerAPIEndpoint.Answer(httpStatus: 401, body: []) }
+                    guard ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) != nil else {
+                        return ServerAPIEndpoint.unauthorized
+                    }
                     return TestNotificationEndpoint.status(token: token, sender: self.sender)
                 }
             }
