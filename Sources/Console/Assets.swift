@@ -28,8 +28,14 @@ enum Assets {
         figcaption { color: var(--muted); font-size: .85rem; }
         .chart { width: 100%; height: 120px; background: var(--bg); border: 1px solid var(--line); }
         .chart polyline { fill: none; stroke: var(--accent); stroke-width: 2; vector-effect: non-scaling-stroke; }
-        progress { width: 100%; height: 1rem; }
+        progress { width: 100%; height: 1rem; appearance: none; border: none; background: #e6e6e6; }
+        progress::-webkit-progress-bar { background: #e6e6e6; } progress::-webkit-progress-value { background: var(--ok); }
+        progress::-moz-progress-bar { background: var(--ok); }
+        progress.paused::-webkit-progress-value { background: var(--warn); } progress.paused::-moz-progress-bar { background: var(--warn); }
         .gate { font-weight: 600; } .gate.open { color: var(--ok); } .gate.paused { color: var(--warn); } .gate.halted { color: var(--bad); }
+        .banner { border: 2px solid; border-radius: 4px; padding: .25rem .75rem; margin-bottom: 1rem; overflow-wrap: anywhere; }
+        .banner p { margin: .35rem 0; } .banner .what { font-weight: 600; } .banner.halted { border-color: var(--bad); background: #fdecea; }
+        .banner.paused { border-color: var(--warn); background: #fff4e0; }
         .notice { background: #e8f1fd; border: 1px solid #b9d2f5; padding: .5rem .75rem; border-radius: 4px; }
         .problem { color: var(--bad); }
         .hint, .muted { color: var(--muted); font-size: .9rem; }

@@ -87,6 +87,7 @@ struct DeadLettersView {
     let onDead = true
     var operatorName: String
     var csrf: String
+    var banners: [Banner]
     var notice: String?
     var filter: DeadLetterFields
     var summary: String
@@ -105,7 +106,7 @@ struct DeadLettersView {
     }
 
     init(viewer: OpsConsole.Operator, fields: DeadLetterFields, letters: [DeadLetter], more: Bool, notice: String?) {
-        (operatorName, csrf, self.notice, filter) = (viewer.name, viewer.csrf, notice, fields)
+        (operatorName, csrf, banners, self.notice, filter) = (viewer.name, viewer.csrf, viewer.banners, notice, fields)
         let matching = fields.isEmpty ? "" : " matching the filter"
         summary = letters.isEmpty ? "No dead letters\(matching)."
             : "\(more ? "The oldest \(letters.count)" : "\(letters.count)") dead letter\(letters.count == 1 && !more ? "" : "s")\(matching), oldest first."

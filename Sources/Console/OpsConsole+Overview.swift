@@ -34,11 +34,9 @@ extension OpsConsole {
         } catch {
             throw ConsoleProblem.badRequest(error.description)
         }
-        if form["confirm"] != "yes", let reason = try await lanes.run({ desk in
-            let status = try desk.status.read(.live).status()
-            return app.map { name in status.apps.first { $0.name == name }?.haltedReason } ?? status.queue.haltedReason
-        }) {
-            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, reason: reason, app: app))
+        // A halt (not a pause, which ends by itself) is lifted only once confirmed, on a page that says what it was.
+        if form["confirm"] != "yes", let halt = who.banners.first(where: { $0.canResume && $0.app == app }) {
+            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, banners: who.banners, halt: halt))
         }
         let replayed = try await audited(who, "fleet.resume", target: app.map { "app:\($0)" }, results: { ["replayed": "\($0)"] }) { _ in
             try resumeFleet(settings: fleet, app: app)
@@ -53,8 +51,9 @@ struct ConfirmResumeView {
     let title = "Resume from a halt?"
     var operatorName: String
     var csrf: String
-    var reason: String
-    var app: String?
+    var banners: [Banner]
+    /// The halt to lift, explained as its banner explains it.
+    var halt: Banner
 }
 
 /// What an action did, carried to the next page in the redirect's query as a fixed code and a

@@ -1,5 +1,6 @@
 import AccessTokens
 import Crypto
+import Fleet
 import Foundation
 import Hummingbird
 
@@ -12,6 +13,8 @@ extension OpsConsole {
         var name: String
         var csrf: String
         var sessionID: String
+        /// What stops the fleet now, shown at the top of every page this operator sees.
+        var banners: [Banner] = []
     }
 
     func loginPage(_ request: Request) async throws -> Response {
@@ -79,7 +82,16 @@ extension OpsConsole {
                           metadata: ["operator": "\(session.operatorName)"])
             throw ConsoleProblem.loginNeeded
         }
-        return Operator(name: session.operatorName, csrf: session.csrfToken, sessionID: id)
+        let (groups, apps) = ([FleetSettings.serverAPIGroup], fleet.apps.names)
+        let banners = try await lanes.run { desk in
+            let standing = try desk.gate.standing(groups: groups, apps: apps)
+            // A halt an operator made names them: theirs is the latest recorded pause with its reason.
+            let pausedBy = try standing.fleet.flatMap { halt in
+                try desk.ledger.latestAudited("fleet.pause").flatMap { $0.details["reason"] == halt.reason ? $0 : nil }
+            }
+            return Banner.all(standing, pausedBy: pausedBy, now: Date())
+        }
+        return Operator(name: session.operatorName, csrf: session.csrfToken, sessionID: id, banners: banners)
     }
 
     /// The operator posting a form, and the form: its CSRF token must be the session's.

@@ -71,13 +71,14 @@ struct SubscriptionPageView {
     let onSubscriptions = true
     var operatorName: String
     var csrf: String
+    var banners: [Banner]
     var notice: String?
     var query: String
     var subscription: Subscription?
     var choices: Choices?
 
     init(viewer: OpsConsole.Operator, query: String, notice: String?) {
-        (operatorName, csrf, self.query, self.notice) = (viewer.name, viewer.csrf, query, notice)
+        (operatorName, csrf, banners, self.query, self.notice) = (viewer.name, viewer.csrf, viewer.banners, query, notice)
     }
 
     struct Choices {

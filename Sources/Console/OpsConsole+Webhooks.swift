@@ -18,6 +18,7 @@ struct WebhooksView {
     let onWebhooks = true
     var operatorName: String
     var csrf: String
+    var banners: [Banner]
     var endpoints: [Endpoint]
 
     struct Endpoint {
@@ -41,7 +42,7 @@ struct WebhooksView {
     }
 
     init(viewer: OpsConsole.Operator, health: [WebhookHealth]) {
-        (operatorName, csrf) = (viewer.name, viewer.csrf)
+        (operatorName, csrf, banners) = (viewer.name, viewer.csrf, viewer.banners)
         endpoints = health.map { item in
             let endpoint = item.endpoint
             return Endpoint(

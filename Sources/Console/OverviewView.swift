@@ -8,6 +8,7 @@ struct OverviewView {
     let onOverview = true
     var operatorName: String
     var csrf: String
+    var banners: [Banner]
     var notice: String?
     var queue: FleetStatus.Queue
     var delayed: Int
@@ -41,22 +42,30 @@ struct OverviewView {
         var count: Int
     }
 
+    /// Tonight's run: its jobs verified, dead and still to go, apart, so deaths never read as done.
     struct Run {
         var runID: String
-        var found: Int
+        var found: String
         var enqueued: Int
-        var done: Int
+        var verified: String
+        var dead: String
+        var toGo: String
+        /// Verified and dead together: how far the progress bar has come.
+        var settled: Int
         var percent: Int
+        /// "paused" (amber) once any job died, else "open".
+        var stateClass: String
         var eta: String
     }
 
     init(status: FleetStatus, samples: [ConsoleSample], now: Date, viewer: OpsConsole.Operator, notice: String?) {
         operatorName = viewer.name
         csrf = viewer.csrf
+        banners = viewer.banners
         self.notice = notice
         queue = status.queue
         delayed = status.queue.delayedDue + status.queue.delayedLater
-        oldestAge = status.queue.oldestReadyAgeSeconds.map(Shown.duration) ?? "none waiting"
+        oldestAge = status.queue.oldestJobAgeSeconds.map(Shown.duration) ?? "none waiting"
         if let reason = status.queue.haltedReason {
             (gateText, gateClass) = ("Halted: \(reason)", "halted")
         } else if let until = status.queue.pausedUntil {
@@ -75,10 +84,18 @@ struct OverviewView {
         requestRate = rates.last.map { Shown.number($0.value) } ?? "-"
         rateLimit = Shown.number(status.rateLimit.perSecond)
         verifiedLastMinute = status.verifiedLastMinute
+        // An app is only as running as the fleet: while the fleet stops, its apps wait.
+        let fleetStopped = status.queue.haltedReason != nil ? "halted" : status.queue.pausedUntil != nil ? "paused" : nil
         apps = status.apps.map { app in
-            App(name: app.name, state: app.haltedReason.map { "Halted: \($0)" } ?? "Running",
-                stateClass: app.haltedReason == nil ? "open" : "halted", halted: app.haltedReason != nil,
-                verified: app.verifiedLastMinute)
+            let (state, stateClass) = if let reason = app.haltedReason {
+                ("Halted: \(reason)", "halted")
+            } else if let fleetStopped {
+                ("Waiting: the fleet is \(fleetStopped)", "paused")
+            } else {
+                ("Running", "open")
+            }
+            return App(name: app.name, state: state, stateClass: stateClass, halted: app.haltedReason != nil,
+                       verified: app.verifiedLastMinute)
         }
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
@@ -88,20 +105,21 @@ struct OverviewView {
                            format: { String(Int($0)) })
         rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Shown.number)
 
-        if let last = status.lastSchedulerRun, last.enqueued > 0 {
-            let outstanding = status.queue.outstanding
-            let done = max(0, last.enqueued - outstanding)
+        if let last = status.lastSchedulerRun, let tally = status.lastRunTally, tally.enqueued > 0 {
             // At the last minute's pace; none while nothing was verified.
             let perSecond = Double(status.verifiedLastMinute) / 60
-            let eta: String = if outstanding == 0 {
-                "Done."
+            let eta: String = if tally.toGo == 0 {
+                tally.dead == 0 ? "Done." : "Done, with dead jobs: see Dead letters."
             } else if perSecond > 0 {
-                "Ends around \(Shown.time(now + Double(outstanding) / perSecond)) at the last minute's pace."
+                "Ends around \(Shown.time(now + Double(tally.toGo) / perSecond)) at the last minute's pace."
             } else {
                 "Nothing was verified in the last minute, so no end can be estimated."
             }
-            run = Run(runID: last.runID, found: last.found, enqueued: last.enqueued, done: done,
-                      percent: done * 100 / last.enqueued, eta: eta)
+            let settled = tally.verified + tally.dead
+            run = Run(runID: last.runID, found: Shown.count(last.found), enqueued: tally.enqueued,
+                      verified: Shown.count(tally.verified), dead: Shown.count(tally.dead), toGo: Shown.count(tally.toGo),
+                      settled: settled, percent: min(100, settled * 100 / tally.enqueued),
+                      stateClass: tally.dead > 0 ? "paused" : "open", eta: eta)
         }
     }
 

@@ -7,6 +7,11 @@ enum Shown {
         value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
     }
 
+    /// A count with thousands grouped: "1,659".
+    static func count(_ value: Int) -> String {
+        value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US_POSIX")))
+    }
+
     static func duration(_ seconds: Double) -> String {
         switch seconds {
         case ..<120: "\(Int(seconds)) s"

@@ -41,6 +41,17 @@ enum Templates {
           {{/operatorName}}
         </header>
         <main>
+        {{#banners}}
+        <div class="banner {{stateClass}}" role="alert" id="{{id}}">
+          <p class="what" id="{{id}}-what">{{what}}</p>
+          <p id="{{id}}-why">Reason: {{why}}</p>
+          <p id="{{id}}-next">Next: {{next}}</p>
+          {{#canResume}}<form method="post" action="/console/gate/resume" class="inline">
+            <input type="hidden" name="csrf" value="{{csrf}}">{{#app}}<input type="hidden" name="app" value="{{app}}">{{/app}}
+            <button type="submit">Resume{{#app}} {{app}}{{/app}}…</button>
+          </form>{{/canResume}}
+        </div>
+        {{/banners}}
         {{#notice}}<p class="notice" role="status" id="notice">{{notice}}</p>{{/notice}}
         {{$main}}{{/main}}
         </main>
@@ -92,8 +103,9 @@ enum Templates {
           </figure>
           <h3>Tonight's run</h3>
           {{#run}}
-          <p id="run">Run {{runID}}: {{done}} of {{enqueued}} jobs done ({{found}} due). {{eta}}</p>
-          <progress max="{{enqueued}}" value="{{done}}">{{percent}} %</progress>
+          <p id="run" class="gate {{stateClass}}">Run {{runID}} ({{found}} due): <span id="run-verified">{{verified}} verified</span>,
+            <span id="run-dead">{{dead}} dead</span>, <span id="run-to-go">{{toGo}} to go</span>. {{eta}}</p>
+          <progress class="{{stateClass}}" max="{{enqueued}}" value="{{settled}}">{{percent}} %</progress>
           {{/run}}
           {{^run}}<p id="run">No scheduler run is recorded yet.</p>{{/run}}
         </section>
@@ -161,9 +173,9 @@ enum Templates {
     static let confirmResume = """
         {{<layout}}{{$main}}
         <h1>Resume from a halt?</h1>
-        <p class="problem" id="halt-reason">{{#app}}The app {{app}} is halted{{/app}}{{^app}}The fleet is halted{{/app}}: {{reason}}</p>
-        <p>A fleet (or one app) halts itself when Apple says its configuration is wrong (a wrong shared secret, 21004), so
-        that no subscription is marked invalid for it. Resume only once the cause is fixed.</p>
+        {{#halt}}
+        <p class="problem" id="halt-reason">{{what}} Reason: {{why}}</p>
+        <p id="halt-next">{{next}} Resuming before then halts it again.</p>
         <form method="post" action="/console/gate/resume">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <input type="hidden" name="confirm" value="yes">
@@ -171,6 +183,7 @@ enum Templates {
           <button type="submit" id="confirm-resume">Resume from the halt</button>
           <a href="/console">Cancel</a>
         </form>
+        {{/halt}}
         {{/main}}{{/layout}}
         """
 

@@ -110,7 +110,7 @@ private struct Instruments: Sendable {
             // The states part the jobs: `ready` is the ordinary stream, `ready_high` the high-priority one.
             let counts = [queue.ready - queue.readyHigh, queue.readyHigh, queue.reserved, queue.delayedDue + queue.delayedLater, queue.dead]
             for ((_, gauge), count) in zip(jobs, counts) { gauge.record(count) }
-            oldestJobAge.record(queue.oldestReadyAgeSeconds ?? 0)
+            oldestJobAge.record(queue.oldestJobAgeSeconds ?? 0)
             liveWorkers.record(queue.liveWorkers)
             // Paused until a probe finds Apple back, also once the pause's time is up.
             paused.record(queue.pausedUntil == nil ? 0 : 1)

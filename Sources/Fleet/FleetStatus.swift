@@ -11,6 +11,8 @@ public struct FleetStatus: Sendable, Encodable {
     public var rateLimit: RateLimitReading
     public var serverAPI: ServerAPIGate
     public var lastSchedulerRun: ScheduleSummary?
+    /// How far the last run's jobs have come: verified, dead, still to go (nil once its tally expired).
+    public var lastRunTally: RunTally?
     /// Verifications in the last minute, and the Apple status mix among them.
     public var verifiedLastMinute: Int
     public var appleStatusLastMinute: [String: Int]
@@ -41,7 +43,7 @@ public struct FleetStatus: Sendable, Encodable {
         public var delayedDue: Int
         public var delayedLater: Int
         public var dead: Int
-        public var oldestReadyAgeSeconds: Double?
+        public var oldestJobAgeSeconds: Double?
         public var liveWorkers: Int
         public var consumers: Int
         /// Worker processes that gave up rate-limit slots in the last 5 minutes: starved of CPU.

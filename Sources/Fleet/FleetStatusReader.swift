@@ -47,6 +47,7 @@ public final class FleetStatusReader {
         let (connection, queue) = try redis ?? connectRedis()
         redis = (connection, queue)
         let stats = try queue.stats()
+        let lastRun = try ScheduleSummary.last(on: connection, keys: queue.keys)
         var throttled: [String: Double] = [:]
         for budget in settings.serverAPIBudgets {
             if let ms = try connection.command("PTTL", queue.keys.throttled(budget.name)).int, ms > 0 {
@@ -57,7 +58,7 @@ public final class FleetStatusReader {
             queue: FleetStatus.Queue(
                 ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,
                 delayedDue: stats.delayedDue, delayedLater: stats.delayedLater, dead: stats.dead,
-                oldestReadyAgeSeconds: stats.oldestReadyAge?.seconds, liveWorkers: stats.liveWorkers,
+                oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
                 consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                 haltedReason: stats.haltedReason),
@@ -68,7 +69,7 @@ public final class FleetStatusReader {
             haltedApps: try settings.apps.names.reduce(into: [:]) { halted, app in
                 halted[app] = try connection.command("GET", queue.keys.halted(app: app)).string
             },
-            lastSchedulerRun: try ScheduleSummary.last(on: connection, keys: queue.keys))
+            lastSchedulerRun: lastRun, lastRunTally: try lastRun.flatMap { try queue.tally(ofRun: $0.runID) })
     }
 
     private func readLedger(_ scope: Scope, now: Date) throws -> FleetReading.LedgerSide {
@@ -122,6 +123,7 @@ public struct FleetReading: Sendable {
         /// The halted apps' reasons, by name.
         public var haltedApps: [String: String]
         public var lastSchedulerRun: ScheduleSummary?
+        public var lastRunTally: RunTally?
     }
 
     public struct LedgerSide: Sendable {
@@ -155,7 +157,7 @@ public struct FleetReading: Sendable {
         }
         return FleetStatus(
             queue: redisSide.queue, rateLimit: redisSide.rateLimit, serverAPI: redisSide.serverAPI,
-            lastSchedulerRun: redisSide.lastSchedulerRun, verifiedLastMinute: apps.reduce(0) { $0 + $1.verifiedLastMinute },
+            lastSchedulerRun: redisSide.lastSchedulerRun, lastRunTally: redisSide.lastRunTally, verifiedLastMinute: apps.reduce(0) { $0 + $1.verifiedLastMinute },
             appleStatusLastMinute: ledgerSide.appleStatusLastMinute, apps: apps,
             outbox: ledgerSide.outbox,
             subscriptions: byApp.map(LedgerCounts.total),

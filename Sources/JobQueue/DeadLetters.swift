@@ -68,18 +68,25 @@ extension JobQueue {
     /// dead-letter stream (so concurrent replays cannot duplicate it). Replay is a deduplicated
     /// reason: a letter whose subscription is already queued again (a later pass enqueued it)
     /// leaves the dead letters without a second job, since the queued one does the same work.
-    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap. ARGV[1] reason letter,
-    /// ARGV[2…] triples of dead-letter id, subscription id, run id. Returns the number of letters replayed.
-    private static let replayScript = ClockedScript(ScriptPrologue.freshJob + """
-        local replayed = 0
-        for i = 2, #ARGV, 3 do
+    /// A replayed job is its run's again: it leaves the run's dead and counts when it is verified. A
+    /// letter whose subscription a later pass queued stays among its run's dead (that job is the later run's).
+    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
+    /// KEYS[5…] the letters' runs' tallies. ARGV[1] reason letter, ARGV[2…] quadruples of dead-letter
+    /// id, subscription id, run id, index in KEYS of its run's tally. Returns the number of letters replayed.
+    private static let replayScript = ClockedScript(
+        ScriptPrologue.freshJob + ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
+        local replayed, added = 0, 0
+        for i = 2, #ARGV, 4 do
             if redis.call('XDEL', KEYS[1], ARGV[i]) == 1 then
                 if redis.call('SETBIT', KEYS[3], ARGV[i + 1], 1) == 0 then
                     redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
+                    tallyRun(KEYS[tonumber(ARGV[i + 3])], 'dead', -1)
+                    added = added + 1
                 end
                 replayed = replayed + 1
             end
         end
+        if added > 0 then countQueued(KEYS[4], now, added) end
         return replayed
         """)
 
@@ -92,14 +99,16 @@ extension JobQueue {
     public func replay(matching filter: DeadLetterFilter) throws(QueueError) -> Int {
         var replayed = 0
         try forEachDeadLetterPage { (page) throws(QueueError) in
+            let jobs = page.filter(filter.matches).compactMap { letter in letter.job.map { (letter.id, $0) } }
+            let runs = Array(Set(jobs.map(\.1.runID))).sorted()
             var arguments: [any RedisArgument] = [Job.Reason.replay.rawValue]
-            for letter in page where filter.matches(letter) {
-                guard let job = letter.job else { continue }
-                arguments += [letter.id, job.subscriptionID, job.runID]
+            for (id, job) in jobs {
+                arguments += [id, job.subscriptionID, job.runID, runs.firstIndex(of: job.runID)! + 5]
             }
-            if arguments.count > 1 {
+            if !jobs.isEmpty {
                 let reply = try evaluate(
-                    Self.replayScript, keys: [keys.dead, keys.ready, keys.queued], arguments: arguments)
+                    Self.replayScript, keys: [keys.dead, keys.ready, keys.queued, keys.queuedSince] + runs.map(keys.run),
+                    arguments: arguments)
                 replayed += Int(reply.int ?? 0)
             }
             return true

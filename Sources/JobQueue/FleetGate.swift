@@ -224,12 +224,12 @@ public final class FleetGate: ClockedScriptRunner {
     /// forgets itself after `halt after` ms without such a failure, so two lone ones a night apart
     /// never halt.
     /// KEYS[1] paused, KEYS[2] failures, KEYS[3] probe, KEYS[4] unavailable streak, KEYS[5] recurring
-    /// failure, KEYS[6] halted. ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak, ARGV[4] halt after ms,
+    /// failure, KEYS[6] halted, KEYS[7] halted since. ARGV[1] base ms, ARGV[2] cap ms, ARGV[3] streak, ARGV[4] halt after ms,
     /// ARGV[5] halt reason. Returns -1 when this call halted the fleet, else the ms until the pause ends.
-    private static let reportRecurringFailureScript = ClockedScript(ScriptPrologue.countUnavailable + """
+    private static let reportRecurringFailureScript = ClockedScript(ScriptPrologue.countUnavailable + ScriptPrologue.halt + """
         local since = tonumber(redis.call('GET', KEYS[5])) or now
         if now - since >= tonumber(ARGV[4]) then
-            redis.call('SET', KEYS[6], ARGV[5])
+            halt(KEYS[6], KEYS[7], ARGV[5])
             redis.call('DEL', KEYS[5])
             return -1
         end
@@ -245,7 +245,8 @@ public final class FleetGate: ClockedScriptRunner {
     public func reportRecurringFailure(reason: String, haltAfter: Duration) throws(QueueError) -> RecurringFailureVerdict {
         let reply = try evaluate(
             Self.reportRecurringFailureScript,
-            keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure, keys.halted],
+            keys: [keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.recurringFailure, keys.halted,
+                   keys.since(keys.halted)],
             arguments: [pausePolicy.base.wholeMilliseconds, pausePolicy.cap.wholeMilliseconds, pausePolicy.streak,
                         max(haltAfter.wholeMilliseconds, 1), String(reason.prefix(500))])
         guard let ms = reply.int else { throw .unexpectedReply(operation: "reportRecurringFailure", reply: "\(reply)") }
@@ -255,15 +256,15 @@ public final class FleetGate: ClockedScriptRunner {
     /// Counts one subscription's configuration error (21004, 21000); once `needed` different
     /// subscriptions answered so in a row (an answer about a receipt in between, told to `admit`,
     /// starts over), halts the fleet (or the group, or the app, whose halt and streak the keys are).
-    /// KEYS[1] halted, KEYS[2] configuration streak. ARGV[1]
+    /// KEYS[1] halted, KEYS[2] configuration streak, KEYS[3] halted since. ARGV[1]
     /// subscription id, ARGV[2] needed, ARGV[3] halt reason, ARGV[4] streak lifetime in ms.
     /// Returns 1 when this call halted the fleet (or it was halted), else 0.
-    private static let reportConfigurationErrorScript = RedisScript("""
+    private static let reportConfigurationErrorScript = ClockedScript(ScriptPrologue.halt + """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
         redis.call('SADD', KEYS[2], ARGV[1])
         redis.call('PEXPIRE', KEYS[2], ARGV[4])
         if redis.call('SCARD', KEYS[2]) < tonumber(ARGV[2]) then return 0 end
-        redis.call('SET', KEYS[1], ARGV[3])
+        halt(KEYS[1], KEYS[3], ARGV[3])
         redis.call('DEL', KEYS[2])
         return 1
         """)
@@ -277,9 +278,9 @@ public final class FleetGate: ClockedScriptRunner {
         subscriptionID: Int64, reason: String, needed: Int, group: String? = nil, app: String? = nil
     ) throws(QueueError) -> Bool {
         let halted = app.map { keys.halted(app: $0) } ?? group.map { keys.halted($0) } ?? keys.halted
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.reportConfigurationErrorScript,
-            keys: [halted, app.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak],
+            keys: [halted, app.map { keys.configurationStreak(app: $0) } ?? keys.configurationStreak, keys.since(halted)],
             arguments: [subscriptionID, max(needed, 1), String(reason.prefix(500)), 600_000])
         guard let halted = reply.int else { throw .unexpectedReply(operation: "reportConfigurationError", reply: "\(reply)") }
         return halted == 1
@@ -310,21 +311,28 @@ public final class FleetGate: ClockedScriptRunner {
     /// Stops the whole fleet (or only `group`'s budgets) until `resume()`. `reason` is shown to
     /// operators: sanitized text only (no receipt, secret or password); cut to 500 characters.
     public func halt(reason: String, group: String? = nil) throws(QueueError) {
-        try connection.execute(["SET", group.map { keys.halted($0) } ?? keys.halted, String(reason.prefix(500))])
+        let halted = group.map { keys.halted($0) } ?? keys.halted
+        _ = try evaluate(Self.haltScript, keys: [halted, keys.since(halted)], arguments: [String(reason.prefix(500))])
     }
+
+    /// KEYS[1] halted, KEYS[2] halted since. ARGV[1] reason. Returns 1.
+    private static let haltScript = ClockedScript(ScriptPrologue.halt + """
+        halt(KEYS[1], KEYS[2], ARGV[1])
+        return 1
+        """)
 
     /// Lifts a halt and any pause, the halts and throttles of `budgets`, and the halts of `apps`.
     public func resume(budgets: [GateBudget] = [], apps: [String] = []) throws(QueueError) {
         try connection.execute([
             "DEL", keys.halted, keys.paused, keys.pauseFailures, keys.probe, keys.unavailableStreak, keys.configurationStreak,
-            keys.recurringFailure,
-        ] + budgets.flatMap { [keys.halted($0.group), keys.throttled($0.name)] }
-          + apps.flatMap { [keys.halted(app: $0), keys.configurationStreak(app: $0)] })
+            keys.recurringFailure, keys.since(keys.halted),
+        ] + budgets.flatMap { [keys.halted($0.group), keys.since(keys.halted($0.group)), keys.throttled($0.name)] }
+          + apps.flatMap { [keys.halted(app: $0), keys.since(keys.halted(app: $0)), keys.configurationStreak(app: $0)] })
     }
 
     /// Lifts `app`'s halt alone; the rest of the fleet stays as it is.
     public func resume(app: String) throws(QueueError) {
-        try connection.execute(["DEL", keys.halted(app: app), keys.configurationStreak(app: app)])
+        try connection.execute(["DEL", keys.halted(app: app), keys.since(keys.halted(app: app)), keys.configurationStreak(app: app)])
     }
 
     /// Why the whole fleet is halted; nil when it is not.

@@ -74,6 +74,10 @@ public struct Job: Sendable, Hashable {
     /// is deduplicated, else "" (the job must leave the bit of a sweep's job alone).
     var heldQueuedBit: String { reason.isDeduplicated ? String(subscriptionID) : "" }
 
+    /// The run whose tally (`QueueKeys.run`) counts this job when it is verified or dies: a sweep's
+    /// jobs count in their run, a job for one event in none.
+    var tallyingRun: String? { reason.isDeduplicated ? runID : nil }
+
     /// Reads a job's text form; anything else throws `QueueError.undecodableJob` saying what is wrong.
     public init(encoded text: String) throws(QueueError) {
         let fields = text.split(separator: "|", omittingEmptySubsequences: false)

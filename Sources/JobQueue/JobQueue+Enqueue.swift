@@ -13,6 +13,9 @@ extension JobQueue {
     /// How long an occurrence's once-key keeps its job from being added again: longer than Apple
     /// keeps re-sending a notification it has no 200 for.
     public static let onceMemory: Duration = .seconds(3 * 24 * 3600)
+    /// How long a run's tally (`QueueKeys.run`) is kept after its last enqueue: past a week of
+    /// retries, so the run's figures are whole when the ledger records them.
+    public static let runMemory: Duration = .seconds(8 * 24 * 3600)
     /// Subscriptions per script call: big enough to amortize the round trip, small enough that
     /// one call blocks Redis for only a millisecond or two.
     static let enqueueBatch = 1000
@@ -21,15 +24,21 @@ extension JobQueue {
 
     /// Adds one job per subscription unless the subscription is already queued (its bit is set),
     /// and sets the bit of each one added; the job's ack or burial clears it again.
-    /// KEYS[1] ready stream, KEYS[2] queued bitmap. ARGV[1] run id, ARGV[2] reason letter (a
-    /// deduplicated reason), ARGV[3…] subscription ids. Returns the number added.
-    private static let enqueueScript = ClockedScript(ScriptPrologue.freshJob + """
+    /// KEYS[1] ready stream, KEYS[2] queued bitmap, KEYS[3] queued-since hash, KEYS[4] the run's tally.
+    /// ARGV[1] run id, ARGV[2] reason letter (a deduplicated reason), ARGV[3] the tally's lifetime in
+    /// seconds, ARGV[4…] subscription ids. Returns the number added.
+    private static let enqueueScript = ClockedScript(ScriptPrologue.freshJob + ScriptPrologue.countQueued + """
         local added = 0
-        for i = 3, #ARGV do
+        for i = 4, #ARGV do
             if redis.call('SETBIT', KEYS[2], ARGV[i], 1) == 0 then
                 redis.call('XADD', KEYS[1], '*', 'j', freshJob(ARGV[i], ARGV[1], ARGV[2]))
                 added = added + 1
             end
+        end
+        if added > 0 then
+            countQueued(KEYS[3], now, added)
+            redis.call('HINCRBY', KEYS[4], 'enqueued', added)
+            redis.call('EXPIRE', KEYS[4], ARGV[3])
         end
         return added
         """)
@@ -54,8 +63,11 @@ extension JobQueue {
         }
         for id in subscriptionIDs { try Job.validate(subscriptionID: id) }
 
-        let keys = [reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.queued]
-        let header: [any RedisArgument] = [runID, reason.rawValue]
+        let keys = [
+            reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.queued, self.keys.queuedSince,
+            self.keys.run(runID),
+        ]
+        let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
         var added = 0
         for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
             let calls = pipelined.map { batch in
@@ -71,13 +83,14 @@ extension JobQueue {
 
     /// Adds one job now, whatever is queued: for a job that answers one event (a notification).
     /// Its reason is not deduplicated, so it neither reads nor sets the queued bitmap.
-    /// KEYS[1] ready stream, KEYS[2] (optional) the occurrence's once-key. ARGV[1] subscription id,
-    /// ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime in seconds.
-    /// Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
-    private static let enqueueOneScript = ClockedScript(ScriptPrologue.freshJob + """
-        if KEYS[2] and not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[4]) then return false end
+    /// KEYS[1] ready stream, KEYS[2] queued-since hash, KEYS[3] (optional) the occurrence's once-key.
+    /// ARGV[1] subscription id, ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime
+    /// in seconds. Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
+    private static let enqueueOneScript = ClockedScript(ScriptPrologue.freshJob + ScriptPrologue.countQueued + """
+        if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[4]) then return false end
         local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
         redis.call('XADD', KEYS[1], '*', 'j', job)
+        countQueued(KEYS[2], now, 1)
         return job
         """)
 
@@ -98,7 +111,7 @@ extension JobQueue {
         try Self.refuseDeduplicated(reason)
         let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
         let reply = try evaluate(
-            Self.enqueueOneScript, keys: [stream] + (occurrence.map { [keys.once($0)] } ?? []),
+            Self.enqueueOneScript, keys: [stream, keys.queuedSince] + (occurrence.map { [keys.once($0)] } ?? []),
             arguments: [subscriptionID, runID, reason.rawValue, Self.onceMemory.wholeMilliseconds / 1000])
         if occurrence != nil, reply == .null { return nil }
         guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
@@ -115,8 +128,18 @@ extension JobQueue {
         try Job.validate(subscriptionID: job.subscriptionID)
         try Job.validate(runID: job.runID)
         try Self.refuseDeduplicated(job.reason)
-        return try connection.execute(["ZADD", keys.delayed, dueAt, job.encoded]).int == 1
+        let reply = try connection.evaluate(
+            Self.scheduleScript, keys: [keys.delayed, keys.queuedSince], arguments: [dueAt, job.encoded, job.enqueuedAt])
+        return reply.int == 1
     }
+
+    /// KEYS[1] delayed set, KEYS[2] queued-since hash. ARGV[1] due time in ms, ARGV[2] job text,
+    /// ARGV[3] its enqueue time in ms. Returns 1 if the job was new to the delayed set, else 0.
+    private static let scheduleScript = RedisScript(ScriptPrologue.countQueued + """
+        if redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+        countQueued(KEYS[2], ARGV[3], 1)
+        return 1
+        """)
 
     /// The single-job paths set no queued bit, so a job of theirs must not clear one on ack.
     private static func refuseDeduplicated(_ reason: Job.Reason) throws(QueueError) {

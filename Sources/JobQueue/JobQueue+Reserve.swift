@@ -60,16 +60,18 @@ extension JobQueue {
 
     /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
     /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
-    /// KEYS[1] queued bitmap, KEYS[2…] the jobs' ready streams. ARGV[1] group, ARGV[2] consumer, then
-    /// per job three: the index in KEYS of its stream, its entry id, the subscription id whose queued
-    /// bit it holds ("" if none).
+    /// KEYS[1] queued bitmap, KEYS[2] queued-since hash, KEYS[3…] the jobs' ready streams, then their
+    /// runs' tallies. ARGV[1] group, ARGV[2] consumer, then per job five: the index in KEYS of its
+    /// stream, its entry id, the subscription id whose queued bit it holds ("" if none), its enqueue
+    /// time in ms, the index in KEYS of its run's tally (0 if it counts in none).
     /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
     /// A batch costs a few commands, not four per job: one XPENDING per stream lists what this
-    /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream and one
-    /// BITFIELD for every queued bit (the same bits SETBIT numbers).
-    private static let ackScript = RedisScript("""
-        local acked, owned, streams = {}, {}, {}
-        for i = 3, #ARGV, 3 do
+    /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream, one
+    /// BITFIELD for every queued bit (the same bits SETBIT numbers), one HINCRBY per minute of
+    /// enqueue and two commands per run (a night's batch shares both).
+    private static let ackScript = RedisScript(ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
+        local acked, owned, streams, minutes, runs = {}, {}, {}, {}, {}
+        for i = 3, #ARGV, 5 do
             local index = tonumber(ARGV[i])
             streams[index] = streams[index] or {}
             table.insert(streams[index], i)
@@ -91,13 +93,21 @@ extension JobQueue {
             end
         end
         local bits = {}
-        for i = 3, #ARGV, 3 do
+        for i = 3, #ARGV, 5 do
             if owned[i] and ARGV[i + 2] ~= '' then
                 bits[#bits + 1] = 'SET'; bits[#bits + 1] = 'u1'; bits[#bits + 1] = ARGV[i + 2]; bits[#bits + 1] = 0
+            end
+            if owned[i] then
+                local minute = math.floor(tonumber(ARGV[i + 3]) / 60000) * 60000
+                minutes[minute] = (minutes[minute] or 0) + 1
+                local run = tonumber(ARGV[i + 4])
+                if run > 0 then runs[run] = (runs[run] or 0) + 1 end
             end
             acked[#acked + 1] = owned[i] and 1 or 0
         end
         if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
+        for minute, count in pairs(minutes) do countQueued(KEYS[2], minute, -count) end
+        for run, count in pairs(runs) do tallyRun(KEYS[run], 'verified', count) end
         return acked
         """)
 
@@ -106,11 +116,16 @@ extension JobQueue {
     public func ack(_ jobs: [ReservedJob]) throws(QueueError) -> [Bool] {
         guard !jobs.isEmpty else { return [] }
         let streams = Array(Set(jobs.map(\.stream))).sorted()
+        let runs = Array(Set(jobs.compactMap(\.job.tallyingRun))).sorted()
         var arguments: [any RedisArgument] = [QueueKeys.group, consumer]
         for job in jobs {
-            arguments += [streams.firstIndex(of: job.stream)! + 2, job.entryID, job.job.heldQueuedBit]
+            arguments += [
+                streams.firstIndex(of: job.stream)! + 3, job.entryID, job.job.heldQueuedBit, job.job.enqueuedAt,
+                job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 3 + streams.count } ?? 0,
+            ]
         }
-        let reply = try connection.evaluate(Self.ackScript, keys: [keys.queued] + streams, arguments: arguments)
+        let reply = try connection.evaluate(
+            Self.ackScript, keys: [keys.queued, keys.queuedSince] + streams + runs.map(keys.run), arguments: arguments)
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")
         }

@@ -37,6 +37,14 @@ public struct QueueKeys: Sendable, Hashable {
     /// indexed by subscription id, one for the whole deployment, so no pass of any run enqueues a
     /// subscription twice. Its size follows the highest id (10M ids: 1.25 MB), not the passes.
     public var queued: String { "\(prefix):queued" }
+    /// Jobs in the queue (ready, reserved or delayed) by the minute they were first enqueued: a hash
+    /// minute → count, so the oldest job's age survives retries and pauses (`ScriptPrologue.countQueued`).
+    /// It holds one field per minute that still has a job, not one per job.
+    public var queuedSince: String { "\(prefix):queued-since" }
+    /// A sweep's run (its deduplicated jobs: nightly, manual and their replays): a hash of the jobs
+    /// it `enqueued` and how many were `verified` (acked: their result is durable) or went `dead`.
+    /// Made by the enqueue that starts it; it expires `JobQueue.runMemory` after its last enqueue.
+    public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
     /// Marks that the job for one occurrence (e.g. "notification-42") was enqueued: a string with
     /// an expiry, so enqueueing it again adds nothing.
     public func once(_ occurrence: String) -> String { "\(prefix):once:\(occurrence)" }
@@ -79,6 +87,8 @@ public struct QueueKeys: Sendable, Hashable {
     public func halted(_ group: String) -> String { "\(prefix):halted:\(group)" }
     /// Set while one app is halted (its shared secret is wrong); the value is the reason.
     public func halted(app: String) -> String { "\(prefix):halted:app:\(app)" }
+    /// When the halt kept in the key `halt` (any of the three above) began, in ms (Redis clock).
+    public func since(_ halt: String) -> String { "\(halt):since" }
     /// A rate limit of Apple's besides the fleet's first (a `GateBudget`): its limiter state, its
     /// counter of granted calls, and, while Apple said it is spent (429), a key that expires when
     /// Apple said to come back.

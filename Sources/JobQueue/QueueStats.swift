@@ -21,8 +21,9 @@ public struct QueueStats: Sendable, Hashable {
     public var delayedDue: Int
     public var delayedLater: Int
     public var dead: Int
-    /// How long the oldest waiting job has been in its ready stream; nil when none waits.
-    public var oldestReadyAge: Duration?
+    /// How long ago the oldest job in the queue (ready, reserved or delayed) was first enqueued,
+    /// to the minute: retries and pauses do not restart it. Nil when the queue holds no job that is due.
+    public var oldestJobAge: Duration?
     public var consumers: [Consumer]
     /// Consumers that sent a heartbeat within the window asked for.
     public var liveWorkers: Int
@@ -38,44 +39,52 @@ public struct QueueStats: Sendable, Hashable {
 extension JobQueue {
     /// Everything `QueueStats` shows, read at one instant.
     /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] workers,
-    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter. ARGV[1] group, ARGV[2] live window ms.
+    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter, KEYS[9] queued-since hash. ARGV[1]
+    /// group, ARGV[2] live window ms.
     /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
-    /// granted | nil}; a lane is {length, reserved, age of oldest unreserved entry in ms (-1: none),
-    /// {{consumer, reserved, idle ms}, …}}.
+    /// granted | nil, age in ms of the oldest job's minute of first enqueue (-1: none)}; a lane is
+    /// {length, reserved, {{consumer, reserved, idle ms}, …}}. A job scheduled for later (its enqueue
+    /// time is when it is due) counts only once that time has come.
     private static let statsScript = ClockedScript(ScriptPrologue.asMap + """
         local function lane(stream)
-            local length, reserved, lastDelivered, consumers = redis.call('XLEN', stream), 0, '0-0', {}
+            local length, reserved, consumers = redis.call('XLEN', stream), 0, {}
             local groups = redis.pcall('XINFO', 'GROUPS', stream)
             for _, flat in ipairs(groups.err == nil and groups or {}) do
                 local group = asMap(flat)
                 if group.name == ARGV[1] then
-                    reserved, lastDelivered = group.pending, group['last-delivered-id']
+                    reserved = group.pending
                     for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', stream, ARGV[1])) do
                         local consumer = asMap(c)
                         consumers[#consumers + 1] = {consumer.name, consumer.pending, consumer.idle}
                     end
                 end
             end
-            local oldest = redis.call('XRANGE', stream, '(' .. lastDelivered, '+', 'COUNT', 1)[1]
-            local age = oldest and now - tonumber(string.match(oldest[1], '^%d+')) or -1
-            return {length, reserved, age, consumers}
+            return {length, reserved, consumers}
+        end
+        local oldestMinute
+        for _, minute in ipairs(redis.call('HKEYS', KEYS[9])) do
+            local start = tonumber(minute) * 60000
+            if start <= now and (not oldestMinute or start < oldestMinute) then oldestMinute = start end
         end
         return {lane(KEYS[1]), lane(KEYS[2]),
             redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
             redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
-            redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8])}
+            redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8]),
+            oldestMinute and now - oldestMinute or -1}
         """)
 
     /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.
     public func stats(liveWithin: Duration = .seconds(30)) throws(QueueError) -> QueueStats {
         let reply = try evaluate(
             Self.statsScript,
-            keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted],
+            keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted,
+                                           keys.queuedSince],
             arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])
         let unexpected = QueueError.unexpectedReply(operation: "stats", reply: "\(reply)")
-        guard let parts = reply.array, parts.count == 9,
+        guard let parts = reply.array, parts.count == 10,
             let high = Lane(parts[0]), let normal = Lane(parts[1]),
-            let due = parts[2].int, let later = parts[3].int, let dead = parts[4].int, let live = parts[5].int
+            let due = parts[2].int, let later = parts[3].int, let dead = parts[4].int, let live = parts[5].int,
+            let oldest = parts[9].int
         else { throw unexpected }
 
         var consumers: [String: QueueStats.Consumer] = [:]
@@ -83,7 +92,6 @@ extension JobQueue {
             consumers[consumer.name, default: QueueStats.Consumer(name: consumer.name, reserved: 0, idle: consumer.idle)]
                 .merge(consumer)
         }
-        let ages = [high.oldestAge, normal.oldestAge].compactMap(\.self)
         return QueueStats(
             ready: high.waiting + normal.waiting,
             readyHigh: high.waiting,
@@ -91,7 +99,7 @@ extension JobQueue {
             delayedDue: Int(due),
             delayedLater: Int(later),
             dead: Int(dead),
-            oldestReadyAge: ages.max(),
+            oldestJobAge: oldest < 0 ? nil : .milliseconds(oldest),
             consumers: consumers.values.sorted { $0.name < $1.name },
             liveWorkers: Int(live),
             pausedUntil: parts[6].int,
@@ -111,17 +119,15 @@ extension QueueStats.Consumer {
 private struct Lane {
     var waiting: Int
     var reserved: Int
-    var oldestAge: Duration?
     var consumers: [QueueStats.Consumer]
 
     init?(_ value: RedisValue) {
-        guard let parts = value.array, parts.count == 4, let length = parts[0].int, let reserved = parts[1].int,
-            let age = parts[2].int, let consumers = parts[3].array
+        guard let parts = value.array, parts.count == 3, let length = parts[0].int, let reserved = parts[1].int,
+            let consumers = parts[2].array
         else { return nil }
         // Acked entries are deleted, so a stream holds exactly its reserved and its waiting jobs.
         waiting = Int(length - reserved)
         self.reserved = Int(reserved)
-        oldestAge = age < 0 ? nil : .milliseconds(age)
         self.consumers = consumers.compactMap { consumer in
             guard let fields = consumer.array, fields.count == 3, let name = fields[0].string,
                 let reserved = fields[1].int, let idle = fields[2].int

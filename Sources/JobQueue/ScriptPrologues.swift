@@ -59,6 +59,41 @@ enum ScriptPrologue {
 
         """
 
+    /// `countQueued(hash, enqueuedAt, delta)`: counts `delta` jobs first enqueued at `enqueuedAt` (ms)
+    /// into (or, negative, out of) `QueueKeys.queuedSince`, dropping a minute once it holds no job.
+    /// Every script that adds a job to the queue or lets one leave it for good calls it; moves
+    /// between the ready streams and the delayed set keep a job's minute.
+    /// `enqueuedAtOf(job)`: the enqueue time in a job's text, or nil if the text is not a job.
+    static let countQueued = """
+        local function countQueued(hash, enqueuedAt, delta)
+            local minute = string.format('%d', math.floor(tonumber(enqueuedAt) / 60000))
+            if redis.call('HINCRBY', hash, minute, delta) <= 0 then redis.call('HDEL', hash, minute) end
+        end
+        local function enqueuedAtOf(job)
+            return string.match(job, '^[^|]*|[^|]*|[^|]*|[^|]*|(%d+)|')
+        end
+
+        """
+
+    /// `tallyRun(key, field, delta)`: adds to a run's tally (`QueueKeys.run`) if the run still has one,
+    /// so a job outliving its run's tally does not bring back a tally that never expires.
+    static let tallyRun = """
+        local function tallyRun(key, field, delta)
+            if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, field, delta) end
+        end
+
+        """
+
+    /// `halt(key, sinceKey, reason)`: halts (the fleet, a group or an app, whose halt `key` is) for
+    /// `reason`, and notes when, unless it was halted already (needs `clock`).
+    static let halt = """
+        local function halt(key, sinceKey, reason)
+            redis.call('SET', key, reason)
+            redis.call('SET', sinceKey, nowText, 'NX')
+        end
+
+        """
+
     /// `releaseQueued(bitmap, subscription)`: clears the subscription's queued bit when a job that
     /// holds it leaves the queue for good; `subscription` is "" for a job that holds none (its
     /// reason is not deduplicated, or it is not a job), which must leave a sweep's bit alone.

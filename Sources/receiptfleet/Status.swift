@@ -55,7 +55,7 @@ struct Status: ParsableCommand {
         let delayed = queue.delayedDue + queue.delayedLater
         line("queue", "\(queue.ready) ready (\(queue.readyHigh) high priority), \(queue.reserved) reserved, "
             + "\(delayed) delayed (\(queue.delayedDue) due), \(queue.dead) dead")
-        let oldest: String = queue.oldestReadyAgeSeconds.map { String(format: "%.0f s", $0) } ?? "-"
+        let oldest: String = queue.oldestJobAgeSeconds.map { String(format: "%.0f s", $0) } ?? "-"
         line("oldest job", oldest)
         if let reason = queue.haltedReason {
             line("gate", "HALTED: \(reason) (fix it, then `receiptfleet resume`)")
@@ -91,7 +91,8 @@ struct Status: ParsableCommand {
         let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
         line("outbox", "\(status.outbox.unpublished) unpublished" + lag)
         if let run = status.lastSchedulerRun {
-            line("scheduler", "run \(run.runID): \(run.found) due, \(run.enqueued) enqueued")
+            let progress = status.lastRunTally.map { "; \($0.verified) verified, \($0.dead) dead, \($0.toGo) to go" } ?? ""
+            line("scheduler", "run \(run.runID): \(run.found) due, \(run.enqueued) enqueued" + progress)
         } else {
             line("scheduler", "no run recorded")
         }

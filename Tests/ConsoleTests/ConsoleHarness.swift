@@ -172,6 +172,14 @@ struct ConsoleHarness: Sendable {
         }
     }
 
+    func onGate<T: Sendable>(_ body: @escaping @Sendable (FleetGate) throws -> T) async throws -> T {
+        let fleet = fleet
+        return try await onOwnThread {
+            try body(FleetGate(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix),
+                               limit: fleet.rateLimit))
+        }
+    }
+
     func onLedger<T: Sendable>(_ body: @escaping @Sendable (Ledger) throws -> T) async throws -> T {
         try await onOwnDatabase { try body(Ledger($0)) }
     }

@@ -152,6 +152,9 @@ import Testing
     @Test func theOverviewShowsWhatStatusReads() async throws {
         try await ConsoleHarness.with { console in
             _ = try await console.queueWithADeadLetter()
+            try await console.onQueue { queue in
+                _ = try queue.ack(try queue.reserve(count: 1, block: .milliseconds(100))[0])
+            }
             let session = try await console.logIn()
             let page = try await console.get("/console", session: session)
             let status = try await console.status()
@@ -161,7 +164,14 @@ import Testing
             #expect(page.text(id: "queue-delayed") == "\(status.queue.delayedDue + status.queue.delayedLater)")
             #expect(page.text(id: "queue-dead") == "1")
             #expect(page.text(id: "apple-limit") == "1000")
+            // Tonight's run with its dead apart from its verified, in amber: a death never reads as done.
+            let tally = try #require(status.lastRunTally)
+            #expect(tally.enqueued > 2 && tally.verified == 1 && tally.dead == 1)
             #expect(page.text(id: "run")?.contains("Run console-test") == true)
+            #expect(page.text(id: "run-verified") == "1 verified")
+            #expect(page.text(id: "run-dead") == "1 dead")
+            #expect(page.text(id: "run-to-go") == "\(tally.enqueued - 2) to go")
+            #expect(page.body.contains(#"<p id="run" class="gate paused">"#))
             #expect(page.text(id: "gate")?.hasPrefix("Open") == true)
             #expect(page.headers["Content-Security-Policy"]?.contains("default-src 'self'") == true)
         }
@@ -204,26 +214,58 @@ import Testing
     /// alone, after a confirmation naming the app and the reason.
     @Test func aHaltedAppIsShownAndResumedAlone() async throws {
         try await ConsoleHarness.with { console in
-            let fleet = console.fleet
-            try await onOwnThread {
-                let gate = FleetGate(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix),
-                                     limit: fleet.rateLimit)
-                _ = try gate.reportConfigurationError(subscriptionID: 1, reason: "21004: the secret is wrong", needed: 1, app: "default")
+            _ = try await console.onGate {
+                try $0.reportConfigurationError(subscriptionID: 1, reason: "21004: the secret is wrong", needed: 1, app: "default")
             }
             let session = try await console.logIn()
             let page = try await console.get("/console", session: session)
             #expect(page.body.contains(#"<table id="apps">"#) && page.body.contains("Halted: 21004: the secret is wrong"))
             #expect(page.body.contains(#"id="resume-app-default""#))
             #expect(page.text(id: "gate")?.hasPrefix("Open") == true, "the fleet itself is not halted")
+            #expect(page.text(id: "banner-app-default-what")?.hasPrefix("The app default is halted since ") == true)
+            #expect(page.text(id: "banner-fleet-what") == nil)
 
             let asked = try await console.post("/console/gate/resume", ["csrf": session.csrf, "app": "default"], session: session)
-            #expect(asked.text(id: "halt-reason") == "The app default is halted: 21004: the secret is wrong")
+            let reason = try #require(asked.text(id: "halt-reason"))
+            #expect(reason.hasPrefix("The app default is halted since ") && reason.hasSuffix(" Reason: 21004: the secret is wrong"), "\(reason)")
+            #expect(asked.text(id: "halt-next")?.hasPrefix("Fix default&#39;s shared secret") == true)
             let resumed = try await console.post(
                 "/console/gate/resume", ["csrf": session.csrf, "app": "default", "confirm": "yes"], session: session)
             #expect(resumed.status == 303)
             #expect(try await console.status().apps.allSatisfy { $0.haltedReason == nil })
             let unknown = try await console.post("/console/gate/resume", ["csrf": session.csrf, "app": "photos"], session: session)
             #expect(unknown.status == 400)
+        }
+    }
+
+    /// While anything stops the fleet, every page opens with a banner: what, by whom, since when,
+    /// why, and what to do next; the apps wait with the fleet; the resume page explains the halt it lifts.
+    @Test func aHaltIsABannerOnEveryPage() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let pages = ["/console", "/console/dead", "/console/subscriptions", "/console/webhooks"]
+            for path in pages {
+                #expect(try await !console.get(path, session: session).body.contains(#"class="banner"#), "\(path)")
+            }
+            _ = try await console.post("/console/gate/pause", ["csrf": session.csrf, "reason": "Apple maintenance"], session: session)
+            for path in pages {
+                let page = try await console.get(path, session: session)
+                let what = try #require(page.text(id: "banner-fleet-what"), "\(path)")
+                #expect(what.hasPrefix("The fleet is halted by ops-alice (console) since ") && what.contains(" s ago)"), "\(what)")
+                #expect(page.text(id: "banner-fleet-why") == "Reason: Apple maintenance (by ops-alice)")
+                #expect(page.text(id: "banner-fleet-next")?.contains("An operator paused it") == true)
+            }
+            let overview = try await console.get("/console", session: session)
+            #expect(overview.body.contains("Waiting: the fleet is halted"), "an app does not read Running while the fleet is halted")
+            let asked = try await console.post("/console/gate/resume", ["csrf": session.csrf], session: session)
+            #expect(asked.text(id: "halt-next")?.hasPrefix("An operator paused it") == true, "an operator's pause is not explained as a 21004")
+
+            // A halt nobody recorded is the fleet's own: the reason names what to fix.
+            _ = try await console.post("/console/gate/resume", ["csrf": session.csrf, "confirm": "yes"], session: session)
+            try await console.onGate { try $0.halt(reason: "21000: the App Store could not read the request") }
+            let halted = try await console.get("/console/webhooks", session: session)
+            #expect(halted.text(id: "banner-fleet-what")?.hasPrefix("The fleet is halted by itself since ") == true)
+            #expect(halted.text(id: "banner-fleet-next")?.hasPrefix("Next: Fix what the reason names") == true)
         }
     }
 

@@ -224,6 +224,49 @@ struct GateTests {
         #expect(resumed == .granted(slots: [.zero, .zero, .zero]))
     }
 
+    @Test("standing reads every halt with since when, and the pause; a second halt keeps the first's time; resume forgets it")
+    func standingSaysSinceWhen() async throws {
+        try await deployment.cleaningUp(checkStanding)
+    }
+
+    private func checkStanding() async throws {
+        let (deployment, limit) = (deployment, limit)
+        let clock = deployment.clock
+        let (clear, first, second, afterAppResume, resumed, start) = try await withGate { gate in
+            let connection = try deployment.connect()
+            let start = try clock.now(on: connection)
+            let read = { try gate.standing(groups: ["server_api"], apps: ["photos", "games"]) }
+            let clear = try read()
+            try gate.halt(reason: "Apple maintenance")
+            _ = try gate.reportConfigurationError(subscriptionID: 7, reason: "21004: photos", needed: 1, app: "photos")
+            _ = try gate.reportUnavailable()
+            let first = try read()
+            try clock.advance(by: .seconds(90), on: connection)
+            try gate.halt(reason: "still Apple maintenance")
+            try gate.halt(reason: "the key was refused", group: "server_api")
+            let second = try read()
+            try gate.resume(app: "photos")
+            let afterAppResume = try read()
+            try gate.resume(budgets: [], apps: ["photos", "games"])
+            try gate.resume(budgets: [GateBudget(name: "server_api", group: "server_api", limit: limit)], apps: [])
+            return (clear, first, second, afterAppResume, try read(), start)
+        }
+        #expect(clear.isClear)
+        #expect(first.fleet == GateStanding.Halt(reason: "Apple maintenance", since: start))
+        #expect(first.apps == ["photos": GateStanding.Halt(reason: "21004: photos", since: start)])
+        #expect(first.pausedUntil == start + 1000)
+        #expect(second.fleet == GateStanding.Halt(reason: "still Apple maintenance", since: start), "halted since the first halt")
+        #expect(second.groups == ["server_api": GateStanding.Halt(reason: "the key was refused", since: start + 90_000)])
+        #expect(afterAppResume.apps.isEmpty && afterAppResume.fleet != nil)
+        #expect(resumed.isClear)
+        // A new halt starts its own time.
+        let again = try await withGate { gate in
+            try gate.halt(reason: "again")
+            return try gate.standing(groups: [], apps: []).fleet?.since
+        }
+        #expect(again == start + 90_000)
+    }
+
     @Test("the gate applies the rate limit: the burst at once, then slots one interval apart up to the horizon; past it, a wait")
     func gateLimitsRate() async throws {
         let policy = policy

@@ -30,7 +30,7 @@ struct StatsTests {
             try gate.halt(reason: "operator stop")
             return (empty, try queue.stats())
         }
-        #expect(empty.ready == 0 && empty.reserved == 0 && empty.dead == 0 && empty.oldestReadyAge == nil)
+        #expect(empty.ready == 0 && empty.reserved == 0 && empty.dead == 0 && empty.oldestJobAge == nil)
         #expect(empty.pausedUntil == nil && empty.haltedReason == nil && empty.limiterGranted == 0)
 
         #expect(stats.ready == 3)  // 3, 4, 5
@@ -40,14 +40,97 @@ struct StatsTests {
         #expect(stats.delayedDue + stats.delayedLater == 3)
         #expect(stats.delayedDue >= 1 && stats.delayedLater >= 1)
         #expect(stats.dead == 1)
-        let age = try #require(stats.oldestReadyAge)
-        #expect(age > .seconds(50) && age <= .seconds(60))
+        // Jobs 3, 4 and 5 were enqueued a minute ago, counted to their minute of enqueue.
+        let age = try #require(stats.oldestJobAge)
+        #expect(age >= .seconds(60) && age < .seconds(120))
         #expect(stats.consumers.map(\.name) == ["worker-1"])
         #expect(stats.consumers.first?.reserved == 2)
         #expect(stats.liveWorkers == 1)
         #expect(stats.pausedUntil != nil)
         #expect(stats.haltedReason == "operator stop")
         #expect(stats.limiterGranted == 3)
+    }
+
+    @Test("the oldest job's age counts from its first enqueue through retries, pauses and replays, and ends when it leaves")
+    func oldestJobAgeSurvivesRetries() async throws {
+        let ages = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("worker-1", retryPolicy: try RetryPolicy(base: .seconds(1), cap: .seconds(1), maxAttempts: 2), on: connection)
+            func age() throws -> Duration? { try queue.stats().oldestJobAge }
+            func runAgain() throws -> ReservedJob {
+                try deployment.clock.advance(by: .seconds(1), on: connection)
+                try queue.promoteDue()
+                return try unwrap(try queue.reserve(block: .zero).first, "the job back from the delayed set")
+            }
+            var ages: [String: Duration?] = [:]
+            ages["empty"] = try age()
+            let now = try deployment.clock.now(on: connection)
+            // A check after a renewal, due in a little over three hours (its enqueue time is when it is due).
+            let renewalDue = now + 11_000_000
+            try queue.schedule(Job(subscriptionID: 2, runID: "r", reason: .renewal, enqueuedAt: renewalDue), at: renewalDue)
+            ages["only a job due later"] = try age()
+            try queue.enqueue(subscriptionIDs: [1], run: "night", reason: .nightly)
+            // An outage: the job is retried, then postponed by a pause again and again, for two hours.
+            try deployment.clock.advance(by: .seconds(600), on: connection)
+            _ = try queue.retry(try unwrap(try queue.reserve(block: .zero).first, "the job"), after: timeoutFailure)
+            for _ in 0..<4 {
+                try deployment.clock.advance(by: .seconds(1800), on: connection)
+                _ = try queue.postpone(try runAgain(), for: .zero)
+            }
+            ages["after two hours of retries and pauses"] = try age()
+            // The renewal check is due now too: the nightly job is still the oldest.
+            try deployment.clock.advance(by: .seconds(3600), on: connection)
+            ages["with the renewal check due"] = try age()
+            let last = try runAgain()
+            _ = try queue.retry(last, after: timeoutFailure)  // its second attempt: to the dead letters
+            ages["once it is dead"] = try age()
+            try queue.replay(matching: DeadLetterFilter())
+            ages["replayed"] = try age()
+            for job in try queue.reserve(count: 10, block: .zero) { _ = try queue.ack(job) }
+            ages["all done"] = try age()
+            return ages
+        }
+        #expect(ages["empty"] == .some(nil))
+        #expect(ages["only a job due later"] == .some(nil), "a job scheduled for later is not waiting yet")
+        let outage = try #require(ages["after two hours of retries and pauses"] ?? nil)
+        #expect(outage >= .seconds(600 + 4 * 1801) && outage < .seconds(600 + 4 * 1801 + 60))
+        let withRenewal = try #require(ages["with the renewal check due"] ?? nil)
+        #expect(withRenewal >= outage + .seconds(3600))
+        // The renewal check, due 405 s before, is the only job left.
+        let dead = try #require(ages["once it is dead"] ?? nil)
+        #expect(dead >= .seconds(405) && dead < .seconds(465))
+        // A replay is a fresh job: it counts from now (to its minute), the renewal check from when it was due.
+        #expect((ages["replayed"] ?? nil).map { $0 <= dead } == true)
+        #expect(ages["all done"] == .some(nil))
+    }
+
+    @Test("a run's tally counts its jobs verified and dead apart; a replayed job is the run's again; other jobs count in none")
+    func runTally() async throws {
+        let (before, tallies, other) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("worker-1", on: connection)
+            let before = try queue.tally(ofRun: "night")
+            try queue.enqueue(subscriptionIDs: Array(1...4), run: "night", reason: .nightly)
+            try queue.enqueue(subscriptionID: 9, run: "night", reason: .notification)
+            var tallies: [RunTally?] = []
+            let jobs = try queue.reserve(count: 5, block: .zero)
+            let night = jobs.filter { $0.job.reason == .nightly }
+            _ = try queue.ack([night[0], night[1]] + jobs.filter { $0.job.reason == .notification })
+            try queue.bury(night[2], failure: timeoutFailure)
+            tallies.append(try queue.tally(ofRun: "night"))
+            try queue.replay(matching: .all)
+            tallies.append(try queue.tally(ofRun: "night"))
+            _ = try queue.ack(try queue.reserve(count: 5, block: .zero) + [night[3]])
+            tallies.append(try queue.tally(ofRun: "night"))
+            try queue.enqueue(subscriptionID: 10, run: "push", reason: .notification)
+            _ = try queue.ack(try queue.reserve(count: 1, block: .zero))
+            return (before, tallies, try queue.tally(ofRun: "push"))
+        }
+        #expect(before == nil)
+        #expect(tallies[0] == RunTally(enqueued: 4, verified: 2, dead: 1), "the notification job is no part of the run")
+        #expect(tallies[0]?.toGo == 1)
+        #expect(tallies[1] == RunTally(enqueued: 4, verified: 2, dead: 0))
+        #expect(tallies[2] == RunTally(enqueued: 4, verified: 4, dead: 0))
+        #expect(tallies[2]?.toGo == 0)
+        #expect(other == nil, "a job for one event keeps no tally")
     }
 
     @Test("a consumer deregisters only once it holds no jobs; idle empty consumers can be removed")

@@ -6,7 +6,7 @@ import JobQueue
 /// always did. Each App Store Server API endpoint has a budget of its own, spent alone by Apple's
 /// 429; the Server API's configuration errors (a refused key, no key) halt its endpoints only.
 extension FleetSettings {
-    static let serverAPIGroup = "server_api"
+    public static let serverAPIGroup = "server_api"
 
     /// `endpoint`'s budget: nil for verifyReceipt (the gate's own).
     public func budget(for endpoint: AppleEndpoint) -> GateBudget? {

@@ -1,0 +1,66 @@
+import Fleet
+import Foundation
+import JobQueue
+import Ledger
+
+/// The line at the top of every page while something stops the fleet from calling Apple: what is
+/// stopped, by whom, since when, why, and what to do next. Nobody should have to scroll to learn
+/// that the fleet is halted.
+struct Banner {
+    var id: String
+    /// "halted" (red) or "paused" (amber).
+    var stateClass: String
+    var what: String
+    var why: String
+    var next: String
+    /// The app a resume button lifts alone; nil for the whole fleet; no button when `canResume` is false.
+    var app: String?
+    var canResume: Bool
+
+    /// The banners for `standing`; `pausedBy` is the operator whose recorded pause is the fleet's halt.
+    static func all(_ standing: GateStanding, pausedBy: AuditEntry?, now: Date) -> [Banner] {
+        var banners: [Banner] = []
+        if let halt = standing.fleet {
+            let byOperator = pausedBy.map { "by \($0.actor) (\($0.via.rawValue))" }
+            banners.append(Banner(
+                id: "banner-fleet", stateClass: "halted",
+                what: "The fleet is halted \(byOperator ?? "by itself") \(since(halt, now: now)): no worker calls Apple; jobs wait, none is lost.",
+                why: halt.reason,
+                next: byOperator != nil
+                    ? "An operator paused it: resume once the reason no longer holds."
+                    : "Fix what the reason names (the configuration, not Apple), then resume; `receiptfleet status` shows the same.",
+                app: nil, canResume: true))
+        } else if let until = standing.pausedUntil {
+            let end = Date(timeIntervalSince1970: Double(until) / 1000)
+            banners.append(Banner(
+                id: "banner-paused", stateClass: "paused",
+                what: end > now ? "The fleet is paused until \(Shown.time(end)): Apple is unavailable." : "The fleet's pause is over: one worker is testing whether Apple is back.",
+                why: "Apple answered unavailable (21005, 5xx or no answer) several times in a row.",
+                next: "Nothing to do: it resumes by itself when a probe succeeds, and each failed probe pauses a little longer.",
+                app: nil, canResume: false))
+        }
+        for (group, halt) in standing.groups.sorted(by: { $0.key < $1.key }) {
+            banners.append(Banner(
+                id: "banner-\(group)", stateClass: "halted",
+                what: "The App Store Server API is halted \(since(halt, now: now)): its subscriptions wait; verifyReceipt goes on.",
+                why: halt.reason,
+                next: "Fix the key or the app named (issuer, key id, bundle id), then resume.",
+                app: nil, canResume: true))
+        }
+        for (app, halt) in standing.apps.sorted(by: { $0.key < $1.key }) {
+            banners.append(Banner(
+                id: "banner-app-\(app)", stateClass: "halted",
+                what: "The app \(app) is halted \(since(halt, now: now)): its subscriptions wait; the other apps go on.",
+                why: halt.reason,
+                next: "Fix \(app)'s shared secret in the configuration, then resume \(app).",
+                app: app, canResume: true))
+        }
+        return banners
+    }
+
+    private static func since(_ halt: GateStanding.Halt, now: Date) -> String {
+        guard let ms = halt.since else { return "(since before this release noted when)" }
+        let at = Date(timeIntervalSince1970: Double(ms) / 1000)
+        return "since \(Shown.time(at)) (\(Shown.duration(max(0, now.timeIntervalSince(at)))) ago)"
+    }
+}

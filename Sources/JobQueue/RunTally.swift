@@ -1,0 +1,35 @@
+import RedisClient
+
+/// How far one sweep's run has come (`QueueKeys.run`): its jobs verified, dead, and still to go.
+public struct RunTally: Sendable, Hashable, Codable {
+    public var enqueued: Int
+    /// Jobs acked: their result is durable (Apple's answer written, or nothing left to do).
+    public var verified: Int
+    /// Jobs in the dead letters (less those replayed into the run again).
+    public var dead: Int
+
+    public init(enqueued: Int, verified: Int, dead: Int) {
+        self.enqueued = enqueued
+        self.verified = verified
+        self.dead = dead
+    }
+
+    /// Jobs still queued: ready, in flight or delayed.
+    public var toGo: Int { max(0, enqueued - verified - dead) }
+}
+
+extension JobQueue {
+    /// The run's tally, or nil if it enqueued nothing or was enqueued longer than `runMemory` ago.
+    public func tally(ofRun runID: String) throws(QueueError) -> RunTally? {
+        let reply = try connection.execute(["HMGET", keys.run(runID), "enqueued", "verified", "dead"])
+        guard let fields = reply.array, fields.count == 3 else {
+            throw .unexpectedReply(operation: "tally", reply: "\(reply)")
+        }
+        guard let enqueued = Self.count(fields[0]) else { return nil }
+        return RunTally(enqueued: enqueued, verified: Self.count(fields[1]) ?? 0, dead: Self.count(fields[2]) ?? 0)
+    }
+
+    private static func count(_ value: RedisValue) -> Int? {
+        value.string.flatMap { Int($0) }
+    }
+}
