@@ -49,6 +49,13 @@ enum Assets {
         .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin-bottom: 1rem; }
         .filters label { display: flex; flex-direction: column; font-size: .85rem; color: var(--muted); }
         .row-actions { display: flex; gap: .25rem; } .row-actions form { margin: 0; }
+        .letters { list-style: none; padding: 0; margin: 0; background: #fff; border: 1px solid var(--line); border-radius: 6px; }
+        .letters li { display: flex; align-items: center; gap: .5rem; padding: .25rem .5rem; border-bottom: 1px solid var(--line);
+                      white-space: nowrap; min-width: 0; }
+        .letters .message { flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; max-width: none; }
+        .letters form { margin: 0; } .letters button { padding: .1rem .5rem; font-size: .85rem; }
+        .letters .kind { font-family: ui-monospace, monospace; font-size: .85rem; }
+        .pages { display: flex; gap: 1rem; }
         input { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
         button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--accent); background: var(--accent); color: #fff;
                  border-radius: 4px; cursor: pointer; }
@@ -60,6 +67,7 @@ enum Assets {
           .figures dd { font-size: 1.3rem; }
           .logout { margin-left: 0; }
           main { padding: .5rem; }
+          .letters .when { display: none; }
         }
         """
 

@@ -10,10 +10,22 @@ extension OpsConsole {
         let viewer = try await viewer(request)
         let fields = DeadLetterFields(request.uri.queryParameters)
         let filter = try fields.filter()
-        let letters = try await lanes.run { desk in try desk.queue.deadLetters(matching: filter, limit: Self.deadLetterPage + 1) }
+        let after = try request.uri.queryParameters["after"].map { try Self.letterID(String($0)) }
+        let (counts, letters) = try await lanes.run { desk in
+            (try desk.queue.countDeadLetters(matching: filter),
+             try desk.queue.deadLetters(matching: filter, after: after, limit: Self.deadLetterPage + 1))
+        }
         return page("dead", DeadLettersView(
-            viewer: viewer, fields: fields, letters: Array(letters.prefix(Self.deadLetterPage)),
+            viewer: viewer, fields: fields, counts: counts, after: after, letters: Array(letters.prefix(Self.deadLetterPage)),
             more: letters.count > Self.deadLetterPage, notice: Notice(request)?.text))
+    }
+
+    /// A dead letter's id (a stream entry id), or a 400 naming what was given.
+    private static func letterID(_ text: String) throws -> String {
+        guard text.range(of: #"^[0-9]+-[0-9]+$"#, options: .regularExpression) != nil else {
+            throw ConsoleProblem.badRequest("'\(text.prefix(40))' is not a dead letter's id.")
+        }
+        return text
     }
 
     func replayDeadLetters(_ request: Request) async throws -> Response {
@@ -41,12 +53,7 @@ extension OpsConsole {
 
     /// One letter by its id, or the filter's fields (none: every letter).
     private static func filter(of form: Form) throws -> DeadLetterFilter {
-        if let id = form["id"] {
-            guard id.range(of: #"^[0-9]+-[0-9]+$"#, options: .regularExpression) != nil else {
-                throw ConsoleProblem.badRequest("'\(id.prefix(40))' is not a dead letter's id.")
-            }
-            return DeadLetterFilter(ids: [id])
-        }
+        if let id = form["id"] { return DeadLetterFilter(ids: [try letterID(id)]) }
         return try DeadLetterFields(errorClass: form["error_class"] ?? "", run: form["run"] ?? "", subscription: form["subscription"] ?? "").filter()
     }
 }
@@ -90,10 +97,24 @@ struct DeadLettersView {
     var banners: [Banner]
     var notice: String?
     var filter: DeadLetterFields
+    /// Every letter's kind (error class) with its count, each with its own replay.
+    var kinds: [Kind]
+    var hasKinds: Bool
+    let pageSize = OpsConsole.deadLetterPage
     var summary: String
     var scope: String
     var hasLetters: Bool
     var letters: [Row]
+    /// Links to the next page (past this one's last letter) and back to the first.
+    var nextPage: String?
+    var firstPage: String?
+
+    struct Kind {
+        var errorClass: String
+        var meaning: String
+        var count: String
+        var link: String
+    }
 
     struct Row {
         var id: String
@@ -105,17 +126,57 @@ struct DeadLettersView {
         var buried: String
     }
 
-    init(viewer: OpsConsole.Operator, fields: DeadLetterFields, letters: [DeadLetter], more: Bool, notice: String?) {
+    init(viewer: OpsConsole.Operator, fields: DeadLetterFields, counts: DeadLetterCounts, after: String?, letters: [DeadLetter], more: Bool,
+         notice: String?) {
         (operatorName, csrf, banners, self.notice, filter) = (viewer.name, viewer.csrf, viewer.banners, notice, fields)
+        kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { errorClass, count in
+            Kind(errorClass: errorClass, meaning: Self.meaning(of: errorClass), count: Shown.count(count),
+                 link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription)))
+        }
+        hasKinds = !kinds.isEmpty
         let matching = fields.isEmpty ? "" : " matching the filter"
-        summary = letters.isEmpty ? "No dead letters\(matching)."
-            : "\(more ? "The oldest \(letters.count)" : "\(letters.count)") dead letter\(letters.count == 1 && !more ? "" : "s")\(matching), oldest first."
+        let total = fields.isEmpty ? counts.total : counts.matching
+        if letters.isEmpty {
+            summary = after == nil ? "No dead letters\(matching)." : "No more dead letters\(matching)."
+        } else {
+            let shown = after == nil ? "\(letters.count == total ? "All" : "The oldest \(letters.count) of") \(Shown.count(total))"
+                : "\(letters.count) more of \(Shown.count(total))"
+            summary = "\(shown) dead letter\(total == 1 ? "" : "s")\(matching), oldest first."
+        }
         scope = fields.isEmpty ? "all" : "all matching"
         hasLetters = !letters.isEmpty
         self.letters = letters.map { letter in
             Row(id: letter.id, subscriptionID: letter.job?.subscriptionID, run: letter.job?.runID ?? "-",
                 errorClass: letter.failure.errorClass, message: letter.failure.message, attempts: letter.attempts,
                 buried: Shown.time(Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)))
+        }
+        nextPage = more ? letters.last.map { Self.link(fields, after: $0.id) } : nil
+        firstPage = after == nil ? nil : Self.link(fields)
+    }
+
+    /// The page of `fields`' letters, from the first or after `after`.
+    private static func link(_ fields: DeadLetterFields, after: String? = nil) -> String {
+        var query = URLComponents()
+        query.queryItems = [("error_class", fields.errorClass), ("run", fields.run), ("subscription", fields.subscription), ("after", after ?? "")]
+            .filter { !$0.1.isEmpty }.map { URLQueryItem(name: $0.0, value: $0.1) }
+        return "/console/dead" + (query.queryItems!.isEmpty ? "" : "?" + (query.percentEncodedQuery ?? ""))
+    }
+
+    /// What a kind means: Apple's status for "apple.NNNNN", else the queue's own kinds.
+    private static func meaning(of errorClass: String) -> String {
+        let (kind, detail) = errorClass.firstIndex(of: ".").map { (errorClass[..<$0], String(errorClass[$0...].dropFirst())) }
+            ?? (errorClass[...], "")
+        return switch kind {
+        case "apple": AppleStatusMeaning.of(detail)
+        case "http": "HTTP \(detail) with no answer that could be read"
+        case "server_api": "the App Store Server API: \(detail.replacingOccurrences(of: "_", with: " "))"
+        case "no_receipt": "no receipt is stored for the subscription"
+        case "stale": "the subscription changed under the write, again and again"
+        case "database": "PostgreSQL failed the write, attempt after attempt"
+        case "timeout": "Apple did not answer in time, attempt after attempt"
+        case Substring(JobFailure.stalled): "delivered again and again without an ack: its worker kept dying on it"
+        case Substring(JobFailure.undecodable): "not a job: the entry could not be read"
+        default: ""
         }
     }
 }

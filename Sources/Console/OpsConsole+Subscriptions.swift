@@ -3,7 +3,7 @@ import Foundation
 import Hummingbird
 import Ledger
 
-/// Looking a subscription up by id or original_transaction_id: its state, entitlement and event
+/// Looking a subscription up by id, original_transaction_id or account id: its state, entitlement and event
 /// timeline; verifying it now.
 extension OpsConsole {
     func findSubscription(_ request: Request) async throws -> Response {
@@ -12,19 +12,24 @@ extension OpsConsole {
         guard !query.isEmpty else {
             return page("subscriptions", SubscriptionPageView(viewer: viewer, query: "", notice: nil))
         }
+        let apps = fleet.apps.names
         let found = try await lanes.run { desk -> [SubscriptionRecord] in
             let byID = try Int64(query).flatMap { try desk.ledger.subscription(id: $0) }.map { [$0] } ?? []
             let byTransaction = try desk.ledger.subscriptions(originalTransactionID: query)
-            return byID + byTransaction.filter { candidate in !byID.contains { $0.id == candidate.id } }
+            let byAccount = try apps.flatMap { try desk.ledger.subscriptions(accountID: query, app: $0) }
+            var seen = Set<Int64>()
+            return (byID + byTransaction + byAccount).filter { seen.insert($0.id).inserted }
         }
         switch found.count {
         case 0:
-            throw ConsoleProblem.notFound("No subscription has the id or original_transaction_id '\(query.prefix(80))'.")
+            throw ConsoleProblem.notFound("No subscription has the id, original_transaction_id or account id '\(query.prefix(80))'.")
         case 1:
             return Self.redirect(to: "/console/subscriptions/\(found[0].id)")
         default:
             var view = SubscriptionPageView(viewer: viewer, query: query, notice: nil)
-            view.choices = .init(items: found.map { .init(id: $0.id, app: $0.app, environment: $0.environment.rawValue) })
+            view.choices = .init(items: found.map {
+                .init(id: $0.id, app: $0.app, environment: $0.environment.rawValue, account: $0.accountID ?? "-")
+            })
             return page("subscriptions", view)
         }
     }
@@ -87,6 +92,7 @@ struct SubscriptionPageView {
             var id: Int64
             var app: String
             var environment: String
+            var account: String
         }
     }
 

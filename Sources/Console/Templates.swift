@@ -196,6 +196,18 @@ enum Templates {
           <label>Subscription <input name="subscription" value="{{filter.subscription}}" inputmode="numeric"></label>
           <button type="submit">Filter</button>
         </form>
+        {{#hasKinds}}
+        <table id="dead-kinds">
+          <caption>Every dead letter by kind</caption>
+          <thead><tr><th>Kind</th><th>Meaning</th><th>Letters</th><th></th></tr></thead>
+          <tbody>
+          {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a></td><td>{{meaning}}</td><td>{{count}}</td>
+            <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{csrf}}">
+              <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}">
+              <button type="submit" class="replay-kind">Replay {{count}}</button></form></td></tr>{{/kinds}}
+          </tbody>
+        </table>
+        {{/hasKinds}}
         <p id="dead-count">{{summary}}</p>
         {{#hasLetters}}
         <div class="actions">
@@ -211,24 +223,21 @@ enum Templates {
             <button type="submit" id="purge-matching" class="danger">Purge {{scope}}</button>
           </form>
         </div>
-        <div class="scroll">
-        <table id="dead-letters">
-          <thead><tr><th>Subscription</th><th>Run</th><th>Reason</th><th>Attempts</th><th>Last error</th><th>Buried</th><th></th></tr></thead>
-          <tbody>
+        <ul id="dead-letters" class="letters">
           {{#letters}}
-          <tr data-id="{{id}}">
-            <td>{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</td>
-            <td>{{run}}</td><td>{{errorClass}}</td><td>{{attempts}}</td><td class="message">{{message}}</td><td>{{buried}}</td>
-            <td class="row-actions">
-              <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
-              <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
-            </td>
-          </tr>
+          <li data-id="{{id}}">
+            <span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</span>
+            <span class="kind">{{errorClass}}</span><span class="muted">×{{attempts}}</span>
+            <span class="message" title="{{message}}">{{message}}</span>
+            <span class="muted when" title="run {{run}}">{{buried}}</span>
+            <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
+            <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
+          </li>
           {{/letters}}
-          </tbody>
-        </table>
-        </div>
+        </ul>
         {{/hasLetters}}
+        <p class="pages">{{#firstPage}}<a href="{{firstPage}}" id="first-page">← the oldest</a>{{/firstPage}}
+          {{#nextPage}}<a href="{{nextPage}}" id="next-page">the next {{pageSize}} →</a>{{/nextPage}}</p>
         {{/main}}{{/layout}}
         """
 
@@ -240,8 +249,8 @@ enum Templates {
         {{<layout}}{{$main}}
         <h1>Subscriptions</h1>
         <form method="get" action="/console/subscriptions" class="filters">
-          <label for="q">Id or original_transaction_id</label>
-          <input id="q" name="q" value="{{query}}" required inputmode="numeric">
+          <label for="q">Id, original_transaction_id or account id</label>
+          <input id="q" name="q" value="{{query}}" required>
           <button type="submit" id="look-up">Look up</button>
         </form>
         {{#subscription}}
@@ -277,8 +286,8 @@ enum Templates {
         </div>
         {{/subscription}}
         {{#choices}}
-        <p>Several subscriptions have this original_transaction_id:</p>
-        <ul id="choices">{{#items}}<li><a href="/console/subscriptions/{{id}}">{{id}}</a> ({{app}}, {{environment}})</li>{{/items}}</ul>
+        <p>Several subscriptions match:</p>
+        <ul id="choices">{{#items}}<li><a href="/console/subscriptions/{{id}}">{{id}}</a> ({{app}}, {{environment}}, account {{account}})</li>{{/items}}</ul>
         {{/choices}}
         {{/main}}{{/layout}}
         """

@@ -53,11 +53,21 @@ public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// The dead letters counted: by error class over them all, and those a filter matches.
+public struct DeadLetterCounts: Sendable, Hashable {
+    public var byErrorClass: [String: Int]
+    public var matching: Int
+    public var total: Int { byErrorClass.values.reduce(0, +) }
+}
+
 extension JobQueue {
-    /// The oldest `limit` dead letters matching `filter`.
-    public func deadLetters(matching filter: DeadLetterFilter = .all, limit: Int = 100) throws(QueueError) -> [DeadLetter] {
+    /// The oldest `limit` dead letters matching `filter`, after the letter `after` (a page's last id)
+    /// when given.
+    public func deadLetters(
+        matching filter: DeadLetterFilter = .all, after: String? = nil, limit: Int = 100
+    ) throws(QueueError) -> [DeadLetter] {
         var found: [DeadLetter] = []
-        try forEachDeadLetterPage { (page) throws(QueueError) in
+        try forEachDeadLetterPage(after: after) { (page) throws(QueueError) in
             found += page.filter(filter.matches).prefix(limit - found.count)
             return found.count < limit
         }
@@ -131,9 +141,25 @@ extension JobQueue {
         return purged
     }
 
-    /// Reads the dead-letter stream oldest first, a page at a time, while `body` returns true.
-    private func forEachDeadLetterPage(_ body: ([DeadLetter]) throws(QueueError) -> Bool) throws(QueueError) {
-        var start = "-"
+    /// Counts every dead letter by error class, and those matching `filter`, in one pass.
+    public func countDeadLetters(matching filter: DeadLetterFilter = .all) throws(QueueError) -> DeadLetterCounts {
+        var counts = DeadLetterCounts(byErrorClass: [:], matching: 0)
+        try forEachDeadLetterPage { page in
+            for letter in page {
+                counts.byErrorClass[letter.failure.errorClass, default: 0] += 1
+                if filter.matches(letter) { counts.matching += 1 }
+            }
+            return true
+        }
+        return counts
+    }
+
+    /// Reads the dead-letter stream oldest first (after the entry `after`), a page at a time, while
+    /// `body` returns true.
+    private func forEachDeadLetterPage(
+        after: String? = nil, _ body: ([DeadLetter]) throws(QueueError) -> Bool
+    ) throws(QueueError) {
+        var start = after.map { "(" + $0 } ?? "-"
         while true {
             let reply = try connection.execute(["XRANGE", keys.dead, start, "+", "COUNT", 500])
             guard let entries = reply.array else { throw .unexpectedReply(operation: "XRANGE", reply: "\(reply)") }

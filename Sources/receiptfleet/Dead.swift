@@ -50,7 +50,8 @@ struct Dead: ParsableCommand {
         @Option(help: "At most this many.") var limit = 100
 
         func run() throws {
-            let letters = try queue(try options.settings()).deadLetters(matching: filter.value, limit: limit)
+            let queue = try queue(try options.settings())
+            let letters = try queue.deadLetters(matching: filter.value, limit: limit)
             if letters.isEmpty { print("No dead letters match.") }
             for letter in letters {
                 let buried = Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)
@@ -58,6 +59,9 @@ struct Dead: ParsableCommand {
                 print("\(letter.id)  \(subject)  \(letter.failure.errorClass): \(letter.failure.message)  "
                     + "(\(letter.attempts) attempts, buried \(buried))")
             }
+            let counts = try queue.countDeadLetters(matching: filter.value)
+            let kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.value) \($0.key)" }
+            print("\(counts.matching) of \(counts.total) dead letters match" + (kinds.isEmpty ? "." : "; all by kind: " + kinds.joined(separator: ", ")))
         }
     }
 

@@ -65,6 +65,8 @@ struct Subscriptions: ParsableCommand {
                 Examples:
                   receiptfleet subscriptions show 42
                   receiptfleet subscriptions show --original-transaction-id 1000000218147500
+                  receiptfleet subscriptions show --account user-8812
+                  receiptfleet subscriptions show --account user-8812 --app photos
                 """)
 
         @OptionGroup var options: FleetOptions
@@ -74,7 +76,7 @@ struct Subscriptions: ParsableCommand {
         func run() throws {
             let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-            for id in try selector.ids(in: ledger) {
+            for id in try selector.ids(in: ledger, apps: settings.apps.names) {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
                 print(SubscriptionReport(detail).text)
             }

@@ -351,6 +351,39 @@ import Testing
         }
     }
 
+    /// Dead letters come totalled by kind, each kind with its meaning and its own replay, and page past the oldest 100.
+    @Test func deadLettersAreTotalledByKindAndPaged() async throws {
+        try await ConsoleHarness.with { console in
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: Array(1...107), run: "paging", reason: .nightly)
+                for (index, job) in try queue.reserve(count: 107, block: .zero).enumerated() {
+                    try queue.bury(job, failure: index < 103 ? JobFailure(errorClass: "apple.21002", message: "the receipt data was malformed")
+                                                             : JobFailure(errorClass: "timeout", message: "no answer in 30 s"))
+                }
+            }
+            let session = try await console.logIn()
+            let first = try await console.get("/console/dead", session: session)
+            #expect(first.body.contains(#"<tr data-kind="apple.21002"><td><a href="/console/dead?error_class=apple.21002">apple.21002</a></td><td>the receipt data was malformed</td><td>103</td>"#))
+            #expect(first.body.contains(#"<tr data-kind="timeout">"#))
+            #expect(first.text(id: "dead-count") == "The oldest 100 of 107 dead letters, oldest first.")
+            #expect(first.body.components(separatedBy: "<li data-id=").count - 1 == 100, "one line per letter")
+            #expect(first.text(id: "first-page") == nil)
+            let next = try #require(first.body.firstMatch(of: #/href="([^"]+)" id="next-page"/#).map { String($0.1) })
+            let second = try await console.get(next.replacingOccurrences(of: "&amp;", with: "&"), session: session)
+            #expect(second.text(id: "dead-count") == "7 more of 107 dead letters, oldest first.")
+            #expect(second.body.components(separatedBy: "<li data-id=").count - 1 == 7)
+            #expect(second.text(id: "next-page") == nil && second.text(id: "first-page") != nil)
+            let filtered = try await console.get("/console/dead?error_class=timeout", session: session)
+            #expect(filtered.text(id: "dead-count") == "All 4 dead letters matching the filter, oldest first.")
+            #expect(try await console.get("/console/dead?after=junk", session: session).status == 400)
+
+            let replayed = try await console.post("/console/dead/replay", ["csrf": session.csrf, "error_class": "timeout"], session: session)
+            #expect(replayed.location == "/console/dead?done=replayed&n=4")
+            let left = try await console.onQueue { try $0.countDeadLetters() }
+            #expect(left.byErrorClass == ["apple.21002": 103])
+        }
+    }
+
     @Test func aSubscriptionShowsItsStateEntitlementAndEvents() async throws {
         try await ConsoleHarness.with { console in
             let record = try await console.subscriptionWithHistory()
@@ -368,6 +401,35 @@ import Testing
             #expect(verified.location == "/console/subscriptions/\(record.id)?done=verified")
             let attempts = try await console.onLedger { try $0.detail(id: record.id)!.verifications.count }
             #expect(attempts == 3, "the baseline, tonight's, and the operator's")
+        }
+    }
+
+    /// Support finds a customer's subscriptions by the account id the app registered them with, in
+    /// the console's search box and with `subscriptions show --account`.
+    @Test func subscriptionsAreFoundByAccount() async throws {
+        try await ConsoleHarness.with { console in
+            let ids = try await console.onOwnDatabase { database in
+                try database.query("SELECT id FROM subscriptions ORDER BY id LIMIT 2").map { try $0["id"].int64()! }
+            }
+            try await console.onLedger { _ = try $0.linkAccount("user-8812", to: [ids[0]]) }
+            let session = try await console.logIn()
+            let one = try await console.get("/console/subscriptions?q=user-8812", session: session)
+            #expect(one.status == 303 && one.location == "/console/subscriptions/\(ids[0])")
+            try await console.onLedger { _ = try $0.linkAccount("user-8812", to: [ids[1]]) }
+            let two = try await console.get("/console/subscriptions?q=user-8812", session: session)
+            #expect(two.status == 200)
+            for id in ids { #expect(two.body.contains(#"<a href="/console/subscriptions/\#(id)">\#(id)</a> (default, "#)) }
+            #expect(two.body.contains("account user-8812"))
+            #expect(try await console.get("/console/subscriptions?q=user-0000", session: session).status == 404)
+
+            let environment = console.fleet.processEnvironment
+            let shown = try await runFleetCommand(["subscriptions", "show", "--account", "user-8812"], environment: environment)
+            #expect(shown.status == 0)
+            #expect(shown.output.components(separatedBy: "account       user-8812").count - 1 == 2, "\(shown.output)")
+            let none = try await runFleetCommand(["subscriptions", "show", "--account", "user-0000"], environment: environment)
+            #expect(none.status != 0 && none.output.contains("No subscription is linked to account 'user-0000' in default."), "\(none.output)")
+            let both = try await runFleetCommand(["subscriptions", "show", "1", "--account", "user-8812"], environment: environment)
+            #expect(both.status != 0 && both.output.contains("Give one of: an id, --original-transaction-id, --account."))
         }
     }
 
