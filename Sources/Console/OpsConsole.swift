@@ -15,6 +15,8 @@ import Mustache
 ///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…); replay, purge
 ///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id}
 ///     GET  /console/webhooks             endpoints and their delivery health
+///     GET  /console/workers              worker processes and the jobs they hold; delayed jobs (?from=N)
+///     GET  /console/audit                the audit trail, newest first (?action=…&before=id)
 ///     GET|POST /console/login, POST /console/logout
 ///
 /// Every number comes from `FleetStatusReader`, as in `receiptfleet status` and the metrics. The
@@ -64,6 +66,8 @@ public final class OpsConsole: Sendable {
             try await self.verify(request, id: context.parameters.get("id") ?? "")
         }
         console.get("/webhooks") { request, _ in try await self.webhooks(request) }
+        console.get("/workers") { request, _ in try await self.workers(request) }
+        console.get("/audit") { request, _ in try await self.auditTrail(request) }
         console.get("**") { request, _ -> Response in
             throw ConsoleProblem.notFound("There is no console page at \(request.uri.path).")
         }

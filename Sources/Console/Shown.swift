@@ -9,7 +9,7 @@ enum Shown {
 
     /// A count with thousands grouped: "1,659".
     static func count(_ value: Int) -> String {
-        value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US_POSIX")))
+        value.formatted(.number.grouping(.automatic).locale(Locale(identifier: "en_US")))
     }
 
     static func duration(_ seconds: Double) -> String {

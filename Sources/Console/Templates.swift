@@ -7,7 +7,7 @@ enum Templates {
         var library = MustacheLibrary()
         for (name, text) in [
             ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume),
-            ("dead", dead), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
+            ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
         ] {
             try library.register(text, named: name)
         }
@@ -32,7 +32,9 @@ enum Templates {
             <a href="/console"{{#onOverview}} aria-current="page"{{/onOverview}}>Overview</a>
             <a href="/console/dead"{{#onDead}} aria-current="page"{{/onDead}}>Dead letters</a>
             <a href="/console/subscriptions"{{#onSubscriptions}} aria-current="page"{{/onSubscriptions}}>Subscriptions</a>
+            <a href="/console/workers"{{#onWorkers}} aria-current="page"{{/onWorkers}}>Workers</a>
             <a href="/console/webhooks"{{#onWebhooks}} aria-current="page"{{/onWebhooks}}>Webhooks</a>
+            <a href="/console/audit"{{#onAudit}} aria-current="page"{{/onAudit}}>Audit</a>
           </nav>
           <form method="post" action="/console/logout" class="logout">
             <input type="hidden" name="csrf" value="{{csrf}}">
@@ -197,16 +199,18 @@ enum Templates {
           <button type="submit">Filter</button>
         </form>
         {{#hasKinds}}
+        <div class="scroll">
         <table id="dead-kinds">
           <caption>Every dead letter by kind</caption>
-          <thead><tr><th>Kind</th><th>Meaning</th><th>Letters</th><th></th></tr></thead>
+          <thead><tr><th>Kind</th><th>Letters</th><th></th></tr></thead>
           <tbody>
-          {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a></td><td>{{meaning}}</td><td>{{count}}</td>
+          {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a> <span class="muted meaning">{{meaning}}</span></td><td>{{count}}</td>
             <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{csrf}}">
               <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}">
               <button type="submit" class="replay-kind">Replay {{count}}</button></form></td></tr>{{/kinds}}
           </tbody>
         </table>
+        </div>
         {{/hasKinds}}
         <p id="dead-count">{{summary}}</p>
         {{#hasLetters}}
@@ -238,6 +242,66 @@ enum Templates {
         {{/hasLetters}}
         <p class="pages">{{#firstPage}}<a href="{{firstPage}}" id="first-page">← the oldest</a>{{/firstPage}}
           {{#nextPage}}<a href="{{nextPage}}" id="next-page">the next {{pageSize}} →</a>{{/nextPage}}</p>
+        {{/main}}{{/layout}}
+        """
+
+    static let workers = """
+        {{<layout}}{{$main}}
+        <h1>Workers</h1>
+        <section aria-labelledby="processes-h">
+          <h2 id="processes-h">Processes</h2>
+          {{^hasProcesses}}<p id="no-processes">No worker process reported in the last 30 s.</p>{{/hasProcesses}}
+          {{#hasProcesses}}
+          <div class="scroll">
+          <table id="processes">
+            <thead><tr><th>Host</th><th>Pid</th><th>Threads</th><th>Started</th><th>Last heartbeat</th><th>Jobs done</th><th>Subscriptions in hand</th></tr></thead>
+            <tbody>
+            {{#processes}}<tr data-process="{{name}}"><td>{{host}}</td><td>{{pid}}</td><td>{{threads}}</td><td>{{started}}</td><td>{{lastSeen}}</td>
+              <td class="jobs-done">{{jobsDone}}</td>
+              <td class="in-hand">{{#inHand}}<a href="/console/subscriptions/{{.}}">{{.}}</a> {{/inHand}}{{^inHand}}none{{/inHand}} {{inHandMore}}</td></tr>{{/processes}}
+            </tbody>
+          </table>
+          </div>
+          {{/hasProcesses}}
+        </section>
+        <section aria-labelledby="delayed-h">
+          <h2 id="delayed-h">Waiting for a time</h2>
+          <p class="hint">Retries after their backoff, jobs a pause postponed, and checks scheduled after a renewal.</p>
+          <p id="delayed-count">{{delayedSummary}}</p>
+          {{#hasDelayed}}
+          <ul id="delayed" class="letters">
+            {{#delayed}}<li><span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}{{text}}{{/subscriptionID}}</span>
+              <span class="kind">{{reason}}</span><span class="muted">attempt {{attempt}}</span>
+              <span class="message">first failed {{firstFailed}}</span><span class="when-due">{{due}}</span></li>{{/delayed}}
+          </ul>
+          {{/hasDelayed}}
+          <p class="pages">{{#previousPage}}<a href="{{previousPage}}" id="previous-page">← sooner</a>{{/previousPage}}
+            {{#nextPage}}<a href="{{nextPage}}" id="next-page">later →</a>{{/nextPage}}</p>
+        </section>
+        {{/main}}{{/layout}}
+        """
+
+    static let audit = """
+        {{<layout}}{{$main}}
+        <h1>Audit trail</h1>
+        <form method="get" action="/console/audit" class="filters">
+          <label>Action <input name="action" value="{{action}}" placeholder="fleet, dead.purge, webhooks…"></label>
+          <button type="submit">Filter</button>
+        </form>
+        <p id="audit-count">{{summary}}</p>
+        {{#hasEntries}}
+        <div class="scroll">
+        <table id="audit">
+          <thead><tr><th>When</th><th>Who</th><th>Action</th><th>On</th><th>Details</th><th>Outcome</th></tr></thead>
+          <tbody>
+          {{#entries}}<tr data-id="{{id}}"><td>{{at}}</td><td>{{actor}} <span class="muted">({{via}})</span></td><td>{{action}}</td>
+            <td>{{target}}</td><td class="message">{{details}}</td><td{{#failed}} class="problem"{{/failed}}>{{outcome}}</td></tr>{{/entries}}
+          </tbody>
+        </table>
+        </div>
+        {{/hasEntries}}
+        <p class="pages">{{#newestPage}}<a href="{{newestPage}}" id="newest-page">← the newest</a>{{/newestPage}}
+          {{#olderPage}}<a href="{{olderPage}}" id="older-page">older →</a>{{/olderPage}}</p>
         {{/main}}{{/layout}}
         """
 

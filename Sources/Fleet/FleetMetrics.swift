@@ -23,6 +23,8 @@ public final class FleetMetrics: VerificationMetrics {
     private let slotsGivenUp: Counter
     /// Slots given up since the heartbeat last told the fleet (`takeSlotsGivenUp`).
     private let slotsGivenUpUntold = Atomic(0)
+    /// Jobs this process settled for good (neither retried nor postponed), for the console's workers.
+    private let jobsDoneTotal = Atomic(0)
     private let persistDuration: Timer
     private let eventsPublished: Counter
     private let webhookDeliveries: [DeliveryAttemptResult: Counter]
@@ -60,7 +62,11 @@ public final class FleetMetrics: VerificationMetrics {
 
     func settled(_ outcome: JobOutcome, count: Int = 1) {
         jobsProcessed[outcome]!.increment(by: Int64(count))
+        if outcome != .retried && outcome != .postponed { jobsDoneTotal.add(count, ordering: .relaxed) }
     }
+
+    /// Jobs this process settled for good since it started.
+    var jobsDone: Int { jobsDoneTotal.load(ordering: .relaxed) }
 
     /// One verifyReceipt exchange: its answer and how long it took.
     public func answered(_ exchange: VerificationExchange) {

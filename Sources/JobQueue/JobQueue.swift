@@ -55,6 +55,13 @@ public final class JobQueue: ClockedScriptRunner {
     /// This process among the fleet's: its host, pid and a token that a reused pid does not repeat.
     public static let processName = "\(hostName)-\(getpid())-\(processToken)"
 
+    /// This host's name, as `processName` carries it.
+    public static let hostName: String = {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
+
     /// XGROUP CREATE … MKSTREAM for both ready streams. The group starts at id 0, so jobs enqueued
     /// before any worker started are delivered too. BUSYGROUP (it exists) is the normal case.
     func createGroups() throws(QueueError) {
@@ -69,9 +76,3 @@ public final class JobQueue: ClockedScriptRunner {
 
 /// Random per process, fixed for its lifetime.
 private let processToken = String(UInt32.random(in: 0...UInt32.max), radix: 36)
-
-private let hostName: String = {
-    var buffer = [CChar](repeating: 0, count: 256)
-    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "host" }
-    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-}()

@@ -100,6 +100,10 @@ public struct QueueKeys: Sendable, Hashable {
     /// Worker process → when it last gave up a rate-limit slot (ms, Redis clock): a sorted set; and
     /// worker process → slots it gave up since it started: a hash (`JobQueue.reportSlotsGivenUp`).
     public var starvedWorkers: String { "\(prefix):starved-workers" }
+    /// Worker process → its last report (ms, Redis clock): a sorted set; and worker process → what
+    /// it reported (`WorkerProcess`): a hash (`JobQueue.reportProcess`).
+    public var processes: String { "\(prefix):processes" }
+    public var processReports: String { "\(prefix):process-reports" }
     public var slotsGivenUp: String { "\(prefix):slots-given-up" }
     /// The time, in µs since the epoch, that handles made with `ScriptClock.driven` read instead of
     /// Redis's clock: tests set it and add to it. Production never reads or writes it.

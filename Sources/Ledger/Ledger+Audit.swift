@@ -53,12 +53,15 @@ extension Ledger {
         try auditTrail(matching: "action = $1", [.text(action)], limit: 1).first
     }
 
-    /// The newest `limit` entries at or after `since` (of `action` and its sub-actions when given),
-    /// newest first.
-    public func auditTrail(since: Date? = nil, action: String? = nil, limit: Int = 100) throws -> [AuditEntry] {
+    /// The newest `limit` entries at or after `since` (of `action` and its sub-actions when given;
+    /// older than the entry `before` when given, to page on), newest first.
+    public func auditTrail(since: Date? = nil, action: String? = nil, before: Int64? = nil, limit: Int = 100) throws -> [AuditEntry] {
         try auditTrail(
-            matching: "($1::timestamptz IS NULL OR at >= $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $2 || '.%')",
-            [since.map { .timestamptz($0) } ?? .null, action.map { .text($0) } ?? .null], limit: limit)
+            matching: """
+                ($1::timestamptz IS NULL OR at >= $1) AND ($2::text IS NULL OR action = $2 OR action LIKE $2 || '.%') \
+                AND ($3::bigint IS NULL OR id < $3)
+                """,
+            [since.map { .timestamptz($0) } ?? .null, action.map { .text($0) } ?? .null, before.map { .int64($0) } ?? .null], limit: limit)
     }
 
     /// The newest `limit` entries that `condition` (SQL over `parameters`) keeps, newest first.

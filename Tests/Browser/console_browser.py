@@ -6,6 +6,8 @@ and passes what it set up in the environment:
   CONSOLE_URL, CONSOLE_TOKEN       where the console is, an operator token
   CONSOLE_OPERATOR                 and its name
   DEAD_LETTER_ID                   a dead letter whose subscription is not queued
+  DEAD_LETTERS                     how many dead letters there are (more than a page, of two kinds)
+  ACCOUNT_ID                       an account id linked to the subscription below
   SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
   RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
@@ -108,9 +110,14 @@ def main():
         expected = {"ready": queue["ready"], "reserved": queue["reserved"],
                     "delayed": queue["delayedDue"] + queue["delayedLater"], "dead": queue["dead"]}
         assert shown == expected, f"the page shows {shown}, status --json {expected}"
-        assert queue["ready"] > 0 and queue["dead"] == 1, queue
+        assert queue["ready"] > 0 and queue["dead"] == int(os.environ["DEAD_LETTERS"]), queue
         check_layout(driver, "overview")
         print(f"the queue matches status --json: {shown}")
+
+        # Tonight's run: its dead apart from its verified, in amber; never "done" while a job died.
+        assert text(driver, "run-dead") == "1 dead", text(driver, "run")
+        assert "paused" in driver.find_element(By.ID, "run").get_attribute("class"), "a run with a dead job is not amber"
+        print(f"tonight's run: {text(driver, 'run')}")
 
         # A form whose CSRF token is not the session's does nothing, and says so.
         driver.execute_script("document.querySelector('form[action=\"/console/gate/pause\"] input[name=csrf]').value = 'stale';")
@@ -129,8 +136,18 @@ def main():
         halted = status()["queue"].get("haltedReason")
         assert halted == f"browser test (by {os.environ['CONSOLE_OPERATOR']})", f"status says halted: {halted!r}"
         assert text(driver, "gate").startswith("Halted: browser test"), text(driver, "gate")
+        # The halt is a banner at the top of every page: who, since when, why, what next; the apps wait.
+        banner = text(driver, "banner-fleet-what")
+        assert banner.startswith(f"The fleet is halted by {os.environ['CONSOLE_OPERATOR']} (console) since "), banner
+        assert "Waiting: the fleet is halted" in text(driver, "apps"), text(driver, "apps")
+        check_layout(driver, "halt-banner")
+        for page in ("dead", "subscriptions", "workers", "webhooks", "audit"):
+            driver.get(URL + "/console/" + page)
+            assert text(driver, "banner-fleet-why") == f"Reason: browser test (by {os.environ['CONSOLE_OPERATOR']})", page
+        driver.get(URL + "/console")
         submit(driver, driver.find_element(By.ID, "resume"))
         assert "browser test" in text(driver, "halt-reason")
+        assert text(driver, "halt-next").startswith("An operator paused it"), text(driver, "halt-next")
         check_layout(driver, "confirm-resume")
         assert status()["queue"].get("haltedReason") is not None, "resumed before the confirmation"
         submit(driver, driver.find_element(By.ID, "confirm-resume"))
@@ -151,7 +168,20 @@ def main():
         before = status()["queue"]
         driver.get(URL + "/console/dead")
         check_layout(driver, "dead-letters")
-        row = driver.find_element(By.CSS_SELECTOR, f"tr[data-id=\"{os.environ['DEAD_LETTER_ID']}\"]")
+        kinds = {row.get_attribute("data-kind"): row.text for row in driver.find_elements(By.CSS_SELECTOR, "#dead-kinds tbody tr")}
+        assert set(kinds) == {"apple.21010", "timeout"}, kinds
+        assert text(driver, "dead-count") == f"The oldest 100 of {os.environ['DEAD_LETTERS']} dead letters, oldest first.", text(driver, "dead-count")
+        # One line per letter, even at 375 px.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 375, "height": 900, "deviceScaleFactor": 1, "mobile": True})
+        tallest = driver.execute_script("return Math.max(...[...document.querySelectorAll('#dead-letters li')].map(e => e.offsetHeight));")
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        assert tallest <= 48, f"a dead letter's line is {tallest} px tall at 375 px"
+        submit(driver, driver.find_element(By.ID, "next-page"))
+        assert text(driver, "dead-count").startswith("5 more of "), text(driver, "dead-count")
+        check_layout(driver, "dead-letters-next")
+        driver.get(URL + "/console/dead")
+        print(f"dead letters by kind, one line each ({tallest} px at 375 px), paged")
+        row = driver.find_element(By.CSS_SELECTOR, f"li[data-id=\"{os.environ['DEAD_LETTER_ID']}\"]")
         submit(driver, row.find_element(By.CSS_SELECTOR, "button.replay-one"))
         assert text(driver, "notice").startswith("Replayed 1 dead letter"), text(driver, "notice")
         after = status()["queue"]
@@ -169,6 +199,23 @@ def main():
         submit(driver, driver.find_element(By.ID, "verify-now"))
         assert text(driver, "notice") == "Verified with Apple just now.", text(driver, "notice")
         print(f"looked up a subscription: {', '.join(events)}")
+
+        # Support looks a customer up by their account id.
+        driver.get(URL + "/console/subscriptions")
+        driver.find_element(By.ID, "q").send_keys(os.environ["ACCOUNT_ID"])
+        submit(driver, driver.find_element(By.ID, "look-up"))
+        assert "/console/subscriptions/" in driver.current_url and text(driver, "subscription-title").startswith("Subscription "), driver.current_url
+        print("looked a subscription up by its account id")
+
+        # The workers and what waits for a time; the audit trail of what was done above.
+        driver.get(URL + "/console/workers")
+        assert driver.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"), "no worker process listed"
+        check_layout(driver, "workers")
+        driver.get(URL + "/console/audit")
+        actions = [row.find_elements(By.TAG_NAME, "td")[2].text for row in driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")]
+        assert "fleet.pause" in actions and "dead.replay" in actions and "subscriptions.verify" in actions, actions
+        check_layout(driver, "audit")
+        print(f"the audit trail shows {len(actions)} actions")
 
         # An unknown subscription gets a page that says so.
         driver.get(URL + "/console/subscriptions?q=999999999")

@@ -1,5 +1,6 @@
 import EventRelay
 import Foundation
+import JobQueue
 import TestSupport
 import Testing
 
@@ -21,14 +22,36 @@ import Testing
         }
         try await ConsoleHarness.with(sampleInterval: .seconds(1)) { console in
             let (letter, _) = try await console.queueWithADeadLetter()
-            _ = try await console.subscriptionWithHistory()
+            let record = try await console.subscriptionWithHistory()
+            try await console.onLedger { _ = try $0.linkAccount("browser-account-1", to: [record.id]) }
+            // More dead letters than a page holds, of another kind; and a worker process holding jobs.
+            try await console.onQueue { queue in
+                // Manual jobs take the high-priority stream, which reserve reads first: these 104 alone.
+                try queue.enqueue(subscriptionIDs: Array(5_001...5_104), run: "browser-paging", reason: .manual)
+                for job in try queue.reserve(count: 104, block: .zero) {
+                    try queue.bury(job, failure: JobFailure(errorClass: "timeout", message: "no answer within 30 s, five times"))
+                }
+            }
+            // A worker process's heartbeat, every 5 s while the browser looks (the page lists those of the last 30 s).
+            let started = Int64(Date().timeIntervalSince1970 * 1000)
+            let heartbeat = Task {
+                while !Task.isCancelled {
+                    try await console.onQueue { queue in
+                        try queue.reportProcess(WorkerProcess(
+                            name: JobQueue.processName, host: JobQueue.hostName, pid: 4242, threads: 4, startedAt: started, jobsDone: 1_660))
+                    }
+                    try await Task.sleep(for: .seconds(5))
+                }
+            }
+            defer { heartbeat.cancel() }
             _ = try await console.onOwnDatabase { database in
                 try WebhookRegistry.local(database).add(url: "http://127.0.0.1:9/hooks", eventTypes: ["renewed", "refunded"])
             }
             var environment = ProcessInfo.processInfo.environment.merging(console.fleet.processEnvironment) { $1 }
             environment.merge([
                 "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
-                "DEAD_LETTER_ID": letter, "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
+                "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "105", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
+                "ACCOUNT_ID": "browser-account-1",
                 "RECEIPTFLEET_BINARY": FleetProcess.binary.path, "RECEIPTFLEET_LOG_LEVEL": "error",
                 "SCREENSHOTS": TestServers.repositoryRoot + "/.run/console-screenshots",
             ]) { $1 }

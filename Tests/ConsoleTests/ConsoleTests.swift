@@ -363,7 +363,7 @@ import Testing
             }
             let session = try await console.logIn()
             let first = try await console.get("/console/dead", session: session)
-            #expect(first.body.contains(#"<tr data-kind="apple.21002"><td><a href="/console/dead?error_class=apple.21002">apple.21002</a></td><td>the receipt data was malformed</td><td>103</td>"#))
+            #expect(first.body.contains(#"<tr data-kind="apple.21002"><td><a href="/console/dead?error_class=apple.21002">apple.21002</a> <span class="muted meaning">the receipt data was malformed</span></td><td>103</td>"#))
             #expect(first.body.contains(#"<tr data-kind="timeout">"#))
             #expect(first.text(id: "dead-count") == "The oldest 100 of 107 dead letters, oldest first.")
             #expect(first.body.components(separatedBy: "<li data-id=").count - 1 == 100, "one line per letter")
@@ -430,6 +430,55 @@ import Testing
             #expect(none.status != 0 && none.output.contains("No subscription is linked to account 'user-0000' in default."), "\(none.output)")
             let both = try await runFleetCommand(["subscriptions", "show", "1", "--account", "user-8812"], environment: environment)
             #expect(both.status != 0 && both.output.contains("Give one of: an id, --original-transaction-id, --account."))
+        }
+    }
+
+    /// Each worker process with what it holds now, and the jobs waiting for a time.
+    @Test func theWorkersPageShowsEachProcessAndTheDelayedJobs() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            #expect(try await console.get("/console/workers", session: session).text(id: "no-processes")?.hasPrefix("No worker process") == true)
+            let fleet = console.fleet
+            let held = try await onOwnThread {
+                let connection = try RedisConnection(fleet.redisConfiguration())
+                let keys = try QueueKeys(prefix: fleet.keyPrefix)
+                let thread = try JobQueue(connection: connection, keys: keys, consumer: "box-7-4242-k3-0")
+                try thread.enqueue(subscriptionIDs: [901, 902, 903], run: "busy", reason: .nightly)
+                let held = try thread.reserve(count: 3, block: .zero)
+                _ = try thread.retry(held[2], after: JobFailure(errorClass: "timeout", message: "no answer"))
+                try thread.reportProcess(WorkerProcess(name: "box-7-4242-k3", host: "box-7", pid: 4242, threads: 8,
+                                                       startedAt: Int64(Date().timeIntervalSince1970 * 1000) - 600_000, jobsDone: 1234))
+                return held.prefix(2).map(\.job.subscriptionID)
+            }
+            let page = try await console.get("/console/workers", session: session)
+            #expect(page.body.contains(#"<tr data-process="box-7-4242-k3"><td>box-7</td><td>4242</td><td>8</td>"#))
+            #expect(page.body.contains(#"<td class="jobs-done">1,234</td>"#))
+            for id in held { #expect(page.body.contains(#"<a href="/console/subscriptions/\#(id)">\#(id)</a>"#)) }
+            #expect(page.text(id: "delayed-count")?.hasPrefix("1 job waits for a time") == true)
+            #expect(page.body.contains("<span class=\"kind\">nightly</span><span class=\"muted\">attempt 1</span>"))
+        }
+    }
+
+    /// The audit trail, newest first, filtered by action and paged, as `receiptfleet audit` lists it.
+    @Test func theAuditTrailIsInTheConsole() async throws {
+        try await ConsoleHarness.with { console in
+            try await console.onLedger { ledger in
+                for index in 0..<105 {
+                    try ledger.record(AuditRecord(actor: "root", via: .cli, action: "dead.replay", target: "run=\(index)", details: ["replayed": "\(index)"]))
+                }
+                try ledger.record(AuditRecord(actor: "bob", via: .api, action: "accounts.delete", target: "account x", outcome: "failed: gone"))
+            }
+            let session = try await console.logIn()
+            let newest = try await console.get("/console/audit", session: session)
+            #expect(newest.text(id: "audit-count") == "100 actions, newest first.")
+            #expect(newest.body.contains("<td>bob <span class=\"muted\">(api)</span></td><td>accounts.delete</td>"))
+            #expect(newest.body.contains(#"<td class="problem">failed: gone</td>"#))
+            let filtered = try await console.get("/console/audit?action=dead", session: session)
+            #expect(!filtered.body.contains("accounts.delete") && filtered.body.contains("replayed=104"))
+            let older = try #require(filtered.body.firstMatch(of: #/href="([^"]+)" id="older-page"/#).map { String($0.1) })
+            let second = try await console.get(older.replacingOccurrences(of: "&amp;", with: "&"), session: session)
+            #expect(second.text(id: "audit-count") == "5 actions of dead, newest first, older than the last page.")
+            #expect(second.body.contains("replayed=0") && !second.body.contains("replayed=5<"))
         }
     }
 

@@ -92,16 +92,24 @@ import Testing
             try await withMetricsServer(deployment.settings) { server in
                 #expect(try await server.scrape().value("receiptfleet_live_workers") == 0)
                 let worker = RunningServices.worker(settings: deployment.settings, logger: quietLogger)
-                let live = try await worker.whileRunning {
+                let settings = deployment.settings
+                let (live, processes) = try await worker.whileRunning {
                     var live: Double?
                     let deadline = ContinuousClock.now + .seconds(15)
                     while live != Double(deployment.settings.concurrency), ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(200))
                         live = try await server.scrape().value("receiptfleet_live_workers")
                     }
-                    return live
+                    // The heartbeat also says what the process is, for the console's workers page.
+                    let processes = try await onOwnThread {
+                        try JobQueue(connection: RedisConnection(settings.redisConfiguration()), keys: QueueKeys(prefix: settings.keyPrefix),
+                                     consumer: "probe").processes()
+                    }
+                    return (live, processes)
                 }
                 #expect(live == Double(deployment.settings.concurrency))
+                #expect(processes.map(\.name) == [JobQueue.processName])
+                #expect(processes.first.map { ($0.host, $0.pid, $0.threads) } ?? ("", 0, 0) == (JobQueue.hostName, Int(getpid()), settings.concurrency))
                 #expect(try await server.scrape().value("receiptfleet_live_workers") == 0, "deregistered on drain")
             }
         }

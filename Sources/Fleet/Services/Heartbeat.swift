@@ -1,3 +1,4 @@
+import Foundation
 import JobQueue
 import Lanes
 import Logging
@@ -5,9 +6,9 @@ import RedisClient
 import ServiceLifecycle
 
 /// Tells the fleet every 5 s that this process's processors are alive (`QueueStats.liveWorkers`,
-/// the live-worker gauge, the console's workers), and how many rate-limit slots they gave up since
-/// (`StarvedWorker`: `status` and the console name a starved process). It stops before the
-/// processors drain, so that their deregistration is the last word.
+/// the live-worker gauge), what the process is (`WorkerProcess`: the console's workers page), and
+/// how many rate-limit slots they gave up since (`StarvedWorker`: `status` and the console name a
+/// starved process). It stops before the processors drain, so that their deregistration is the last word.
 public struct Heartbeat: ProcessDuty {
     static let interval = Duration.seconds(5)
 
@@ -18,6 +19,7 @@ public struct Heartbeat: ProcessDuty {
     }
 
     public func run() async {
+        let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
         await ThreadService("rf-heartbeat", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
             var queues: [JobQueue] = []
             repeat {
@@ -30,6 +32,9 @@ public struct Heartbeat: ProcessDuty {
                         }
                     }
                     for queue in queues { try queue.heartbeat() }
+                    try queues[0].reportProcess(WorkerProcess(
+                        name: JobQueue.processName, host: JobQueue.hostName, pid: Int(getpid()), threads: settings.concurrency,
+                        startedAt: startedAt, jobsDone: metrics.jobsDone))
                     let givenUp = metrics.takeSlotsGivenUp()
                     if givenUp > 0 { try queues[0].reportSlotsGivenUp(givenUp, by: JobQueue.processName) }
                 } catch {

@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+import JobQueue
+
+/// The fleet's worker processes and what each holds now (Sidekiq's Busy page), and the jobs that
+/// wait for a time: retries, jobs a pause postponed, checks scheduled for later.
+extension OpsConsole {
+    static let delayedPage = 100
+
+    func workers(_ request: Request) async throws -> Response {
+        let viewer = try await viewer(request)
+        let offset = request.uri.queryParameters["from"].flatMap { Int($0) }.map { max(0, $0) } ?? 0
+        let (processes, stats, delayed) = try await lanes.run { desk in
+            (try desk.queue.processes(), try desk.queue.stats(),
+             try desk.queue.delayedJobs(offset: offset, limit: Self.delayedPage))
+        }
+        return page("workers", WorkersView(viewer: viewer, processes: processes, stats: stats, delayed: delayed, offset: offset, now: Date()))
+    }
+}
+
+struct WorkersView {
+    let title = "Workers"
+    let onWorkers = true
+    var operatorName: String
+    var csrf: String
+    var banners: [Banner]
+    var processes: [Process]
+    var hasProcesses: Bool
+    var delayedSummary: String
+    var delayed: [Delayed]
+    var hasDelayed: Bool
+    var nextPage: String?
+    var previousPage: String?
+
+    struct Process {
+        var name: String
+        var host: String
+        var pid: Int
+        var threads: Int
+        var started: String
+        var lastSeen: String
+        var jobsDone: String
+        var inHand: [Int64]
+        var inHandMore: String?
+    }
+
+    struct Delayed {
+        var subscriptionID: Int64?
+        var text: String
+        var reason: String
+        var attempt: Int
+        var firstFailed: String
+        var due: String
+    }
+
+    /// Subscriptions listed per process; the rest are counted.
+    static let inHandShown = 20
+
+    init(viewer: OpsConsole.Operator, processes: [WorkerProcess], stats: QueueStats, delayed: [DelayedJob], offset: Int, now: Date) {
+        (operatorName, csrf, banners) = (viewer.name, viewer.csrf, viewer.banners)
+        let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+        func ago(_ ms: Int64) -> String { "\(Shown.duration(Double(max(0, nowMs - ms)) / 1000)) ago" }
+        self.processes = processes.map { process in
+            let subscriptions = process.inHand.map(\.subscriptionID)
+            let more = subscriptions.count - Self.inHandShown
+            return Process(
+                name: process.name, host: process.host, pid: process.pid, threads: process.threads,
+                started: "\(Shown.time(Date(timeIntervalSince1970: Double(process.startedAt) / 1000))) (\(ago(process.startedAt)))",
+                lastSeen: ago(process.lastSeen), jobsDone: Shown.count(process.jobsDone),
+                inHand: Array(subscriptions.prefix(Self.inHandShown)), inHandMore: more > 0 ? "and \(more) more" : nil)
+        }
+        hasProcesses = !processes.isEmpty
+        let total = stats.delayedDue + stats.delayedLater
+        delayedSummary = total == 0 ? "No job waits for a time."
+            : "\(Shown.count(total)) job\(total == 1 ? " waits" : "s wait") for a time (\(Shown.count(stats.delayedDue)) due, being moved back to the ready streams); "
+              + (delayed.isEmpty ? "none from here." : "\(offset + 1)–\(offset + delayed.count), the soonest due first.")
+        self.delayed = delayed.map { item in
+            let due = item.dueAt <= nowMs ? "due \(ago(item.dueAt))"
+                : "in \(Shown.duration(Double(item.dueAt - nowMs) / 1000))"
+            return Delayed(
+                subscriptionID: item.job?.subscriptionID, text: item.text, reason: item.job.map { "\($0.reason)" } ?? "not a job",
+                attempt: item.job?.attempt ?? 0,
+                firstFailed: item.job?.firstFailedAt.map { Shown.time(Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "-", due: due)
+        }
+        hasDelayed = !delayed.isEmpty
+        nextPage = offset + delayed.count < total && delayed.count == OpsConsole.delayedPage
+            ? "/console/workers?from=\(offset + OpsConsole.delayedPage)" : nil
+        previousPage = offset > 0 ? "/console/workers?from=\(max(0, offset - OpsConsole.delayedPage))" : nil
+    }
+}
