@@ -26,8 +26,22 @@ enum Assets {
         .facts dd { margin: 0; overflow-wrap: anywhere; }
         figure { margin: 0 0 1rem; }
         figcaption { color: var(--muted); font-size: .85rem; }
+        .plot { display: grid; grid-template-columns: auto minmax(0, 1fr); column-gap: .35rem; }
+        .y-axis { display: flex; flex-direction: column; justify-content: space-between; text-align: right; height: 120px; }
+        .y-axis, .x-axis, .legend { color: var(--muted); font-size: .75rem; font-variant-numeric: tabular-nums; }
+        .x-axis { display: flex; justify-content: space-between; }
         .chart { width: 100%; height: 120px; background: var(--bg); border: 1px solid var(--line); }
         .chart polyline { fill: none; stroke: var(--accent); stroke-width: 2; vector-effect: non-scaling-stroke; }
+        .chart .grid { stroke: var(--line); stroke-dasharray: 4 4; vector-effect: non-scaling-stroke; }
+        .legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; padding: 0; margin: .25rem 0 0; }
+        .legend li::before { content: ""; display: inline-block; width: .8rem; height: .2rem; margin-right: .3rem;
+                             vertical-align: middle; background: currentColor; }
+        .chart polyline.s-verified { stroke: var(--ok); } .legend .s-verified { color: var(--ok); }
+        .chart polyline.s-retried { stroke: var(--warn); } .legend .s-retried { color: var(--warn); }
+        .chart polyline.s-dead { stroke: var(--bad); } .legend .s-dead { color: var(--bad); }
+        .chart polyline.s-1 { stroke: #6b3fa0; } .legend .s-1 { color: #6b3fa0; }
+        .chart polyline.s-2 { stroke: #0f7c80; } .legend .s-2 { color: #0f7c80; }
+        .chart polyline.s-3 { stroke: #a0522d; } .legend .s-3 { color: #a0522d; }
         progress { width: 100%; height: 1rem; appearance: none; border: none; background: #e6e6e6; }
         progress::-webkit-progress-bar { background: #e6e6e6; } progress::-webkit-progress-value { background: var(--ok); }
         progress::-moz-progress-bar { background: var(--ok); }

@@ -1,21 +1,43 @@
-/// A line chart's points in the templates' 600 × 120 box, oldest at the left, the whole window
-/// wide whatever the samples cover; mustache draws it as an SVG polyline.
+/// A line chart with its axes: each line a polyline in the templates' 600 × 120 box, oldest at the
+/// left, the whole window wide whatever the samples cover; the value axis from 0 to the peak, the
+/// time axis from the window's start to now; a legend when there is more than one line.
 struct Chart {
+    struct Line {
+        var name: String
+        /// The stroke's CSS class (`s-…` in the style sheet).
+        var style: String
+        var points: String
+    }
+
     var label: String
-    var points: String
+    var lines: [Line]
+    var hasLegend: Bool
     var peak: String
+    var middle: String
+    var start: String
+    var halfway: String
+    var end = "now"
 
     static let width = 600.0, height = 120.0
 
-    /// `values` are (ms since the epoch, value); `window` ends at `now` (ms).
-    init(label: String, values: [(at: Int64, value: Double)], now: Int64, windowMs: Int64, format: (Double) -> String) {
+    /// `lines` hold (ms since the epoch, value) points; the window ends at `now` (ms).
+    init(label: String, lines: [(name: String, style: String, values: History.Points)], now: Int64, window: ChartWindow,
+         format: (Double) -> String) {
         self.label = label
-        let top = max(values.map(\.value).max() ?? 0, 1)
-        peak = format(values.map(\.value).max() ?? 0)
-        points = values.map { at, value in
-            let x = Self.width * Double(max(0, windowMs - (now - at))) / Double(windowMs)
-            let y = Self.height - 2 - (Self.height - 4) * value / top
-            return "\(Int(x.rounded())),\(Int(y.rounded()))"
-        }.joined(separator: " ")
+        let top = lines.flatMap { $0.values.map(\.value) }.max() ?? 0
+        let scale = max(top, 1)
+        peak = format(top)
+        middle = format(top / 2)
+        let windowMs = window.milliseconds
+        start = window.label(now - windowMs)
+        halfway = window.label(now - windowMs / 2)
+        self.lines = lines.map { name, style, values in
+            Line(name: name, style: style, points: values.map { at, value in
+                let x = Self.width * Double(max(0, windowMs - (now - at))) / Double(windowMs)
+                let y = Self.height - 2 - (Self.height - 4) * value / scale
+                return "\(Int(x.rounded())),\(Int(y.rounded()))"
+            }.joined(separator: " "))
+        }
+        hasLegend = lines.count > 1
     }
 }

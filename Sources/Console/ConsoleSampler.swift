@@ -4,8 +4,9 @@ import Logging
 import ServiceLifecycle
 
 /// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps an hour
-/// of them in Redis for the console's charts. Every replica runs one; the store keeps one sample
-/// per interval whichever replica comes first, so the charts are the same on every replica.
+/// of them in Redis for the console's charts, and one a minute for a week for its history. Every
+/// replica runs one; the store keeps one sample per bucket whichever replica comes first, so the
+/// charts are the same on every replica.
 public struct ConsoleSampler: NamedService {
     let lanes: LanePool<ConsoleDesk>
     let interval: Duration
@@ -27,11 +28,12 @@ public struct ConsoleSampler: NamedService {
             try await lanes.run { desk in
                 let status = try desk.status.read(.live).status()
                 let queue = status.queue
-                try desk.store.addSample(
-                    ConsoleSample.Figures(
-                        ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
-                        dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted),
-                    interval: interval, keep: .seconds(3_600) + interval * 2)
+                let figures = ConsoleSample.Figures(
+                    ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
+                    dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted, done: queue.jobsDone, retried: queue.jobsRetried,
+                    died: queue.jobsDied, answers: status.appleStatusLastMinute)
+                try desk.store.addSample(figures, interval: interval, keep: .seconds(3_600) + interval * 2)
+                try desk.store.addSample(figures, to: .minutes, interval: .seconds(60), keep: ConsoleStore.Series.minuteKept)
             }
         } catch {
             logger.warning("console: no sample of the fleet this time", metadata: ["error": "\(error)"])

@@ -8,7 +8,8 @@ import RedisClient
 ///
 /// Keys (all under the deployment's hash tag, so they work on Redis Cluster):
 ///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF MARK", expiring with the session
-///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms)
+///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms): an hour, every few seconds
+///   PREFIX:console:minutes              the same, one a minute, for a week: the history charts
 ///   PREFIX:console:login-failures:ADDR  wrong logins from one address, expiring with their window
 struct ConsoleStore {
     let connection: RedisConnection
@@ -91,22 +92,30 @@ struct ConsoleStore {
 
     // MARK: Samples
 
-    private var samplesKey: String { "\(prefix):console:samples" }
+    /// The two series of samples: every few seconds for an hour (the live charts), and one a minute
+    /// for a week (the history: about 120 bytes a sample, so 170 KB a day and 1.2 MB a week).
+    enum Series: String {
+        case samples, minutes
 
-    /// Adds `figures` as the sample of the current bucket of `interval` unless a replica already
-    /// did, and drops samples older than `keep`. The bucket comes from Redis's clock, so replicas
-    /// with skewed clocks still agree. Returns whether it was added.
+        static let minuteKept = Duration.seconds(7 * 86_400 + 3_600)
+    }
+
+    private func key(_ series: Series) -> String { "\(prefix):console:\(series.rawValue)" }
+
+    /// Adds `figures` to `series` as the sample of the current bucket of `interval` unless a replica
+    /// already did, and drops samples older than `keep`. The bucket comes from Redis's clock, so
+    /// replicas with skewed clocks still agree. Returns whether it was added.
     @discardableResult
-    func addSample(_ figures: ConsoleSample.Figures, interval: Duration, keep: Duration) throws -> Bool {
+    func addSample(_ figures: ConsoleSample.Figures, to series: Series = .samples, interval: Duration, keep: Duration) throws -> Bool {
         try connection.run(
-            Self.addSampleScript, keys: [samplesKey],
+            Self.addSampleScript, keys: [key(series)],
             arguments: [interval.wholeMilliseconds, keep.wholeMilliseconds, figures.text]).int == 1
     }
 
-    /// The samples of the last `window`, oldest first.
-    func samples(within window: Duration) throws -> [ConsoleSample] {
+    /// The samples of `series` in the last `window`, oldest first.
+    func samples(_ series: Series = .samples, within window: Duration) throws -> [ConsoleSample] {
         let now = try connection.command("TIME").array?.first?.string.flatMap { Int64($0) } ?? 0
-        let reply = try connection.command("ZRANGEBYSCORE", samplesKey, (now * 1000) - window.wholeMilliseconds, "+inf", "WITHSCORES")
+        let reply = try connection.command("ZRANGEBYSCORE", key(series), (now * 1000) - window.wholeMilliseconds, "+inf", "WITHSCORES")
         guard let flat = reply.array else { return [] }
         return stride(from: 0, to: flat.count - 1, by: 2).compactMap { index in
             guard let member = flat[index].string, let at = flat[index + 1].string.flatMap(Double.init) else { return nil }
@@ -143,23 +152,39 @@ struct ConsoleSample: Sendable, Equatable {
         var reserved: Int
         var delayed: Int
         var dead: Int
-        /// Tokens the fleet-wide limiter has ever granted: the rate between two samples is Apple's request rate.
+        /// Counters (their rates between two samples are what the charts draw): tokens the
+        /// fleet-wide limiter granted (Apple's request rate), jobs acked, retried and buried, ever.
         var tokensGranted: Int64
+        var done: Int64
+        var retried: Int64
+        var died: Int64
+        /// Apple's answers in the minute before the sample, by status ("0", "21005", "none", …).
+        var answers: [String: Int]
 
         /// Jobs not yet settled: the chart's queue depth.
         var depth: Int { ready + reserved + delayed }
 
-        /// "ready reserved delayed dead granted", as stored after the bucket.
-        var text: String { "\(ready) \(reserved) \(delayed) \(dead) \(tokensGranted)" }
+        /// "ready reserved delayed dead granted done retried died|status:count,…", as stored after the bucket.
+        var text: String {
+            "\(ready) \(reserved) \(delayed) \(dead) \(tokensGranted) \(done) \(retried) \(died)|"
+                + answers.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        }
     }
 
-    /// Reads a stored member ("BUCKET|FIGURES") scored `at`; nil when it is not one.
+    /// Reads a stored member ("BUCKET|FIGURES") scored `at`; nil when it is not one (a sample of
+    /// an earlier version's shape among them).
     init?(at: Int64, member: String) {
-        guard let bar = member.firstIndex(of: "|") else { return nil }
-        let numbers = member[member.index(after: bar)...].split(separator: " ").compactMap { Int64($0) }
-        guard numbers.count == 5 else { return nil }
+        let parts = member.split(separator: "|", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        let numbers = parts[1].split(separator: " ").compactMap { Int64($0) }
+        guard numbers.count == 8 else { return nil }
+        var answers: [String: Int] = [:]
+        for pair in parts[2].split(separator: ",") {
+            let field = pair.split(separator: ":")
+            if field.count == 2, let count = Int(field[1]) { answers[String(field[0])] = count }
+        }
         self.at = at
         figures = Figures(ready: Int(numbers[0]), reserved: Int(numbers[1]), delayed: Int(numbers[2]), dead: Int(numbers[3]),
-                          tokensGranted: numbers[4])
+                          tokensGranted: numbers[4], done: numbers[5], retried: numbers[6], died: numbers[7], answers: answers)
     }
 }

@@ -6,10 +6,13 @@ import Hummingbird
 extension OpsConsole {
     func overview(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
-        let (status, samples) = try await lanes.run { desk in
-            (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)))
+        let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
+        let (status, samples, minutes) = try await lanes.run { desk in
+            (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
+             try desk.store.samples(.minutes, within: window.duration))
         }
-        return page("overview", OverviewView(status: status, samples: samples, now: Date(), viewer: viewer, notice: Notice(request)?.text))
+        return page("overview", OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: Date(),
+                                             viewer: viewer, notice: Notice(request)?.text))
     }
 
     /// Halts the fleet, as `receiptfleet pause` does.

@@ -24,8 +24,20 @@ struct OverviewView {
     var apps: [App]
     var answers: [Answer]
     var run: Run?
+    var windowTitle: String
+    var windows: [WindowLink]
     var depthChart: Chart
+    var jobsChart: Chart
     var rateChart: Chart
+    var answersChart: Chart
+
+    /// A link to the overview with its charts over another window.
+    struct WindowLink {
+        var title: String
+        var link: String
+        var current: Bool
+        var last: Bool
+    }
 
     /// One app's row: its halt (its shared secret refused) stops it alone.
     struct App {
@@ -58,7 +70,9 @@ struct OverviewView {
         var eta: String
     }
 
-    init(status: FleetStatus, samples: [ConsoleSample], now: Date, viewer: OpsConsole.Operator, notice: String?) {
+    /// `samples` are the last hour's, every few seconds; `minutes` one a minute over `window`.
+    init(status: FleetStatus, samples: [ConsoleSample], minutes: [ConsoleSample], window: ChartWindow, now: Date,
+         viewer: OpsConsole.Operator, notice: String?) {
         operatorName = viewer.name
         csrf = viewer.csrf
         banners = viewer.banners
@@ -100,10 +114,38 @@ struct OverviewView {
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
         }
-        let hour: Int64 = 3_600_000
-        depthChart = Chart(label: "jobs not yet done", values: samples.map { ($0.at, Double($0.figures.depth)) }, now: nowMs, windowMs: hour,
-                           format: { String(Int($0)) })
-        rateChart = Chart(label: "requests per second", values: rates, now: nowMs, windowMs: hour, format: Shown.number)
+        windowTitle = window.title
+        windows = ChartWindow.allCases.map { other in
+            WindowLink(title: other.title, link: "/console?window=\(other.rawValue)", current: other == window, last: other == .week)
+        }
+        let bucket = window.bucketMs
+        let whole = { (value: Double) in Shown.count(Int(value.rounded())) }
+        // The last hour's queue and request rate come from the samples of every few seconds; longer windows average the minutes'.
+        let depth = window == .hour ? samples.map { ($0.at, Double($0.figures.depth)) }
+            : History.average(minutes, bucketMs: bucket) { Double($0.depth) }
+        depthChart = Chart(label: "jobs not yet done", lines: [("not yet done", "", depth)], now: nowMs, window: window, format: whole)
+        let requests = window == .hour ? rates : History.perMinute(minutes, bucketMs: bucket, \.tokensGranted).map { ($0.at, $0.value / 60) }
+        rateChart = Chart(label: "requests to Apple per second", lines: [("requests per second", "", requests)], now: nowMs, window: window,
+                          format: Shown.number)
+        jobsChart = Chart(
+            label: "jobs per minute: verified, retried, dead",
+            lines: [("verified", "s-verified", History.perMinute(minutes, bucketMs: bucket, \.done)),
+                    ("retried", "s-retried", History.perMinute(minutes, bucketMs: bucket, \.retried)),
+                    ("dead", "s-dead", History.perMinute(minutes, bucketMs: bucket, \.died))],
+            now: nowMs, window: window, format: Shown.number)
+        var others = ["s-1", "s-2", "s-3"].makeIterator()
+        answersChart = Chart(
+            label: "Apple's answers per minute by status",
+            lines: History.answers(minutes, bucketMs: bucket).map { status, points in
+                let style = switch status {
+                case "0": "s-verified"
+                case "21005": "s-retried"
+                case "none": "s-dead"
+                default: others.next() ?? "s-3"
+                }
+                return ("\(status) (\(AppleStatusMeaning.of(status)))", style, points)
+            },
+            now: nowMs, window: window, format: Shown.number)
 
         if let last = status.lastSchedulerRun, let tally = status.lastRunTally, tally.enqueued > 0 {
             // At the last minute's pace; none while nothing was verified.

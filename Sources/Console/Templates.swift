@@ -99,9 +99,14 @@ enum Templates {
           <p class="gate paused" id="starved-{{process}}">Worker {{process}} gave up {{slotsGivenUp}} rate-limit slots, the last {{lastGivenUpSecondsAgo}} s ago:
             its threads wake too late for them (starved of CPU). Give it more CPU or fewer threads.</p>
           {{/queue.starvedWorkers}}
+          <p class="windows" id="windows">Charts over the {{#windows}}{{#current}}<strong>{{title}}</strong>{{/current}}{{^current}}<a href="{{link}}">{{title}}</a>{{/current}}{{^last}} · {{/last}}{{/windows}}</p>
           <figure>
-            <figcaption>Jobs not yet done, last hour (peak {{depthChart.peak}})</figcaption>
+            <figcaption>Jobs not yet done, {{windowTitle}} (peak {{depthChart.peak}})</figcaption>
             {{#depthChart}}{{> chart}}{{/depthChart}}
+          </figure>
+          <figure id="jobs-chart">
+            <figcaption>Jobs per minute, {{windowTitle}}: verified, retried, dead</figcaption>
+            {{#jobsChart}}{{> chart}}{{/jobsChart}}
           </figure>
           <h3>Tonight's run</h3>
           {{#run}}
@@ -123,8 +128,12 @@ enum Templates {
             <div><dt>Verified, last minute</dt><dd id="apple-verified">{{verifiedLastMinute}}</dd></div>
           </dl>
           <figure>
-            <figcaption>verifyReceipt requests per second, last hour (limit {{rateLimit}})</figcaption>
+            <figcaption>Requests to Apple per second, {{windowTitle}} (limit {{rateLimit}})</figcaption>
             {{#rateChart}}{{> chart}}{{/rateChart}}
+          </figure>
+          <figure id="answers-chart">
+            <figcaption>Apple's answers per minute, {{windowTitle}}, by status</figcaption>
+            {{#answersChart}}{{> chart}}{{/answersChart}}
           </figure>
           <table id="apps">
             <caption>Apps (each halts alone when Apple refuses its shared secret)</caption>
@@ -167,9 +176,16 @@ enum Templates {
 
     /// One line chart: `points` in a 600 × 120 box, drawn as SVG (no script, no other host).
     static let chart = """
-        <svg class="chart" viewBox="0 0 600 120" preserveAspectRatio="none" role="img" aria-label="{{label}}">
-          <polyline points="{{points}}" />
-        </svg>
+        <div class="plot">
+          <div class="y-axis" aria-hidden="true"><span>{{peak}}</span><span>{{middle}}</span><span>0</span></div>
+          <svg class="chart" viewBox="0 0 600 120" preserveAspectRatio="none" role="img" aria-label="{{label}}">
+            <line class="grid" x1="0" y1="60" x2="600" y2="60" />
+            {{#lines}}<polyline class="{{style}}" points="{{points}}"><title>{{name}}</title></polyline>{{/lines}}
+          </svg>
+          <div></div>
+          <div class="x-axis" aria-hidden="true"><span>{{start}}</span><span>{{halfway}}</span><span>{{end}}</span></div>
+        </div>
+        {{#hasLegend}}<ul class="legend">{{#lines}}<li class="{{style}}">{{name}}</li>{{/lines}}</ul>{{/hasLegend}}
         """
 
     static let confirmResume = """

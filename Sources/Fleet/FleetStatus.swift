@@ -50,6 +50,10 @@ public struct FleetStatus: Sendable, Encodable {
         public var starvedWorkers: [StarvedWorker]
         public var pausedUntil: Date?
         public var haltedReason: String?
+        /// Jobs settled ever, fleet-wide (counters): acked, retried, buried.
+        public var jobsDone: Int64
+        public var jobsRetried: Int64
+        public var jobsDied: Int64
 
         /// Jobs not yet settled: waiting, running or delayed (dead letters aside).
         public var outstanding: Int { ready + reserved + delayedDue + delayedLater }

@@ -61,7 +61,7 @@ public final class FleetStatusReader {
                 oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
                 consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
-                haltedReason: stats.haltedReason),
+                haltedReason: stats.haltedReason, jobsDone: stats.jobsDone, jobsRetried: stats.jobsRetried, jobsDied: stats.jobsDied),
             rateLimit: FleetStatus.RateLimitReading(perSecond: settings.rateLimit.perSecond, tokensGranted: stats.limiterGranted),
             serverAPI: FleetStatus.ServerAPIGate(
                 haltedReason: try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string,

@@ -39,7 +39,7 @@ extension JobQueue {
         var next = job
         next.attempt += 1
         let delay = retryPolicy.backoff(attempt: job.attempt)
-        let moved = try moveToDelayed(reserved, as: next, after: delay, stampFirstFailure: true)
+        let moved = try moveToDelayed(reserved, as: next, after: delay, asRetry: true)
         return moved ? .delayed(delay) : .notReserved
     }
 
@@ -48,7 +48,7 @@ extension JobQueue {
     /// this consumer.
     @discardableResult
     public func postpone(_ reserved: ReservedJob, for delay: Duration) throws(QueueError) -> Bool {
-        try moveToDelayed(reserved, as: reserved.job, after: delay, stampFirstFailure: false)
+        try moveToDelayed(reserved, as: reserved.job, after: delay, asRetry: false)
     }
 
     /// Moves a job to the dead letters at once, for failures no retry can fix; a sweep may
@@ -63,7 +63,7 @@ extension JobQueue {
     /// Moves a reserved entry to the dead-letter stream. A dead letter is not queued: the
     /// subscription's queued bit (if the job holds it) is cleared, so the next pass may enqueue it.
     /// KEYS[1] its ready stream, KEYS[2] dead stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
-    /// KEYS[5] (optional) its run's tally. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6]
+    /// KEYS[5] settled counts, KEYS[6] (optional) its run's tally. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6]
     /// message, ARGV[7] attempts, ARGV[8] first failure in ms ("" for now), ARGV[9] the subscription id
     /// whose queued bit the job holds, or "". Returns 1, or 0 if the entry is not (or no longer)
     /// reserved by this consumer.
@@ -75,7 +75,8 @@ extension JobQueue {
         releaseQueued(KEYS[3], ARGV[9])
         local enqueuedAt = enqueuedAtOf(ARGV[4])
         if enqueuedAt then countQueued(KEYS[4], enqueuedAt, -1) end
-        if KEYS[5] then tallyRun(KEYS[5], 'dead', 1) end
+        redis.call('HINCRBY', KEYS[5], 'dead', 1)
+        if KEYS[6] then tallyRun(KEYS[6], 'dead', 1) end
         local firstFailure = ARGV[8] ~= '' and ARGV[8] or nowText
         redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'error', ARGV[5], 'message', ARGV[6],
             'attempts', ARGV[7], 'first_failure', firstFailure, 'last_failure', nowText, 'buried_at', nowText)
@@ -88,7 +89,8 @@ extension JobQueue {
     ) throws(QueueError) -> Bool {
         let job = try? Job(encoded: jobText)
         let reply = try evaluate(
-            Self.buryScript, keys: [stream, keys.dead, keys.queued, keys.queuedSince] + (job?.tallyingRun.map { [keys.run($0)] } ?? []),
+            Self.buryScript,
+            keys: [stream, keys.dead, keys.queued, keys.queuedSince, keys.settledCounts] + (job?.tallyingRun.map { [keys.run($0)] } ?? []),
             arguments: [
                 QueueKeys.group, consumer, entryID, String(jobText.prefix(500)), failure.errorClass, failure.message,
                 attempts, firstFailedAt.map(String.init) ?? "", job?.heldQueuedBit ?? "",
@@ -98,29 +100,33 @@ extension JobQueue {
 
     /// Moves a reserved job to the delayed set, due `delay` ms from now. It is still queued, so
     /// its subscription's queued bit stays set.
-    /// KEYS[1] its ready stream, KEYS[2] delayed set. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id,
-    /// ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6] "stamp" to record now as its
-    /// first failure if it has none (its text ends in '|'), else "".
+    /// KEYS[1] its ready stream, KEYS[2] delayed set, KEYS[3] settled counts. ARGV[1] group, ARGV[2]
+    /// consumer, ARGV[3] entry id, ARGV[4] delay in ms, ARGV[5] the job as it should run next, ARGV[6]
+    /// "stamp" for a retry (counted; now is recorded as its first failure if it has none: its text
+    /// ends in '|'), else "".
     /// Returns 1, or 0 if the job is not (or no longer) reserved by this consumer.
     private static let delayScript = ClockedScript(ScriptPrologue.ownership + """
         if not reservedBy(KEYS[1], ARGV[1], ARGV[3], ARGV[2]) then return 0 end
         redis.call('XACK', KEYS[1], ARGV[1], ARGV[3])
         redis.call('XDEL', KEYS[1], ARGV[3])
         local job = ARGV[5]
-        if ARGV[6] == 'stamp' and string.sub(job, -1) == '|' then job = job .. nowText end
+        if ARGV[6] == 'stamp' then
+            redis.call('HINCRBY', KEYS[3], 'retried', 1)
+            if string.sub(job, -1) == '|' then job = job .. nowText end
+        end
         redis.call('ZADD', KEYS[2], now + tonumber(ARGV[4]), job)
         return 1
         """)
 
     private func moveToDelayed(
-        _ reserved: ReservedJob, as job: Job, after delay: Duration, stampFirstFailure: Bool
+        _ reserved: ReservedJob, as job: Job, after delay: Duration, asRetry: Bool
     ) throws(QueueError) -> Bool {
         guard delay >= .zero else { throw .invalidArgument("a delay cannot be negative (\(delay))") }
         let reply = try evaluate(
-            Self.delayScript, keys: [reserved.stream, keys.delayed],
+            Self.delayScript, keys: [reserved.stream, keys.delayed, keys.settledCounts],
             arguments: [
                 QueueKeys.group, consumer, reserved.entryID, delay.wholeMilliseconds, job.encoded,
-                stampFirstFailure ? "stamp" : "",
+                asRetry ? "stamp" : "",
             ])
         return reply.int == 1
     }

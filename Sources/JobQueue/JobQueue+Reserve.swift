@@ -60,8 +60,8 @@ extension JobQueue {
 
     /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
     /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
-    /// KEYS[1] queued bitmap, KEYS[2] queued-since hash, KEYS[3…] the jobs' ready streams, then their
-    /// runs' tallies. ARGV[1] group, ARGV[2] consumer, then per job five: the index in KEYS of its
+    /// KEYS[1] queued bitmap, KEYS[2] queued-since hash, KEYS[3] settled counts, KEYS[4…] the jobs'
+    /// ready streams, then their runs' tallies. ARGV[1] group, ARGV[2] consumer, then per job five: the index in KEYS of its
     /// stream, its entry id, the subscription id whose queued bit it holds ("" if none), its enqueue
     /// time in ms, the index in KEYS of its run's tally (0 if it counts in none).
     /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
@@ -108,6 +108,9 @@ extension JobQueue {
         if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
         for minute, count in pairs(minutes) do countQueued(KEYS[2], minute, -count) end
         for run, count in pairs(runs) do tallyRun(KEYS[run], 'verified', count) end
+        local done = 0
+        for _, one in ipairs(acked) do done = done + one end
+        if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
         return acked
         """)
 
@@ -120,12 +123,12 @@ extension JobQueue {
         var arguments: [any RedisArgument] = [QueueKeys.group, consumer]
         for job in jobs {
             arguments += [
-                streams.firstIndex(of: job.stream)! + 3, job.entryID, job.job.heldQueuedBit, job.job.enqueuedAt,
-                job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 3 + streams.count } ?? 0,
+                streams.firstIndex(of: job.stream)! + 4, job.entryID, job.job.heldQueuedBit, job.job.enqueuedAt,
+                job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 4 + streams.count } ?? 0,
             ]
         }
         let reply = try connection.evaluate(
-            Self.ackScript, keys: [keys.queued, keys.queuedSince] + streams + runs.map(keys.run), arguments: arguments)
+            Self.ackScript, keys: [keys.queued, keys.queuedSince, keys.settledCounts] + streams + runs.map(keys.run), arguments: arguments)
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")
         }

@@ -56,6 +56,9 @@ public struct QueueKeys: Sendable, Hashable {
     public var limiter: String { "\(prefix):limiter" }
     /// The number of tokens the limiter has granted, ever: a counter for rate graphs.
     public var limiterGranted: String { "\(prefix):stats:granted" }
+    /// Jobs settled, ever, fleet-wide: a hash of counters `done` (acked), `retried` and `dead`, for
+    /// the console's history (graph their rates).
+    public var settledCounts: String { "\(prefix):stats:settled" }
     /// The number of times workers and the API asked the gate for admission, ever: what the rate
     /// limit costs Redis, against `limiterGranted`.
     public var gateAdmissions: String { "\(prefix):stats:admissions" }

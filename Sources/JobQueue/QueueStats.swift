@@ -34,15 +34,20 @@ public struct QueueStats: Sendable, Hashable {
     public var haltedReason: String?
     /// Tokens the rate limiter has ever granted (a counter: graph its rate).
     public var limiterGranted: Int64
+    /// Jobs settled ever, fleet-wide (counters: graph their rates): acked, retried, buried.
+    public var jobsDone: Int64
+    public var jobsRetried: Int64
+    public var jobsDied: Int64
 }
 
 extension JobQueue {
     /// Everything `QueueStats` shows, read at one instant.
     /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] workers,
-    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter, KEYS[9] queued-since hash. ARGV[1]
-    /// group, ARGV[2] live window ms.
+    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter, KEYS[9] queued-since hash, KEYS[10]
+    /// settled counts. ARGV[1] group, ARGV[2] live window ms.
     /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
-    /// granted | nil, age in ms of the oldest job's minute of first enqueue (-1: none)}; a lane is
+    /// granted | nil, age in ms of the oldest job's minute of first enqueue (-1: none), {done, retried,
+    /// dead} (each nil if none yet)}; a lane is
     /// {length, reserved, {{consumer, reserved, idle ms}, …}}. A job scheduled for later (its enqueue
     /// time is when it is due) counts only once that time has come.
     private static let statsScript = ClockedScript(ScriptPrologue.asMap + """
@@ -70,7 +75,7 @@ extension JobQueue {
             redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
             redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
             redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8]),
-            oldestMinute and now - oldestMinute or -1}
+            oldestMinute and now - oldestMinute or -1, redis.call('HMGET', KEYS[10], 'done', 'retried', 'dead')}
         """)
 
     /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.
@@ -78,13 +83,13 @@ extension JobQueue {
         let reply = try evaluate(
             Self.statsScript,
             keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted,
-                                           keys.queuedSince],
+                                           keys.queuedSince, keys.settledCounts],
             arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])
         let unexpected = QueueError.unexpectedReply(operation: "stats", reply: "\(reply)")
-        guard let parts = reply.array, parts.count == 10,
+        guard let parts = reply.array, parts.count == 11,
             let high = Lane(parts[0]), let normal = Lane(parts[1]),
             let due = parts[2].int, let later = parts[3].int, let dead = parts[4].int, let live = parts[5].int,
-            let oldest = parts[9].int
+            let oldest = parts[9].int, let settled = parts[10].array, settled.count == 3
         else { throw unexpected }
 
         var consumers: [String: QueueStats.Consumer] = [:]
@@ -104,7 +109,8 @@ extension JobQueue {
             liveWorkers: Int(live),
             pausedUntil: parts[6].int,
             haltedReason: parts[7].string,
-            limiterGranted: parts[8].int ?? 0)
+            limiterGranted: parts[8].int ?? 0,
+            jobsDone: settled[0].int ?? 0, jobsRetried: settled[1].int ?? 0, jobsDied: settled[2].int ?? 0)
     }
 }
 

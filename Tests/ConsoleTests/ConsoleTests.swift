@@ -539,6 +539,45 @@ import Testing
         }
     }
 
+    /// Jobs and Apple's answers per minute over an hour, a day or a week, with their axes, from the
+    /// minute samples: three hours of 120 verified, 6 retried and one dead every 10 minutes.
+    @Test func theHistoryChartsDrawRatesPerMinuteWithAxes() async throws {
+        try await ConsoleHarness.with { console in
+            let fleet = console.fleet
+            try await onOwnThread {
+                let redis = try RedisConnection(fleet.redisConfiguration())
+                let now = try redis.command("TIME").array!.first!.string.flatMap { Int64($0) }! * 1_000
+                let key = "\(fleet.keyPrefix):console:minutes"
+                for minute in 0..<180 {
+                    let at = now - Int64(180 - minute) * 60_000
+                    let (done, retried, died) = (1_000 + minute * 120, minute * 6, minute / 10)
+                    try redis.command("ZADD", key, at, "\(at)|3 1 0 0 0 \(done) \(retried) \(died)|0:120,21005:6")
+                }
+                // A counter that fell (Redis lost it) draws no rate for that step.
+                try redis.command("ZADD", key, now - 30_000, "\(now - 30_000)|3 1 0 0 0 5 0 0|0:120,21005:6")
+            }
+            let session = try await console.logIn()
+            func axis(_ page: ConsoleHarness.Reply, _ figure: String) -> [String] {
+                guard let match = page.body.firstMatch(of: try! Regex(#"id="\#(figure)".*?<div class="y-axis" aria-hidden="true"><span>([^<]*)</span>.*?<div class="x-axis" aria-hidden="true"><span>([^<]*)</span><span>([^<]*)</span><span>([^<]*)</span>"#).dotMatchesNewlines())
+                else { return [] }
+                return (1...4).compactMap { match.output[$0].substring.map(String.init) }
+            }
+            let day = try await console.get("/console?window=24h", session: session)
+            let jobs = axis(day, "jobs-chart")
+            #expect(jobs.first == "120", "the peak is 120 verified a minute: \(jobs)")
+            #expect(jobs.count == 4 && jobs[1].wholeMatch(of: /\d\d:\d\d/) != nil && jobs[3] == "now", "\(jobs)")
+            #expect(day.body.contains(#"<li class="s-verified">verified</li><li class="s-retried">retried</li><li class="s-dead">dead</li>"#))
+            #expect(axis(day, "answers-chart").first == "120")
+            #expect(day.body.contains("<li class=\"s-retried\">21005 (Apple&#39;s server was unavailable)</li>"))
+            #expect(day.body.contains(#"<strong>last 24 hours</strong>"#))
+            let week = axis(try await console.get("/console?window=7d", session: session), "jobs-chart")
+            #expect(week.count == 4 && week[1].wholeMatch(of: /\d\d-\d\d \d\d:\d\d/) != nil, "over a week the time axis has dates: \(week)")
+            let hour = try await console.get("/console", session: session)
+            #expect(hour.body.contains(#"<strong>last hour</strong>"#) && hour.body.contains(#"<a href="/console?window=7d">last 7 days</a>"#))
+            #expect(axis(hour, "jobs-chart").first == "120")
+        }
+    }
+
     @Test func everyReplicaKeepsOneSamplePerInterval() async throws {
         try await ConsoleHarness.with(replicas: 3) { console in
             let key = "\(console.fleet.keyPrefix):console:samples"

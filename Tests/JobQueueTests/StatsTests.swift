@@ -49,6 +49,7 @@ struct StatsTests {
         #expect(stats.pausedUntil != nil)
         #expect(stats.haltedReason == "operator stop")
         #expect(stats.limiterGranted == 3)
+        #expect(stats.jobsDone == 0 && stats.jobsRetried == 1 && stats.jobsDied == 1, "the fleet-wide counters of settled jobs")
     }
 
     @Test("the oldest job's age counts from its first enqueue through retries, pauses and replays, and ends when it leaves")
@@ -105,7 +106,7 @@ struct StatsTests {
 
     @Test("a run's tally counts its jobs verified and dead apart; a replayed job is the run's again; other jobs count in none")
     func runTally() async throws {
-        let (before, tallies, other) = try await withDeployment { deployment, connection in
+        let (before, tallies, other, done) = try await withDeployment { deployment, connection in
             let queue = try deployment.queue("worker-1", on: connection)
             let before = try queue.tally(ofRun: "night")
             try queue.enqueue(subscriptionIDs: Array(1...4), run: "night", reason: .nightly)
@@ -122,7 +123,7 @@ struct StatsTests {
             tallies.append(try queue.tally(ofRun: "night"))
             try queue.enqueue(subscriptionID: 10, run: "push", reason: .notification)
             _ = try queue.ack(try queue.reserve(count: 1, block: .zero))
-            return (before, tallies, try queue.tally(ofRun: "push"))
+            return (before, tallies, try queue.tally(ofRun: "push"), try queue.stats().jobsDone)
         }
         #expect(before == nil)
         #expect(tallies[0] == RunTally(enqueued: 4, verified: 2, dead: 1), "the notification job is no part of the run")
@@ -131,6 +132,7 @@ struct StatsTests {
         #expect(tallies[2] == RunTally(enqueued: 4, verified: 4, dead: 0))
         #expect(tallies[2]?.toGo == 0)
         #expect(other == nil, "a job for one event keeps no tally")
+        #expect(done == 6, "every ack counts fleet-wide, whatever its run: 3 + 2 + 1")
     }
 
     @Test("a consumer deregisters only once it holds no jobs; idle empty consumers can be removed")
