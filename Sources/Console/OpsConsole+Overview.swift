@@ -7,12 +7,19 @@ extension OpsConsole {
     func overview(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
         let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
-        let (status, samples, minutes) = try await lanes.run { desk in
-            (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
-             try desk.store.samples(.minutes, within: window.duration))
+        let (status, samples, minutes, runs) = try await lanes.run { desk in
+            // Past runs from the ledger; those still settling with their tally's fresher figures.
+            let runs = try desk.ledger.schedulerRuns(limit: 10).map { run in
+                (run, run.finishedAt == nil ? try desk.queue.tally(ofRun: run.runID) : nil)
+            }
+            return (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
+                    try desk.store.samples(.minutes, within: window.duration), runs)
         }
-        return page("overview", OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: Date(),
-                                             viewer: viewer, notice: Notice(request)?.text))
+        var view = OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: Date(),
+                                viewer: viewer, notice: Notice(request)?.text)
+        view.pastRuns = runs.map { OverviewView.PastRun($0.0, tally: $0.1, now: Date()) }
+        view.hasPastRuns = !runs.isEmpty
+        return page("overview", view)
     }
 
     /// Halts the fleet, as `receiptfleet pause` does.

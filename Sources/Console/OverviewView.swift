@@ -1,5 +1,7 @@
 import Fleet
 import Foundation
+import JobQueue
+import Ledger
 
 /// The overview page: the queue, Apple, tonight's run; built from one `FleetStatus` reading and
 /// the hour of samples.
@@ -24,12 +26,45 @@ struct OverviewView {
     var apps: [App]
     var answers: [Answer]
     var run: Run?
+    var pastRuns: [PastRun] = []
+    var hasPastRuns = false
     var windowTitle: String
     var windows: [WindowLink]
     var depthChart: Chart
     var jobsChart: Chart
     var rateChart: Chart
     var answersChart: Chart
+
+    /// One row of the past runs' table (`scheduler_runs`, with a live tally's figures while it settles).
+    struct PastRun {
+        var runID: String
+        var started: String
+        var due: String
+        var verified: String
+        var dead: String
+        var took: String
+        var appleCalls: String
+        var events: String
+        var deadClass: String
+
+        init(_ run: SchedulerRunRecord, tally: RunTally?, now: Date) {
+            let (verified, dead, toGo) = tally.map { ($0.verified, $0.dead, $0.toGo) } ?? (run.verified, run.dead, 0)
+            runID = run.runID
+            started = Shown.time(run.startedAt)
+            due = Shown.count(run.due)
+            (self.verified, self.dead) = (Shown.count(verified), Shown.count(dead))
+            deadClass = dead > 0 ? "problem" : ""
+            let lastSettled = tally?.lastSettledAt.map { Date(timeIntervalSince1970: Double($0) / 1_000) } ?? run.lastSettledAt
+            if let finished = run.finishedAt ?? (tally != nil && toGo == 0 ? lastSettled : nil) {
+                took = Shown.duration(finished.timeIntervalSince(run.startedAt))
+            } else if run.enqueued == 0 {
+                took = "nothing to do"
+            } else {
+                took = "\(Shown.count(toGo)) to go, \(Shown.duration(now.timeIntervalSince(run.startedAt))) so far"
+            }
+            (appleCalls, events) = (Shown.count(run.appleCalls), Shown.count(run.events))
+        }
+    }
 
     /// A link to the overview with its charts over another window.
     struct WindowLink {

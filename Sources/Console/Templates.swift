@@ -115,6 +115,18 @@ enum Templates {
           <progress class="{{stateClass}}" max="{{enqueued}}" value="{{settled}}">{{percent}} %</progress>
           {{/run}}
           {{^run}}<p id="run">No scheduler run is recorded yet.</p>{{/run}}
+          {{#hasPastRuns}}
+          <div class="scroll">
+          <table id="past-runs">
+            <caption>Past runs (the Apple calls and events are the whole fleet's while each ran)</caption>
+            <thead><tr><th>Run</th><th>Started</th><th>Due</th><th>Verified</th><th>Dead</th><th>Took</th><th>Apple calls</th><th>Events</th></tr></thead>
+            <tbody>
+            {{#pastRuns}}<tr data-run="{{runID}}"><td>{{runID}}</td><td>{{started}}</td><td>{{due}}</td><td>{{verified}}</td>
+              <td class="{{deadClass}}">{{dead}}</td><td>{{took}}</td><td>{{appleCalls}}</td><td>{{events}}</td></tr>{{/pastRuns}}
+            </tbody>
+          </table>
+          </div>
+          {{/hasPastRuns}}
         </section>
 
         <section aria-labelledby="apple-h">

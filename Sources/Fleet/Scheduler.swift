@@ -121,8 +121,22 @@ public final class Scheduler {
         if !options.dryRun {
             let record = String(decoding: try JSONEncoder().encode(summary), as: UTF8.self)
             _ = try redis.command("SET", keys.schedulerLastRun, record)
+            try ledger.recordSchedulerPass(runID: options.runID, startedAt: passStarted, due: summary.found, enqueued: summary.enqueued)
+            try recordRunProgress(now: now)
         }
         return summary
+    }
+
+    /// Brings the ledger's record of every run still settling up to date from its tally in Redis,
+    /// while the tally lasts (`JobQueue.runMemory`): each pass records how the earlier runs ended.
+    public func recordRunProgress(now: Date) throws {
+        let since = now.addingTimeInterval(-Double(JobQueue.runMemory.components.seconds))
+        for runID in try ledger.unfinishedSchedulerRuns(since: since) {
+            guard let tally = try queue.tally(ofRun: runID) else { continue }
+            try ledger.updateSchedulerRun(
+                runID: runID, verified: tally.verified, dead: tally.dead, toGo: tally.toGo,
+                lastSettledAt: tally.lastSettledAt.map { Date(timeIntervalSince1970: Double($0) / 1_000) })
+        }
     }
 
     /// Enqueues again the job of every notification of the last `JobQueue.onceMemory` whose

@@ -69,7 +69,7 @@ extension JobQueue {
     /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream, one
     /// BITFIELD for every queued bit (the same bits SETBIT numbers), one HINCRBY per minute of
     /// enqueue and two commands per run (a night's batch shares both).
-    private static let ackScript = RedisScript(ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
+    private static let ackScript = ClockedScript(ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
         local acked, owned, streams, minutes, runs = {}, {}, {}, {}, {}
         for i = 3, #ARGV, 5 do
             local index = tonumber(ARGV[i])
@@ -127,7 +127,7 @@ extension JobQueue {
                 job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 4 + streams.count } ?? 0,
             ]
         }
-        let reply = try connection.evaluate(
+        let reply = try evaluate(
             Self.ackScript, keys: [keys.queued, keys.queuedSince, keys.settledCounts] + streams + runs.map(keys.run), arguments: arguments)
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")

@@ -7,11 +7,14 @@ public struct RunTally: Sendable, Hashable, Codable {
     public var verified: Int
     /// Jobs in the dead letters (less those replayed into the run again).
     public var dead: Int
+    /// When its latest job was settled (verified or dead), in ms since the epoch (Redis clock); nil before the first.
+    public var lastSettledAt: Int64?
 
-    public init(enqueued: Int, verified: Int, dead: Int) {
+    public init(enqueued: Int, verified: Int, dead: Int, lastSettledAt: Int64? = nil) {
         self.enqueued = enqueued
         self.verified = verified
         self.dead = dead
+        self.lastSettledAt = lastSettledAt
     }
 
     /// Jobs still queued: ready, in flight or delayed.
@@ -21,12 +24,13 @@ public struct RunTally: Sendable, Hashable, Codable {
 extension JobQueue {
     /// The run's tally, or nil if it enqueued nothing or was enqueued longer than `runMemory` ago.
     public func tally(ofRun runID: String) throws(QueueError) -> RunTally? {
-        let reply = try connection.execute(["HMGET", keys.run(runID), "enqueued", "verified", "dead"])
-        guard let fields = reply.array, fields.count == 3 else {
+        let reply = try connection.execute(["HMGET", keys.run(runID), "enqueued", "verified", "dead", "last"])
+        guard let fields = reply.array, fields.count == 4 else {
             throw .unexpectedReply(operation: "tally", reply: "\(reply)")
         }
         guard let enqueued = Self.count(fields[0]) else { return nil }
-        return RunTally(enqueued: enqueued, verified: Self.count(fields[1]) ?? 0, dead: Self.count(fields[2]) ?? 0)
+        return RunTally(enqueued: enqueued, verified: Self.count(fields[1]) ?? 0, dead: Self.count(fields[2]) ?? 0,
+                        lastSettledAt: fields[3].string.flatMap { Int64($0) })
     }
 
     private static func count(_ value: RedisValue) -> Int? {

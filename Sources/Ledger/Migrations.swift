@@ -348,5 +348,26 @@ enum Migrations {
             -- `notifications recover`): one index step instead of a walk of the whole trail.
             CREATE INDEX audit_log_action ON audit_log (action, id);
             """),
+        Migration(version: 17, name: "scheduler runs", sql: """
+            -- One row per scheduler run, for the console's table of past runs: what the scheduler found
+            -- and enqueued (its passes added up), then, as its jobs settle, how many were verified or
+            -- died and when the last one was settled, from the run's tally in Redis (which expires
+            -- after 8 days); with the Apple calls and events of the fleet while it ran. Pruned with
+            -- the verifications.
+            CREATE TABLE scheduler_runs (
+                id              bigserial PRIMARY KEY,
+                run_id          text NOT NULL UNIQUE,
+                started_at      timestamptz NOT NULL,
+                due             integer NOT NULL DEFAULT 0,
+                enqueued        integer NOT NULL DEFAULT 0,
+                verified        integer NOT NULL DEFAULT 0,
+                dead            integer NOT NULL DEFAULT 0,
+                last_settled_at timestamptz,
+                finished_at     timestamptz,
+                apple_calls     integer NOT NULL DEFAULT 0,
+                events          integer NOT NULL DEFAULT 0
+            );
+            CREATE INDEX scheduler_runs_unfinished ON scheduler_runs (started_at) WHERE finished_at IS NULL;
+            """),
     ]
 }

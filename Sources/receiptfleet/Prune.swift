@@ -41,7 +41,7 @@ struct Prune: ParsableCommand {
         }
         progress.finish()
         print("""
-            Deleted \(pruned.verifications) verification attempt(s), \(pruned.events) event(s), \
+            Deleted \(pruned.verifications) verification attempt(s), \(pruned.runs) scheduler run(s), \(pruned.events) event(s), \
             \(pruned.webhookDeliveries) webhook delivery(ies), \(pruned.webhookAttempts) webhook attempt(s) and \
             \(pruned.receipts) receipt(s), in \(pruned.batches) batch(es); the longest took \
             \(pruned.longestBatch.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated))).

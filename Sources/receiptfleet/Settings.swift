@@ -189,7 +189,7 @@ struct SettingsRegistry: Sendable {
         show: { "\($0) (the ledger keeps events longer)" })
     let retentionVerificationsDays = Setting<Double>(
         "retention-verifications-days", .retentionDays(), default: 90.0,
-        help: "How long `receiptfleet prune` keeps verification attempts; 0 keeps them for ever.",
+        help: "How long `receiptfleet prune` keeps verification attempts (and the scheduler runs they summarise); 0 keeps them for ever.",
         details: "See \"Deleting a customer and keeping data bounded\".", show: Self.kept(""))
     let retentionEventsDays = Setting<Double>(
         "retention-events-days", .retentionDays(atLeast: "events-stream-retention-days") { try $0[Settings.eventsStreamRetentionDays] },

@@ -177,6 +177,23 @@ import Testing
         }
     }
 
+    /// Past runs from the ledger, one still settling with its tally's live figures.
+    @Test func pastRunsAreATable() async throws {
+        try await ConsoleHarness.with { console in
+            _ = try await console.queueWithADeadLetter()  // run console-test: one dead, the rest queued
+            try await console.onLedger { ledger in
+                try ledger.recordSchedulerPass(runID: "2026-11-20", startedAt: Date(timeIntervalSinceNow: -7 * 86_400), due: 1_800, enqueued: 1_785)
+                try ledger.updateSchedulerRun(runID: "2026-11-20", verified: 1_659, dead: 126, toGo: 0,
+                                              lastSettledAt: Date(timeIntervalSinceNow: -7 * 86_400 + 5_400))
+            }
+            let page = try await console.get("/console", session: try await console.logIn())
+            #expect(page.body.contains(#"<tr data-run="2026-11-20"><td>2026-11-20</td>"#))
+            #expect(page.body.contains(#"<td>1,659</td>"#) && page.body.contains(#"<td class="problem">126</td><td>90 min</td>"#))
+            let live = try #require(page.body.firstMatch(of: #/<tr data-run="console-test">.*?</tr>/#.dotMatchesNewlines()).map { String($0.0) })
+            #expect(live.contains(#"<td class="problem">1</td>"#) && live.contains(" to go, "), "\(live)")
+        }
+    }
+
     /// When `notifications recover` last ran, and what it found, from the audit trail it writes.
     @Test func theOverviewSaysWhenMissedNotificationsWereLastRecovered() async throws {
         try await ConsoleHarness.with { console in

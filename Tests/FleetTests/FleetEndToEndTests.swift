@@ -38,8 +38,20 @@ import Testing
                 // A first sight is a baseline: the only events are the receipts Apple refuses for good.
                 let types = try await setup.query("SELECT DISTINCT type FROM events") { try $0["type"].text() }
                 #expect(types == ["verification_failed"])
-                let events = try await setup.eventMismatches()
-                #expect(events.isEmpty, "\(events.count) of \(subscriptions.count) differ: \(events.prefix(10))")
+                let eventMismatches = try await setup.eventMismatches()
+                #expect(eventMismatches.isEmpty, "\(eventMismatches.count) of \(subscriptions.count) differ: \(eventMismatches.prefix(10))")
+
+                // The ledger's record of the run, brought up to date by the next pass: every job verified, finished.
+                let settings = setup.settings
+                let run = try await onOwnThread { () -> SchedulerRunRecord? in
+                    try Scheduler(settings: settings).recordRunProgress(now: Date())
+                    return try Ledger(PostgresConnection(configuration: settings.postgresConfiguration())).schedulerRuns().first
+                }
+                let (verifications, events) = (try await setup.count("SELECT count(*) AS n FROM verifications"), try await setup.eventCount())
+                #expect(run?.runID == "e2e" && run?.due == subscriptions.count && run?.enqueued == subscriptions.count)
+                #expect(run?.verified == subscriptions.count && run?.dead == 0)
+                #expect(run?.finishedAt != nil && run?.finishedAt == run?.lastSettledAt)
+                #expect(run?.appleCalls == verifications && run?.events == events)
             }
         }
     }

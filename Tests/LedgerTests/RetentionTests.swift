@@ -32,6 +32,10 @@ import Testing
                               [.int64(id), daysAgo(age)])
             }
         }
+        // Scheduler runs 200 and 10 days ago.
+        for age in [200.0, 10] {
+            try ledger.recordSchedulerPass(runID: "run-\(Int(age))", startedAt: Date(timeIntervalSinceNow: -age * 86_400), due: 4, enqueued: 4)
+        }
         // Events: (age, published, delivery state or nil).
         let events: [(Double, Bool, String?)] = [
             (500, true, "delivered"), (500, true, "failed"), (500, true, "pending"), (500, false, nil), (500, true, nil),
@@ -65,6 +69,8 @@ import Testing
             #expect(pruned.verifications == 4, "the 200-day-old attempt of each subscription")
             #expect(try Self.count(ledger, "verifications WHERE attempted_at < now() - interval '100 days'") == 0)
             #expect(try Self.count(ledger, "verifications") == 4)
+            #expect(pruned.runs == 1, "the run 200 days ago goes with its verifications")
+            #expect(try ledger.schedulerRuns().map(\.runID) == ["run-10"])
             // Old, published, no delivery pending: the delivered, the failed and the undelivered one.
             #expect(pruned.events == 3)
             #expect(try Self.count(ledger, "events WHERE created_at < now() - interval '400 days'") == 2,
