@@ -51,6 +51,7 @@ extension Rule where Value == CertificateFile {
         .converting("a PEM or DER certificate file") { path, _ in
             CertificateFile(path: path, certificates: try AppleRootCertificate.certificates(inFile: path))
         }
+        .completing(.file())
     }
 }
 
@@ -61,6 +62,7 @@ extension Rule where Value == VerificationBackend {
             return backend
         }
         .writing(\.description)
+        .offering(["verify-receipt", "server-api"])
     }
 }
 

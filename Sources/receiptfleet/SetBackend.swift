@@ -29,8 +29,10 @@ struct SetBackend: ParsableCommand {
 
     @OptionGroup var options: FleetOptions
 
-    @Argument(help: "verify-receipt, server-api, or default (the deployment's `backend` setting).")
+    @Argument(help: "verify-receipt, server-api, or default (the deployment's `backend` setting).", completion: .list(Self.backends))
     var backend: String
+
+    static let backends = ["verify-receipt", "server-api", "default"]
 
     @Argument(help: "One subscription's id.")
     var id: Int64?
@@ -44,10 +46,10 @@ struct SetBackend: ParsableCommand {
     @Option(help: "Only this app's subscriptions.")
     var app: String?
 
-    @Option(help: "Only subscriptions of this environment: Production or Sandbox.")
+    @Option(help: "Only subscriptions of this environment: Production or Sandbox.", completion: .list(["Production", "Sandbox"]))
     var environment: String?
 
-    @Option(help: "Only subscriptions on this backend now: verify-receipt, server-api, or default.")
+    @Option(help: "Only subscriptions on this backend now: verify-receipt, server-api, or default.", completion: .list(Self.backends))
     var from: String?
 
     @Flag(help: "Count what would move, and move nothing.")

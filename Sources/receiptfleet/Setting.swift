@@ -84,7 +84,8 @@ struct Setting<Value: Sendable>: Sendable {
         let masked: @Sendable (Wrapped) -> String = { _ in "set (masked)" }
         let shown = show ?? (exposure == .secret ? masked : rule.show)
         self.init(
-            key: key, rule: Rule<Value>(rule.text, parse: { try rule.parse($0, $1) }), fallback: { _ in nil }, defaultText: unset,
+            key: key, rule: Rule<Value>(rule.text, parse: { try rule.parse($0, $1) }).with(completion: rule.completion),
+            fallback: { _ in nil }, defaultText: unset,
             exposure: exposure, commands: commands, help: help, details: details, show: { $0.map(shown) ?? unset },
             orFile: orFile, inFile: inFile)
     }
@@ -130,6 +131,8 @@ struct Rule<Value: Sendable>: Sendable {
     var show: @Sendable (Value) -> String = { "\($0)" }
     /// As an operator writes it (the docs' default).
     var written: @Sendable (Value) -> String = { plain("\($0)") }
+    /// What a shell's completion offers for its flag: the values it takes, files, or nothing.
+    var completion: CompletionKind?
 
     init(_ text: String, parse: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) {
         self.text = text
@@ -142,6 +145,17 @@ struct Rule<Value: Sendable>: Sendable {
             guard let value = read(raw), valid(value) else { throw Refusal("'\(raw)' is not \(text)") }
             return value
         }
+    }
+
+    /// The same rule, its flag completed from `values` (or `kind`) by the shells.
+    func offering(_ values: [String]) -> Rule { completing(.list(values)) }
+
+    func completing(_ kind: CompletionKind) -> Rule { with(completion: kind) }
+
+    func with(completion: CompletionKind?) -> Rule {
+        var rule = self
+        rule.completion = completion
+        return rule
     }
 
     /// The value `convert` makes of the text; its error, described, is the reason.
@@ -184,12 +198,15 @@ protocol AnySetting: Sendable {
     var orFile: Bool { get }
     var inFile: Bool { get }
     var accepts: String { get }
+    /// What a shell's completion offers for its flag.
+    var completion: CompletionKind? { get }
     /// Its value in `configuration`, as `config check` shows it.
     func shown(in configuration: ResolvedConfiguration) throws -> String
 }
 
 extension Setting: AnySetting {
     var accepts: String { rule.text }
+    var completion: CompletionKind? { rule.completion }
     func shown(in configuration: ResolvedConfiguration) throws -> String { show(try configuration[self]) }
 }
 
@@ -215,7 +232,7 @@ extension Setting where Value == String? {
 extension Option where Value == String? {
     init(_ setting: some AnySetting) {
         precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
-        self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp))
+        self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp), completion: setting.completion)
     }
 }
 
@@ -329,7 +346,7 @@ extension Rule where Value == String {
             return value
         }
     }
-    static var path: Rule { Rule("a file's path") { path, _ in path } }
+    static var path: Rule { Rule("a file's path") { path, _ in path }.completing(.file()) }
     /// Shown with its password masked.
     static var connection: Rule { Rule("a URL or conninfo") { text, _ in text }.showing { Redact.connectionString($0) } }
     static var url: Rule { Rule("a URL") { text, _ in text }.showing { Redact.url($0) } }
@@ -339,6 +356,7 @@ extension Rule where Value == String {
             guard FileManager.default.isReadableFile(atPath: path) else { throw Refusal("cannot read \(path)") }
             return path
         }
+        .completing(.file())
     }
 }
 

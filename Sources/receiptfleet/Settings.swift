@@ -44,7 +44,9 @@ struct SettingsRegistry: Sendable {
 
     // The process.
     let logLevel = Setting<Logger.Level>(
-        "log-level", Rule("trace, debug, info, notice, warning, error or critical", read: { Logger.Level(rawValue: $0.lowercased()) }),
+        "log-level",
+        Rule("trace, debug, info, notice, warning, error or critical", read: { Logger.Level(rawValue: $0.lowercased()) })
+            .offering(Logger.Level.allCases.map(\.rawValue)),
         default: .info, .flag, help: "How much the process logs.", details: "`verify` logs warnings only, unless this is set.")
     let metricsAddress = Setting<MetricsAddress?>(
         "metrics-address", .metricsAddress, default: .standard, .flag,

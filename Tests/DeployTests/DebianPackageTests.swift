@@ -58,9 +58,16 @@ struct DebianPackageTests {
         for subcommand in ["worker", "schedule", "serve", "console", "migrate", "resume", "prune", "notifications"] {
             #expect(page.output.contains(".It Em \(subcommand)"), "the man page lacks \(subcommand)")
         }
+        // roff is ASCII: the help's other characters are escapes man renders, never dropped.
+        #expect(page.output.utf8.allSatisfy { $0 < 0x80 }, "the man page holds raw non-ASCII bytes")
+        #expect(page.output.contains(#"150ms\[u00B1]50ms"#), "± is lost from the simulator's latency")
         let script = root.appendingPathComponent("usr/share/bash-completion/completions/receiptfleet").path
         let bash = try await run("bash", ["-c", "source \"$1\" && complete -p receiptfleet", "bash", script], from: "bash")
         #expect(bash.succeeded && bash.output.contains("-F _receiptfleet receiptfleet"), "\(bash)")
+        // Values are offered where a flag or argument takes one of a few.
+        let completions = try String(contentsOfFile: script, encoding: .utf8)
+        #expect(completions.contains(#"'trace'$'\n''debug'$'\n''info'"#), "--log-level offers its levels")
+        #expect(completions.contains(#"'verify-receipt'$'\n''server-api'$'\n''default'"#), "set-backend offers the backends")
     }
 
     @Test func itDependsOnTheRuntimeLibrariesNotTheirDevelopmentPackages() async throws {

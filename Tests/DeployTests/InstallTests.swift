@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// scripts/install into a throwaway root: the binary, the units pointed at it, /etc/receiptfleet
+/// scripts/install into a throwaway root: the binary (stripped, with its man page and completions), the units pointed at it, /etc/receiptfleet
 /// with the examples, and an operator's configuration kept on the next install. It builds with
 /// scripts/build-release: under scripts/test (RECEIPTFLEET_BUILD=debug) that links the debug build
 /// statically, as for the package; otherwise the release build must be there already.
@@ -24,6 +24,13 @@ import Testing
         #expect(FileManager.default.isExecutableFile(atPath: binary))
         let version = try await onOwnThread { try runProgram(binary, ["--version"]) }
         #expect(version.output.contains("(commit "), "--version: \(version.output)")
+        // Stripped, with its man page and completions where a local install's are found.
+        let symbols = try await onOwnThread { try runProgram("/usr/bin/nm", [binary]) }
+        #expect(symbols.output.contains("no symbols"), "the binary is not stripped")
+        for file in ["opt/rf/share/man/man1/receiptfleet.1.gz", "opt/rf/share/bash-completion/completions/receiptfleet",
+                     "opt/rf/share/zsh/site-functions/_receiptfleet", "opt/rf/share/fish/vendor_completions.d/receiptfleet.fish"] {
+            #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent(file).path), "\(file) is missing")
+        }
         let api = try String(contentsOf: root.appendingPathComponent("etc/systemd/system/receiptfleet-api.service"), encoding: .utf8)
         #expect(api.contains("ExecStart=/opt/rf/bin/receiptfleet serve"))
         #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent(
