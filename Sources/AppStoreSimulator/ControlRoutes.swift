@@ -10,8 +10,10 @@ import Hummingbird
 ///   clock move returns once the notifications it passed were attempted.
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
 ///   `garbage_rate`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
+/// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to
 extension SimulatedAppStore {
     func addControlRoutes(to router: Router<SimulatorRequestContext>) {
+        router.post("sink") { _, _ in Response(status: .noContent) }
         router.get("stats") { _, _ in self.statistics }
         router.post("control/reset-stats") { _, _ in
             self.resetStatistics()

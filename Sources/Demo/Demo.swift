@@ -95,6 +95,8 @@ public struct DemoOptions: ParsableArguments {
         if let consoleToken {
             say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
         }
+        // Without a fault asked for, the ordinary night's extras: a webhook receiver and a spell of garbage.
+        if fault == nil { try stage.addWebhookEndpoint() }
         stage.drawFleet(count: subscriptions)
         try stage.addSubscriptions(boughtBy: monthAgo)
 
@@ -106,7 +108,7 @@ public struct DemoOptions: ParsableArguments {
         // The checks planned in night 1 fall over the month; tonight's run takes every one of them.
         let second = try stage.night(
             runID: "tonight", now: Date().addingTimeInterval(31 * 86_400), startingWorkers: 0, threads: threads,
-            fault: fault.map { ($0, faultSeconds) })
+            fault: fault.map { ($0, faultSeconds) }, garbageSpell: fault == nil)
 
         var check = try stage.check()
         if fault == .notificationOutage { try stage.missNotifications(for: faultSeconds) }
@@ -114,7 +116,8 @@ public struct DemoOptions: ParsableArguments {
             check.mismatches += 1
             check.mismatchExamples.append(problem)
         }
-        let summary = try stage.summary(nights: [("a month ago", first), ("tonight", second)]) + "\n" + check.text
+        let summary = try stage.summary(nights: [("a month ago", first), ("tonight", second)]) + "\n" + check.text + "\n\n"
+            + stage.lookFurther(keepRunning: keepRunning)
         if json {
             FileHandle.standardError.write(Data((summary + "\n").utf8))
             let report = DemoReport(
@@ -126,6 +129,8 @@ public struct DemoOptions: ParsableArguments {
         } else {
             print(summary)
         }
+        // Now, not at exit: with --keep-running a piped or redirected output would wait for Ctrl-C.
+        fflush(nil)  // every output stream: standard output among them
         if let consoleToken {
             say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
             say("the fleet keeps running; Ctrl-C stops it")

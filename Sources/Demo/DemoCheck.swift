@@ -14,6 +14,9 @@ struct DemoCheck: Encodable {
     /// Of which dead letters, and of those, how many were not receipts Apple refuses for good.
     var dead = 0
     var deadForGoodInput = 0
+    /// Of the dead, those Apple's garbage explains: jobs that drew garbage on every attempt while
+    /// the demo's garbage spell lasted (error class "http.…"). An operator replays them.
+    var deadFromGarbage = 0
     /// Jobs neither done nor dead once the queue ran empty.
     var lost: Int { max(0, enqueued - done - dead) }
     /// Events that repeat another event of the same subscription with the same type and payload.
@@ -40,7 +43,7 @@ struct DemoCheck: Encodable {
     /// every verified subscription's state.
     static func run(
         _ runID: String, enqueued: Int, fleet: [SimulatedSubscription], postgres: PostgresConnection,
-        queue: JobQueue, stream: (redis: RedisConnection, key: String)
+        queue: JobQueue, stream: (redis: RedisConnection, key: String), garbageSpell: Bool = false
     ) throws -> DemoCheck {
         var check = DemoCheck(enqueued: enqueued)
         check.done = Int(try postgres.query("""
@@ -53,7 +56,9 @@ struct DemoCheck: Encodable {
         let bySubscription = Dictionary(fleet.map { ($0.originalTransactionID, $0) }, uniquingKeysWith: { first, _ in first })
         let dead = try queue.deadLetters(matching: DeadLetterFilter(runID: runID), limit: 1_000_000)
         check.dead = dead.count
-        check.deadForGoodInput = dead.filter { letter in
+        let fromGarbage = { (letter: DeadLetter) in garbageSpell && letter.failure.errorClass.hasPrefix("http.") }
+        check.deadFromGarbage = dead.filter(fromGarbage).count
+        check.deadForGoodInput = dead.filter { !fromGarbage($0) }.filter { letter in
             guard let id = letter.job?.subscriptionID, let subscription = byID[id].flatMap({ bySubscription[$0] }) else { return true }
             return ![.malformed, .deletedAccount].contains(subscription.receipt.kind)
         }.count
@@ -142,7 +147,8 @@ struct DemoCheck: Encodable {
     var text: String {
         var lines = [
             "-- checked against the simulator's ground truth",
-            "  jobs enqueued \(enqueued): done \(done), dead \(dead) (\(deadForGoodInput) for good input), lost \(lost)",
+            "  jobs enqueued \(enqueued): done \(done), dead \(dead) (\(deadForGoodInput) for good input"
+                + (deadFromGarbage > 0 ? ", \(deadFromGarbage) from Apple's garbage: replay them" : "") + "), lost \(lost)",
             "  subscriptions whose state differs from the truth: \(mismatches)",
             "  duplicated events: \(duplicatedEvents); in the stream under another id: \(streamDuplicates) "
                 + "(published again under the same id: \(republished))",
@@ -154,7 +160,8 @@ struct DemoCheck: Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case enqueued, done, dead, deadForGoodInput = "dead_for_good_input", lost, duplicatedEvents = "duplicated_events"
+        case enqueued, done, dead, deadForGoodInput = "dead_for_good_input", deadFromGarbage = "dead_from_garbage", lost
+        case duplicatedEvents = "duplicated_events"
         case streamDuplicates = "stream_duplicates", republished
         case mismatches, mismatchExamples = "mismatch_examples", passed
         case missingEvents = "missing_events", extraEvents = "extra_events", eventExamples = "event_examples"
@@ -166,6 +173,7 @@ struct DemoCheck: Encodable {
         try container.encode(done, forKey: .done)
         try container.encode(dead, forKey: .dead)
         try container.encode(deadForGoodInput, forKey: .deadForGoodInput)
+        try container.encode(deadFromGarbage, forKey: .deadFromGarbage)
         try container.encode(lost, forKey: .lost)
         try container.encode(duplicatedEvents, forKey: .duplicatedEvents)
         try container.encode(streamDuplicates, forKey: .streamDuplicates)

@@ -20,6 +20,8 @@ final class DemoStage {
     /// Where `backup-restore` restores the demo's database to.
     static let restoredDatabase = "receiptfleet_demo_restored"
     static let sharedSecret = "demo-shared-secret"
+    /// Seals the demo's webhook secrets: fresh for each demo, as its database is.
+    let webhookSecretKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
 
     /// The demo's own deployment: its database, prefix and simulator. A restore (`backup-restore`)
     /// points it at the restored database.
@@ -47,6 +49,9 @@ final class DemoStage {
     private var nights: [(runID: String, enqueued: Int)] = []
     private var fleet: [SimulatedSubscription] = []
     var fleetSize: Int { fleet.count }
+    /// The receipts drawn (`demo --subscriptions`), and the subscriptions the ledger held on night 1.
+    private var receipts = 0
+    private var firstNightSubscriptions = 0
     /// The moment the simulated lifecycles are centred on, in whole seconds (the simulator's Server
     /// API draws the same fleet from it).
     let anchor = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
@@ -147,6 +152,7 @@ final class DemoStage {
     /// Draws `count` simulated receipts of every lifecycle kind (of both apps: `drawReceipts`);
     /// `addSubscriptions(boughtBy:)` then adds their subscriptions to the ledger as their customers buy them.
     func drawFleet(count: Int) {
+        receipts = count
         fleet = drawReceipts(count: count).flatMap(\.subscriptions)
     }
 
@@ -172,14 +178,29 @@ final class DemoStage {
             try checkInterrupted()
         }
         progress.finish()
-        say("\(added) new subscriptions in the ledger")
+        if firstNightSubscriptions == 0 {
+            firstNightSubscriptions = added
+            say("\(added) subscriptions in the ledger: those of \(receipts) receipts bought by a month ago "
+                + "(the rest are bought during the month)")
+        } else {
+            say("\(added) new subscriptions in the ledger: the month's new customers")
+        }
     }
 
     /// One night: the scheduler enqueues what is due at `now`, the workers (started now if asked)
     /// work through it, and the relay publishes its events; `fault`, if any, strikes once a third
     /// of the jobs are done. Returns the jobs and the time taken.
+    /// The demo's ordinary mishap when no fault is asked for: Apple answers half the requests with
+    /// garbage for 6 s, so that a few jobs run out of attempts and the dead letters have something.
+    static let garbageSpell: [(after: Duration, step: DemoFault.Step)] = [
+        (.zero, .knobs(#"{"garbage_rate": 0.5}"#)), (.seconds(6), .knobs(#"{"garbage_rate": 0}"#)),
+    ]
+    /// Whether the garbage spell struck: its dead letters are expected (`DemoCheck`).
+    private(set) var garbageSpellStruck = false
+
     func night(
-        runID: String, now: Date, startingWorkers workers: Int, threads: Int, fault: (DemoFault, seconds: Double)? = nil
+        runID: String, now: Date, startingWorkers workers: Int, threads: Int, fault: (DemoFault, seconds: Double)? = nil,
+        garbageSpell: Bool = false
     ) throws -> (jobs: Int, seconds: Double) {
         let started = ContinuousClock.now
         let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now)
@@ -188,7 +209,8 @@ final class DemoStage {
             try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
                       environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(metricsPort + index)"])
         }
-        var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? []
+        var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? (garbageSpell ? Self.garbageSpell : [])
+        let mishap = fault.map { "fault \($0.0.rawValue)" } ?? "a spell of garbage answers (half of them, for 6 s)"
         var faultStarted: ContinuousClock.Instant?
         let progress = ProgressLine()
         var last = (done: 0, at: ContinuousClock.now)
@@ -203,9 +225,10 @@ final class DemoStage {
             }
             let left = status.queue.outstanding
             let done = max(0, summary.enqueued - left)
-            if let (fault, _) = fault, faultStarted == nil, done * 3 >= summary.enqueued {
+            if !steps.isEmpty, faultStarted == nil, done * 3 >= summary.enqueued {
                 faultStarted = .now
-                progress.show("demo: \(runID): fault \(fault.rawValue) strikes")
+                garbageSpellStruck = fault == nil
+                progress.show("demo: \(runID): \(mishap) strikes")
                 progress.finish()
             }
             // A step changes the queue (a restart without data empties it, a schedule fills it):
@@ -294,15 +317,29 @@ final class DemoStage {
         return try DemoCheck.run(
             night.runID, enqueued: night.enqueued, fleet: fleet, postgres: PostgresConnection(configuration: demoPostgres),
             queue: JobQueue(connection: redis, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)),
-            stream: (redis, RelayConfiguration(keyPrefix: settings.keyPrefix).streamKey))
+            stream: (redis, RelayConfiguration(keyPrefix: settings.keyPrefix).streamKey), garbageSpell: garbageSpellStruck)
     }
 
+    /// A webhook endpoint for every event, delivered to the simulator's sink (a downstream system
+    /// that answers 204), so that the console's webhooks page has deliveries to show.
+    func addWebhookEndpoint() throws {
+        let registry = WebhookRegistry(
+            database: try PostgresConnection(configuration: demoPostgres), keyring: try WebhookKeyring(current: webhookSecretKey),
+            allowsPrivateNetworks: true)
+        _ = try registry.add(url: simulatorBase + "/sink", eventTypes: [])
+        say("a webhook endpoint: every event goes to \(simulatorBase)/sink, a downstream system that answers 204")
+    }
+
+    /// What the nights did, and what Apple saw.
     func summary(nights: [(name: String, result: (jobs: Int, seconds: Double))]) throws -> String {
         let postgres = try PostgresConnection(configuration: demoPostgres)
         func table(_ sql: String) throws -> [String] {
-            try postgres.query(sql).map { "  \(try $0["k"].text() ?? "-")".padding(toLength: 24, withPad: " ", startingAt: 0) + "\(try $0["n"].int64() ?? 0)" }
+            let rows = try postgres.query(sql).map { (try $0["k"].text() ?? "-", try $0["n"].int64() ?? 0) }
+            return aligned(rows.map { ($0.0, "\($0.1)") })
         }
-        var lines = ["", "== ReceiptFleet demo: \(fleet.count) subscriptions =="]
+        var lines = ["", "== ReceiptFleet demo: \(fleet.count) subscriptions on \(receipts) receipts =="]
+        lines.append("   (a few receipts hold two subscriptions; \(firstNightSubscriptions) were bought by a month ago, "
+            + "the rest during the month, so night 1 sees fewer than night 2)")
         for (name, result) in nights {
             lines.append("night \(name): \(result.jobs) verifications in \(String(format: "%.1f", result.seconds)) s")
         }
@@ -313,23 +350,71 @@ final class DemoStage {
         lines.append("-- events (published to \(Self.keyPrefix):events; night 1 only finds the receipts Apple refuses)")
         lines += try table("SELECT type AS k, count(*) AS n FROM events GROUP BY 1 ORDER BY 2 DESC")
         let stats = try JSONDecoder().decode(SimulatorStatistics.self, from: Data(HTTPClient().get(url: simulatorBase + "/stats").body))
+        let deliveries = try table("SELECT state AS k, count(*) AS n FROM webhook_deliveries GROUP BY 1 ORDER BY 1")
+        if !deliveries.isEmpty {
+            lines.append("-- webhook deliveries to \(simulatorBase)/sink (a downstream system; pending ones go on while the fleet runs)")
+            lines += deliveries
+        }
         lines.append("-- what Apple (the simulator) saw")
         lines.append("  \(stats.requestsTotal) requests; at most \(stats.maxRequestsInOneSecond) in one second "
             + "against a limit of \(Int(settings.rateLimit.perSecond))/s (burst \(settings.rateLimit.burst))")
-        func counts(_ byKey: [String: Int]) -> String { byKey.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
-        lines.append("  by HTTP status: " + counts(stats.byHTTPStatus))
-        if !stats.byStatus.isEmpty { lines.append("  by verifyReceipt status: " + counts(stats.byStatus)) }
-        lines += [
-            "",
-            "Look further (the server addresses and passwords are your configuration's):",
-            "  psql '\(demoPostgres.description)'",
-            "  redis-cli XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
-            "  receiptfleet status --key-prefix '\(Self.keyPrefix)' --postgres-url '…/\(Self.database)'",
-            "  receiptfleet subscriptions show 1 --postgres-url '…/\(Self.database)'",
+        lines.append("  by HTTP status: " + stats.byHTTPStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        if !stats.byStatus.isEmpty {
+            lines.append("  by verifyReceipt status:")
+            lines += aligned(stats.byStatus.sorted { $0.key < $1.key }.map { ("\($0.key) \(AppleStatusMeaning.of($0.key))", "\($0.value)") })
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    /// How to look further: commands that paste and work, while what they name still runs.
+    func lookFurther(keepRunning: Bool) throws -> String {
+        guard keepRunning else {
+            return """
+                Everything the demo started has stopped; its processes' logs are in \(logDirectory.path)/.
+                To look further, run it with --keep-running: the fleet, its servers and the ops console stay up.
+                """
+        }
+        let environment = try writeEnvironmentFile()
+        let binary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let lines = [
+            "Look further, while the demo runs (the file holds the demo's settings, passwords included; mode 0600):",
+            "  set -a; . '\(environment)'; set +a",
+            "  psql \"$RECEIPTFLEET_POSTGRES_URL\"",
+            "  redis-cli \(try redisCLIArguments()) XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
+            "  '\(binary)' status",
+            "  '\(binary)' subscriptions show 1",
             "  curl http://127.0.0.1:\(metricsPort)/metrics     (worker 1; the others on the next ports)",
             "  logs: \(logDirectory.path)/",
         ]
         return lines.joined(separator: "\n")
+    }
+
+    /// Where redis-cli finds the demo's Redis (its password comes from the environment file).
+    private func redisCLIArguments() throws -> String {
+        let redis = try settings.redisConfiguration()
+        let at = switch redis.endpoint {
+        case .tcp(let host, let port): "-h \(host) -p \(port)"
+        case .unixSocket(let path): "-s '\(path)'"
+        }
+        return at + (redis.username.map { " --user '\($0)'" } ?? "") + (redis.database == 0 ? "" : " -n \(redis.database)")
+    }
+
+    /// Rows of a name and a count, the counts in one column after the longest name.
+    private func aligned(_ rows: [(String, String)]) -> [String] {
+        let width = (rows.map(\.0.count).max() ?? 0) + 2
+        return rows.map { "  " + $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }
+    }
+
+    /// The demo's settings as its processes read them, as `RECEIPTFLEET_*` lines a shell can source
+    /// (mode 0600), for commands pasted from the summary. Returns the file's path.
+    private func writeEnvironmentFile() throws -> String {
+        let file = logDirectory.appendingPathComponent("env")
+        // redis-cli reads its password from REDISCLI_AUTH (its -u takes no URL without a user name).
+        let redisPassword = try settings.redisConfiguration().password.map { ["REDISCLI_AUTH": $0] } ?? [:]
+        let text = environment.merging(redisPassword) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }
+        FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        try Data((text.joined(separator: "\n") + "\n").utf8).write(to: file)
+        return file.path
     }
 
     /// Asks every process it started to stop (SIGTERM: workers drain), then kills what is left.
@@ -395,6 +480,7 @@ final class DemoStage {
             "RECEIPTFLEET_RETRY_BASE": "\(settings.retryPolicy.base.seconds)",
             "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
+            "RECEIPTFLEET_WEBHOOK_SECRET_KEY": webhookSecretKey, "RECEIPTFLEET_ALLOW_PRIVATE_WEBHOOKS": "true",
         ].merging(serverAPIEnvironment) { $1 }
             .merging(hasTwoApps ? ["RECEIPTFLEET_APPS_FILE": appsFile.path] : [:]) { $1 }
     }

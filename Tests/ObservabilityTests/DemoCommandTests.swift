@@ -1,0 +1,43 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `receiptfleet demo` as a newcomer runs it: its summary reads right, and with --keep-running and
+/// its output not a terminal, the summary and the commands to look further come before Ctrl-C.
+@Suite struct DemoCommandTests {
+    @Test func theDemoSummarisesTwoNightsAndLeavesCommandsThatWork() async throws {
+        let logs = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("demo-logs")).path
+        let demo = try FleetProcess(
+            ["demo", "--subscriptions", "300", "--workers", "2", "--threads", "4", "--simulator-port", "19390", "--metrics-port", "19400",
+             "--console-port", "19410", "--log-directory", logs, "--keep-running"],
+            environment: ["RECEIPTFLEET_REDIS_URL": TestServers.redisURL, "RECEIPTFLEET_POSTGRES_URL": TestServers.postgresURL])
+        defer { demo.send(SIGKILL) }
+        var waited = 0
+        while !demo.log.contains("the fleet keeps running"), waited < 1_200, try await demo.exitStatus(within: .milliseconds(100)) == nil {
+            waited += 1
+        }
+        let summary = demo.log
+        #expect(summary.contains("PASSED"), "the summary came before Ctrl-C:\n\(summary.suffix(3_000))")
+        // Why night 1 sees fewer subscriptions than were asked for.
+        #expect(summary.contains("subscriptions on 300 receipts ==") && summary.contains("were bought by a month ago"))
+        // Every count after its name, however long the name.
+        #expect(summary.firstMatch(of: /price_increase_consent\d/) == nil, "\(summary)")
+        // Apple's statuses with their meanings, and the webhook receiver's deliveries.
+        #expect(summary.contains("  0 valid  ") && summary.contains("the receipt data was malformed"))
+        #expect(summary.firstMatch(of: /-- webhook deliveries to http:\/\/127\.0\.0\.1:19390\/sink[^\n]*\n  delivered +\d+/) != nil, "\(summary)")
+        #expect(summary.contains("a spell of garbage answers (half of them, for 6 s) strikes") || summary.contains(#"{"garbage_rate": 0.5}"#))
+
+        // The commands to look further paste and work: the environment file, then the binary's status.
+        let environment = try String(contentsOfFile: logs + "/env", encoding: .utf8)
+        let mode = try FileManager.default.attributesOfItem(atPath: logs + "/env")[.posixPermissions] as? Int
+        #expect(mode == 0o600 && environment.contains("RECEIPTFLEET_KEY_PREFIX='{rfdemo}'"))
+        #expect(!summary.contains("***") && !summary.contains("password="), "no password is printed")
+        let status = try await onOwnThread {
+            try runProgram("/bin/bash", ["-c", "set -a; . '\(logs)/env'; set +a; '\(FleetProcess.binary.path)' status"])
+        }
+        #expect(status.status == 0 && status.output.contains("queue "), "\(status.output)")
+
+        demo.send(SIGINT)
+        #expect(try await demo.exitStatus(within: .seconds(60)) == 0)
+    }
+}
