@@ -95,7 +95,7 @@ public struct DemoOptions: ParsableArguments {
         if let consoleToken {
             say("the ops console: http://127.0.0.1:\(consolePort)/console, operator token \(consoleToken)")
         }
-        // Without a fault asked for, the ordinary night's extras: a webhook receiver and a spell of garbage.
+        // Without a fault asked for, an ordinary night's extras: a webhook receiver, and a spell of garbage.
         if fault == nil { try stage.addWebhookEndpoint() }
         stage.drawFleet(count: subscriptions)
         try stage.addSubscriptions(boughtBy: monthAgo)

@@ -15,7 +15,7 @@ struct DemoCheck: Encodable {
     var dead = 0
     var deadForGoodInput = 0
     /// Of the dead, those Apple's garbage explains: jobs that drew garbage on every attempt while
-    /// the demo's garbage spell lasted (error class "http.…"). An operator replays them.
+    /// the demo's garbage spell lasted (error class "http.…"); an operator replays them.
     var deadFromGarbage = 0
     /// Jobs neither done nor dead once the queue ran empty.
     var lost: Int { max(0, enqueued - done - dead) }

@@ -114,6 +114,19 @@ def main():
         check_layout(driver, "overview")
         print(f"the queue matches status --json: {shown}")
 
+        # The history charts, with their axes and legends, over an hour and over a day.
+        legend = [item.text for item in driver.find_elements(By.CSS_SELECTOR, "#jobs-chart .legend li")]
+        assert legend == ["verified", "retried", "dead"], legend
+        axis = [span.text for span in driver.find_elements(By.CSS_SELECTOR, "#jobs-chart .x-axis span")]
+        assert len(axis) == 3 and axis[2] == "now", axis
+        submit(driver, driver.find_element(By.LINK_TEXT, "last 24 hours"))
+        assert driver.current_url.endswith("/console?window=24h"), driver.current_url
+        caption = driver.find_element(By.CSS_SELECTOR, "#jobs-chart figcaption").text
+        assert "last 24 hours" in caption, caption
+        check_layout(driver, "overview-24h")
+        driver.get(URL + "/console")
+        print(f"history charts: {caption}")
+
         # Tonight's run: its dead apart from its verified, in amber; never "done" while a job died.
         assert text(driver, "run-dead") == "1 dead", text(driver, "run")
         assert "paused" in driver.find_element(By.ID, "run").get_attribute("class"), "a run with a dead job is not amber"
