@@ -31,7 +31,7 @@ enum Assets {
         .y-axis, .x-axis, .legend { color: var(--muted); font-size: .75rem; font-variant-numeric: tabular-nums; }
         .x-axis { display: flex; justify-content: space-between; }
         .chart { width: 100%; height: 120px; background: var(--bg); border: 1px solid var(--line); }
-        .chart polyline { fill: none; stroke: var(--accent); stroke-width: 2; vector-effect: non-scaling-stroke; }
+        .chart polyline { fill: none; stroke: var(--accent); stroke-width: 2; stroke-linecap: round; vector-effect: non-scaling-stroke; }
         .chart .grid { stroke: var(--line); stroke-dasharray: 4 4; vector-effect: non-scaling-stroke; }
         .legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; padding: 0; margin: .25rem 0 0; }
         .legend li::before { content: ""; display: inline-block; width: .8rem; height: .2rem; margin-right: .3rem;

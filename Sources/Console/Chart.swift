@@ -32,11 +32,14 @@ struct Chart {
         start = window.label(now - windowMs)
         halfway = window.label(now - windowMs / 2)
         self.lines = lines.map { name, style, values in
-            Line(name: name, style: style, points: values.map { at, value in
+            var points = values.map { at, value in
                 let x = Self.width * Double(max(0, windowMs - (now - at))) / Double(windowMs)
                 let y = Self.height - 2 - (Self.height - 4) * value / scale
                 return "\(Int(x.rounded())),\(Int(y.rounded()))"
-            }.joined(separator: " "))
+            }
+            // A lone point is a line of no length: its round caps draw it as a dot.
+            if points.count == 1 { points.append(points[0]) }
+            return Line(name: name, style: style, points: points.joined(separator: " "))
         }
         hasLegend = lines.count > 1
     }

@@ -63,7 +63,8 @@ struct OverviewView {
             } else {
                 took = "\(Shown.count(toGo)) to go, \(Shown.duration(now.timeIntervalSince(run.startedAt))) so far"
             }
-            (appleCalls, events) = (Shown.count(run.appleCalls), Shown.count(run.events))
+            // Counted once a scheduler pass has recorded how the run ended.
+            (appleCalls, events) = run.finishedAt == nil ? ("–", "–") : (Shown.count(run.appleCalls), Shown.count(run.events))
         }
     }
 
@@ -168,7 +169,7 @@ struct OverviewView {
             lines: [("verified", "s-verified", History.perMinute(minutes, bucketMs: bucket, \.done)),
                     ("retried", "s-retried", History.perMinute(minutes, bucketMs: bucket, \.retried)),
                     ("dead", "s-dead", History.perMinute(minutes, bucketMs: bucket, \.died))],
-            now: nowMs, window: window, format: Shown.number)
+            now: nowMs, window: window, format: whole)
         var others = ["s-1", "s-2", "s-3"].makeIterator()
         answersChart = Chart(
             label: "Apple's answers per minute by status",
@@ -181,7 +182,7 @@ struct OverviewView {
                 }
                 return ("\(status) (\(AppleStatusMeaning.of(status)))", style, points)
             },
-            now: nowMs, window: window, format: Shown.number)
+            now: nowMs, window: window, format: whole)
 
         if let last = status.lastSchedulerRun, let tally = status.lastRunTally, tally.enqueued > 0 {
             // At the last minute's pace; none while nothing was verified.

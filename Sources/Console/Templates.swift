@@ -118,7 +118,7 @@ enum Templates {
           {{#hasPastRuns}}
           <div class="scroll">
           <table id="past-runs">
-            <caption>Past runs (the Apple calls and events are the whole fleet's while each ran)</caption>
+            <caption>Past runs (the Apple calls and events are the whole fleet's while each ran, counted once the next scheduler pass records how it ended)</caption>
             <thead><tr><th>Run</th><th>Started</th><th>Due</th><th>Verified</th><th>Dead</th><th>Took</th><th>Apple calls</th><th>Events</th></tr></thead>
             <tbody>
             {{#pastRuns}}<tr data-run="{{runID}}"><td>{{runID}}</td><td>{{started}}</td><td>{{due}}</td><td>{{verified}}</td>

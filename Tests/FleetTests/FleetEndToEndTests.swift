@@ -67,11 +67,16 @@ import Testing
             try await LiveSimulator.with(startMs: monthAgo) { simulator in
                 let setup = try FleetSetup(
                     database: database, simulator: simulator, nowMs: nowMs, receipts: 140, boughtBy: monthAgo)
-                _ = try await setup.load()
+                let first = try await setup.load()
                 _ = try await setup.work()
                 let final = try await setup.tonight(simulator)
                 #expect(final.queue.dead == 0)
                 try await setup.expectTheTruth()
+                // Tonight's pass, whose schedule clock is a month on, recorded how the first run ended.
+                let runs = try await setup.query("SELECT run_id, verified, finished_at IS NOT NULL AS finished FROM scheduler_runs ORDER BY id") {
+                    "\(try $0["run_id"].text() ?? "") \(try $0["verified"].int64() ?? -1) \(try $0["finished"].bool() ?? false)"
+                }
+                #expect(runs.first == "e2e \(first.enqueued) true", "\(runs)")
                 let types = Set(try await setup.query("SELECT DISTINCT type FROM events") { try $0["type"].text() ?? "" })
                 #expect(types.isSuperset(of: ["renewed", "refunded", "expired", "auto_renew_disabled", "plan_changed"]))
             }
