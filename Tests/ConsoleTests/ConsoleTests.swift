@@ -181,10 +181,12 @@ import Testing
     @Test func pastRunsAreATable() async throws {
         try await ConsoleHarness.with { console in
             _ = try await console.queueWithADeadLetter()  // run console-test: one dead, the rest queued
+            // Whole seconds, as PostgreSQL keeps them exactly: the run took 90 minutes to the microsecond.
+            let started = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7 * 86_400).rounded(.down))
             try await console.onLedger { ledger in
-                try ledger.recordSchedulerPass(runID: "2026-11-20", startedAt: Date(timeIntervalSinceNow: -7 * 86_400), due: 1_800, enqueued: 1_785)
+                try ledger.recordSchedulerPass(runID: "2026-11-20", startedAt: started, due: 1_800, enqueued: 1_785)
                 try ledger.updateSchedulerRun(runID: "2026-11-20", verified: 1_659, dead: 126, toGo: 0,
-                                              lastSettledAt: Date(timeIntervalSinceNow: -7 * 86_400 + 5_400))
+                                              lastSettledAt: started.addingTimeInterval(5_400))
             }
             let page = try await console.get("/console", session: try await console.logIn())
             #expect(page.body.contains(#"<tr data-run="2026-11-20"><td>2026-11-20</td>"#))
