@@ -152,16 +152,22 @@ import Testing
             // Imported without knowing their environment: the sandbox's receipts are redirected there.
             _ = try await setup.count("WITH moved AS (UPDATE subscriptions SET environment = 'Production' RETURNING 1) "
                                       + "SELECT count(*) AS n FROM moved")
-            let started = ContinuousClock.now
             let worker = try FleetProcess(["worker"], environment: setup.environment)
             func redirects() -> Int {
                 let statistics = simulator.store.statistics
                 return (statistics.byStatus["21007"] ?? 0) + (statistics.byStatus["21008"] ?? 0)
             }
+            // The rate is measured from the first call Apple sees: how long a process takes to start
+            // depends on the machine's load (two seconds and more when the timed suites share it).
+            let launched = ContinuousClock.now
+            while simulator.store.statistics.requestsTotal == 0, launched.duration(to: .now) < .seconds(30) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let started = ContinuousClock.now
             // Run until a receipt of the sandbox was redirected there (its threads' turns come in a few seconds).
             try await Task.sleep(for: .seconds(3))
             while redirects() == 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
-            let seconds = Int(started.duration(to: .now).seconds.rounded(.up))
+            let seconds = Int(started.duration(to: .now).seconds.rounded(.down))
             worker.send(SIGTERM)
             #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
 
@@ -169,7 +175,7 @@ import Testing
             let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
             let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
             let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
-            #expect(granted >= 20 * (seconds - 2), "the fleet ran at its rate: \(granted) tokens in \(seconds) s")
+            #expect(granted >= 20 * (seconds - 1), "the fleet ran at its rate: \(granted) tokens in \(seconds) s of calls")
             // Asking every few ms, as waiting threads did before slots, cost over 1,000 admissions/s here.
             #expect(admissions <= 2 * granted + 20 * seconds, "\(admissions) admissions for \(granted) tokens")
             let requests = simulator.store.statistics.requestsTotal
