@@ -110,7 +110,7 @@ struct NotificationReader: Sendable {
             // The bundle id was checked above; the environment is the notification's.
             notification.signedData = try? VerifyReceiptResponse(
                 signedTransactions: [transactionPayload], renewals: renewals, environment: notification.environment,
-                bundleID: transaction.string("bundleId") ?? "")
+                bundleID: transaction.string("bundleId") ?? "", showsEveryRefund: false)
         }
         return notification
     }

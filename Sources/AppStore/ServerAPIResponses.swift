@@ -115,9 +115,12 @@ extension VerifyReceiptResponse {
     ///   - transactions, renewals: the verified payloads of `signedTransactionInfo` (of the
     ///     statuses, or of the transaction history) and `signedRenewalInfo`.
     ///   - bundleID: the app's: a payload signed for another app is refused, whatever its signature.
+    ///   - showsEveryRefund: whether `transactions` hold the customer's history (or its refunded
+    ///     transactions), not only the latest of each subscription.
     /// - Throws: `SignedPayloadError` when a payload is not a JSON object, lacks its ids, or names another app.
     public init(
-        signedTransactions transactions: [Data], renewals: [Data], environment: AppStoreEnvironment?, bundleID: String
+        signedTransactions transactions: [Data], renewals: [Data], environment: AppStoreEnvironment?, bundleID: String,
+        showsEveryRefund: Bool
     ) throws(SignedPayloadError) {
         let transactionFields = try transactions.map { payload throws(SignedPayloadError) in try Self.fields(payload, for: bundleID) }
         let renewalFields = try renewals.map { payload throws(SignedPayloadError) in try Self.fields(payload, for: bundleID) }
@@ -140,6 +143,7 @@ extension VerifyReceiptResponse {
         pendingRenewalInfo = PendingRenewal.deduplicated(renewalFields.map(PendingRenewal.init(signed:)))
         latestReceipt = nil
         exception = nil
+        self.showsEveryRefund = showsEveryRefund
     }
 
     /// A payload's fields, once it is known to be the app's. Apple puts `bundleId` in every

@@ -87,6 +87,7 @@ public enum SubscriptionAnalyzer {
             ? latest.cancellationDate.map { Cancellation(cancelledAt: $0, reason: latest.cancellationReason) }
             : nil
         state.refundedTransactionIDs = refundedTransactionIDs(stored: previous, entries: entries)
+        state.refundsReadAt = response.showsEveryRefund ? verifiedAt : stored?.refundsReadAt
         state.subscriptionGroupIdentifier = latest.subscriptionGroupIdentifier
             ?? entries.compactMap(\.subscriptionGroupIdentifier).last ?? stored?.subscriptionGroupIdentifier
         state.priceConsentStatus = renewal?.priceConsentStatus

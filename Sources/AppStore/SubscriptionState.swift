@@ -64,6 +64,10 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
     /// of an earlier period found late is announced once, and a reversed one noticed. nil in
     /// states stored before the fleet kept it.
     public var refundedTransactionIDs: [String]?
+    /// When the fleet last saw every refunded transaction of this subscription (`VerifyReceiptResponse.showsEveryRefund`):
+    /// a Server API verification reads them only every few days (`RefundCheck`).
+    /// nil in states stored before the fleet kept it.
+    public var refundsReadAt: Instant?
     /// `subscription_group_identifier`: Apple lists it only in `latest_receipt_info`, so it is kept.
     public var subscriptionGroupIdentifier: String?
     /// `price_consent_status` while a price increase awaits the customer: 0 not yet, 1 agreed.
@@ -98,6 +102,7 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
         case chainStartedAt = "chain_started_at"
         case cancellation
         case refundedTransactionIDs = "refunded_transaction_ids"
+        case refundsReadAt = "refunds_read_at"
         case subscriptionGroupIdentifier = "subscription_group_identifier"
         case priceConsentStatus = "price_consent_status"
         case invalidSince = "invalid_since"

@@ -26,10 +26,10 @@ public enum AppleEndpoint: String, Sendable, CaseIterable {
 
 /// What Apple is asked about: a receipt (verifyReceipt), or a subscription's original
 /// transaction (the Server API) with the latest transaction the fleet already knows, so a quiet
-/// subscription costs one call.
+/// subscription costs one call, and when its refunded transactions are read too (a second call).
 public enum VerificationSubject: Sendable {
     case receipt(ReceiptData)
-    case transaction(originalTransactionID: String, knownLatestTransactionID: String?)
+    case transaction(originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck)
 
     public var backend: VerificationBackend {
         switch self {

@@ -20,6 +20,9 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     public let latestReceipt: ReceiptData?
     /// An undocumented explanation some error responses carry, e.g. a Java exception message.
     public let exception: String?
+    /// Whether the answer lists every transaction Apple refunded, earlier periods' too: a receipt
+    /// does; the Server API's statuses show only each subscription's latest transaction.
+    public let showsEveryRefund: Bool
 
     /// The decoded `receipt` object.
     public struct Receipt: Sendable, Equatable {
@@ -55,6 +58,7 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
         latestExpiredReceiptInfo = Self.transactions(fields["latest_expired_receipt_info"])
         latestReceipt = fields.text("latest_receipt").map(ReceiptData.init(base64:))
         exception = fields.text("exception")
+        showsEveryRefund = true
 
         var renewals = (fields["pending_renewal_info"]?.objects ?? []).map(PendingRenewal.init(_:))
         if PendingRenewal.fieldNames.contains(where: { fields[$0] != nil }) {

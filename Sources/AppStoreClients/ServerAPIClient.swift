@@ -51,15 +51,16 @@ public final class ServerAPIClient {
     /// the transaction there; then, when the latest transaction is not `knownLatestTransactionID`
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
-    /// receipt shows it; otherwise its refunded transactions (a refund of an earlier period changes
-    /// no status). Every call after the first needs `mayCallAgain`'s leave for its endpoint; without it the
-    /// verification ends there, unfinished, to be tried again. A quiet subscription costs two calls.
+    /// receipt shows it; otherwise, when `refunds` are due, its refunded transactions (a refund of
+    /// an earlier period changes no status). Every call after the first needs `mayCallAgain`'s leave for
+    /// its endpoint; without it the verification ends there, unfinished, to be tried again. A quiet
+    /// subscription costs one call, two on the nights its refunds are due.
     ///
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
     public func verify(
-        originalTransactionID: String, knownLatestTransactionID: String?, startingIn environment: AppStoreEnvironment = .production,
-        mayCallAgain: (AppleEndpoint) -> Bool
+        originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck,
+        startingIn environment: AppStoreEnvironment = .production, mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification {
         var verification = Verification(exchanges: [], response: nil)
         // Apple's transaction ids are digits; anything else would change the URL's meaning, and
@@ -90,9 +91,13 @@ public final class ServerAPIClient {
             // Something happened since the fleet last looked: the whole history shows what came
             // between. Otherwise only a refund of an earlier period can have changed, which the
             // statuses never show: the revoked transactions tell (usually an empty page).
-            let changed = latestTransactionID(in: try read(signed), of: originalTransactionID) != knownLatestTransactionID
-            guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
-            else { return verification }
+            let answer = try read(signed)
+            let changed = latestTransactionID(in: answer, of: originalTransactionID) != knownLatestTransactionID
+            if changed || refunds.isDue(for: originalTransactionID, at: answer.receipt?.requestDate ?? Instant(Date())) {
+                guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
+                else { return verification }
+                signed.showsEveryRefund = true
+            }
             verification.response = try read(signed)
         } catch {
             verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.untrusted)
@@ -133,13 +138,15 @@ public final class ServerAPIClient {
         var transactions: [Data] = []
         var renewals: [Data] = []
         var environment: AppStoreEnvironment?
+        /// The history (or its refunded transactions) was read too.
+        var showsEveryRefund = false
     }
 
     /// The payloads read as the analysis reads them, each bound to the app.
     private func read(_ signed: SignedAnswer) throws(SignedPayloadError) -> VerifyReceiptResponse {
         try VerifyReceiptResponse(
             signedTransactions: signed.transactions, renewals: signed.renewals, environment: signed.environment,
-            bundleID: tokens.key.bundleID)
+            bundleID: tokens.key.bundleID, showsEveryRefund: signed.showsEveryRefund)
     }
 
     /// The subscription's newest transaction, by purchase date.

@@ -64,6 +64,8 @@ public struct FleetSettings: Sendable {
     /// How many different subscriptions must answer a configuration error (21004, 21000) in a row
     /// before the fleet halts; a lone one goes to the dead letters.
     public var haltAfterConfigurationErrors: Int = 3
+    /// Days between reads of a quiet Server API subscription's refunded transactions (`RefundCheck`).
+    public var refundCheckDays = 7
     /// How long every call to Apple may fail in a way that usually passes (a broken TLS handshake,
     /// garbled HTTP: `VerificationAction.unavailableUnlessPersistent`) before the fleet halts: by
     /// then it is a misconfiguration, such as https to a plain HTTP port, and no pause will end it.
@@ -163,6 +165,6 @@ public struct FleetSettings: Sendable {
         VerificationPolicy(
             defaultBackend: defaultBackend, initialPurchaseWindow: initialPurchaseWindow,
             nonRenewingProductIDs: nonRenewingProductIDs, haltAfterConfigurationErrors: haltAfterConfigurationErrors,
-            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName)
+            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName, refundCheckDays: refundCheckDays)
     }
 }

@@ -78,7 +78,8 @@ public final class SubscriptionVerification {
             subscription.receipt.map(VerificationSubject.receipt)
         case .serverAPI:
             .transaction(originalTransactionID: subscription.originalTransactionID,
-                         knownLatestTransactionID: subscription.state?.latestTransactionID)
+                         knownLatestTransactionID: subscription.state?.latestTransactionID,
+                         refunds: policy.refundCheck(lastRead: subscription.state?.refundsReadAt))
         }
     }
 

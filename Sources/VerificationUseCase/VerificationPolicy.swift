@@ -15,10 +15,13 @@ public struct VerificationPolicy: Sendable {
     public var nightlyHourUTC: Int
     /// The app a subscription belongs to when it names none.
     public var defaultApp: String
+    /// How many days apart a Server API verification reads a quiet subscription's refunded
+    /// transactions (`RefundCheck`).
+    public var refundCheckDays: Int
 
     public init(
         defaultBackend: VerificationBackend, initialPurchaseWindow: TimeInterval, nonRenewingProductIDs: Set<String>,
-        haltAfterConfigurationErrors: Int, nightlyHourUTC: Int, defaultApp: String
+        haltAfterConfigurationErrors: Int, nightlyHourUTC: Int, defaultApp: String, refundCheckDays: Int = 7
     ) {
         self.defaultBackend = defaultBackend
         self.initialPurchaseWindow = initialPurchaseWindow
@@ -26,6 +29,12 @@ public struct VerificationPolicy: Sendable {
         self.haltAfterConfigurationErrors = haltAfterConfigurationErrors
         self.nightlyHourUTC = nightlyHourUTC
         self.defaultApp = defaultApp
+        self.refundCheckDays = refundCheckDays
+    }
+
+    /// When a quiet Server API subscription whose refunds were last read at `lastRead` reads them again.
+    public func refundCheck(lastRead: Instant?) -> RefundCheck {
+        RefundCheck(lastRead: lastRead, everyDays: refundCheckDays)
     }
 
     /// The first nightly run strictly after `now`.

@@ -7,10 +7,12 @@ import X509
 extension ResolvedConfiguration {
     /// backend, and the App Store Server API: server-api-issuer-id, server-api-key-id,
     /// server-api-key-file, apple-bundle-id (one), server-api-production-url,
-    /// server-api-sandbox-url, server-api-rate-limit (each endpoint's), apple-root-certificate.
+    /// server-api-sandbox-url, server-api-rate-limit (each endpoint's),
+    /// server-api-refund-check-days, apple-root-certificate.
     /// The key's three settings come together or not at all.
     func applyServerAPISettings(to settings: inout FleetSettings) throws {
         settings.defaultBackend = try self[Settings.backend]
+        settings.refundCheckDays = try self[Settings.serverAPIRefundCheckDays]
         let keySettings: [any AnySetting] = [Settings.serverAPIIssuerID, Settings.serverAPIKeyID, Settings.serverAPIKeyFile]
         let given = keySettings.filter(isSet)
         guard given.count == keySettings.count else {

@@ -100,6 +100,11 @@ struct SettingsRegistry: Sendable {
     let serverAPIRateLimit = Setting<Double?>(
         "server-api-rate-limit", .rate, unset: "rate-limit's", help: "Requests per second to each Server API endpoint (Apple limits each alone).",
         show: { "\($0)/s for each endpoint (Apple limits each alone)" })
+    let serverAPIRefundCheckDays = Setting<Int>(
+        "server-api-refund-check-days", .whole(1...90), default: 7,
+        help: "Days between reads of a quiet subscription's refunded transactions on the Server API (a second call); 1: every verification.",
+        details: "A refund of an earlier period shows in no status: its REFUND notification tells at once, this read is the net under a lost one.",
+        show: { $0 == 1 ? "every verification" : "every \($0) days, each night a share of the fleet" })
     let appleRootCertificate = Setting<CertificateFile?>(
         "apple-root-certificate", .certificateFile, unset: "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))", .flag,
         help: "A root certificate (PEM or DER) for Apple's signatures (V2 notifications, the Server API's answers) instead of the built-in Apple Root CA - G3: a test CA only.",

@@ -47,7 +47,7 @@ import Testing
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
         _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, knownLatest: String? = "1001",
-        mayRedirect: @escaping @Sendable () -> Bool = { true }
+        refundsDue: Bool = true, mayRedirect: @escaping @Sendable () -> Bool = { true }
     ) async throws -> Verification {
         let key = try key ?? Self.key()
         let endpoints = ServerAPIEndpoints(
@@ -56,7 +56,10 @@ import Testing
             let client = try ServerAPIClient(
                 endpoints: endpoints, tokens: try ServerAPITokens(key: key),
                 signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
-            return client.verify(originalTransactionID: "1000", knownLatestTransactionID: knownLatest, mayCallAgain: { _ in mayRedirect() })
+            return client.verify(
+                originalTransactionID: "1000", knownLatestTransactionID: knownLatest,
+                refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7),
+                mayCallAgain: { _ in mayRedirect() })
         }
     }
 
@@ -146,7 +149,7 @@ import Testing
 
     /// When the latest transaction is not the one the fleet knows, the history says what came
     /// between: every page of it, each signed, read with the statuses into one answer.
-    @Test func aNewLatestTransactionBringsTheHistoryPageByPageAndAQuietOneItsRefunds() async throws {
+    @Test func aNewLatestTransactionBringsTheHistoryPageByPageAndAQuietOneItsRefundsWhenDue() async throws {
         let ca = try Self.ca.get()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         func transaction(_ id: String, daysAgo: Int64, _ more: [String: Any] = [:]) throws -> String {
@@ -188,6 +191,15 @@ import Testing
         ])
         let earlier = try #require(refunded.response?.latestReceiptInfo.first { $0.transactionID == "999" })
         #expect(earlier.cancellationDate != nil && earlier.cancellationReason == 0)
+        #expect(refunded.response?.showsEveryRefund == true)
+
+        // On the other nights a quiet subscription costs one call, and its answer says it did not read the refunds.
+        let quieter = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        defer { quieter.stop() }
+        let statusesOnly = try await Self.ask(quieter, trusting: ca, knownLatest: "1001", refundsDue: false)
+        #expect(quieter.requests.map(\.target) == ["/production/inApps/v1/subscriptions/1000"])
+        #expect(statusesOnly.outcome == .status(0, isRetryable: nil))
+        #expect(statusesOnly.response?.showsEveryRefund == false)
 
         // A page the fleet gives no leave for leaves the answer unfinished, to be tried again.
         let refused = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))

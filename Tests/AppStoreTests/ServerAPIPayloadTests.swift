@@ -14,7 +14,8 @@ import Testing
     static func applesExample(bundleID: String = "com.example") throws -> VerifyReceiptResponse {
         try VerifyReceiptResponse(
             signedTransactions: [fixture("app-store-server-library__signedTransaction")],
-            renewals: [fixture("app-store-server-library__signedRenewalInfo")], environment: .sandbox, bundleID: bundleID)
+            renewals: [fixture("app-store-server-library__signedRenewalInfo")], environment: .sandbox, bundleID: bundleID,
+            showsEveryRefund: false)
     }
 
     @Test func applesSignedTransactionReadsAsVerifyReceiptWouldSayIt() throws {
@@ -61,7 +62,8 @@ import Testing
     @Test func aPayloadSignedForAnotherAppIsRefused() throws {
         #expect(throws: SignedPayloadError.otherApp(bundleID: "com.example")) { try Self.applesExample(bundleID: "com.other") }
         #expect(throws: SignedPayloadError.self) {
-            try VerifyReceiptResponse(signedTransactions: [Data("[1]".utf8)], renewals: [], environment: nil, bundleID: "com.example")
+            try VerifyReceiptResponse(
+                signedTransactions: [Data("[1]".utf8)], renewals: [], environment: nil, bundleID: "com.example", showsEveryRefund: false)
         }
     }
 
@@ -108,7 +110,7 @@ import Testing
         let receipt = try analyse(S.response(entries, renewals: renewals, receipt: nil, answeredAt: now))
         let signed = try analyse(VerifyReceiptResponse(
             signedTransactions: entries.map { try $0.signed(signedAt: now) }, renewals: renewals.map { try $0.signed(signedAt: now) },
-            environment: .production, bundleID: "com.example"))
+            environment: .production, bundleID: "com.example", showsEveryRefund: true))
         return (receipt, signed)
     }
 

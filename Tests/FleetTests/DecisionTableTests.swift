@@ -410,7 +410,7 @@ import Testing
         let job = Job(subscriptionID: 7, runID: "t", reason: .nightly, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
         _ = try following.write([following.decide(job, Self.subscription)])
         #expect(verifier.subjects.map(\.description) == [
-            "transaction 1000000000000007, known 2000000000000007", "receipt", "transaction 1000000000000007, known none",
+            "transaction 1000000000000007, known 2000000000000007", "receipt", "transaction 1000000000000007, known none, refunds never read",
         ])
         #expect(store.written.map(\.attempt.backend) == [.serverAPI])
     }
@@ -442,11 +442,11 @@ import Testing
 }
 
 extension VerificationSubject {
-    /// What was asked, for comparing: "receipt", or the transaction and the latest one known.
+    /// What was asked, for comparing: "receipt", or the transaction, the latest one known and whether its refunds were ever read.
     var description: String {
         switch self {
         case .receipt: "receipt"
-        case .transaction(let id, let known): "transaction \(id), known \(known ?? "none")"
+        case .transaction(let id, let known, let refunds): "transaction \(id), known \(known ?? "none")\(refunds.lastRead == nil ? ", refunds never read" : "")"
         }
     }
 }

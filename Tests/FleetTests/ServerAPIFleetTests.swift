@@ -125,8 +125,8 @@ import Testing
     /// A month ago every subscription is seen for the first time; tonight a month of renewals,
     /// refunds, expiries and plan changes has happened. Asked through the Server API only (no
     /// receipt is ever sent), every state is the truth of its moment and the events are exactly
-    /// the truth's between the two looks.
-    @Test func twoNightsThroughTheServerAPIAnnounceExactlyTheMonthsEvents() async throws {
+    /// the truth's between the two looks; and a quiet night after costs about one call a subscription.
+    @Test func nightsThroughTheServerAPIAnnounceExactlyTheMonthsEventsAndAQuietOneCostsOneCall() async throws {
         let nowMs = FleetEndToEndTests.nowMs
         let monthAgo = nowMs - 30 * 86_400_000
         try await TestDatabase.with { database in
@@ -144,6 +144,17 @@ import Testing
                 #expect(types.isSuperset(of: ["renewed", "refunded", "expired", "auto_renew_disabled", "plan_changed"]))
                 let backends = try await setup.query("SELECT DISTINCT backend FROM verifications") { try $0["backend"].text() }
                 #expect(backends == ["server_api"])
+
+                // Tomorrow, a quiet night: few latest transactions changed in a day, so most
+                // subscriptions cost Apple one call; a seventh of them read their refunded transactions too.
+                let calledBefore = simulator.store.statistics.requestsTotal
+                simulator.store.clock.set(nowMs: Int64(Date().timeIntervalSince1970 * 1000) + 86_400_000)
+                let tomorrow = try await setup.schedule(runID: "tomorrow", now: Date().addingTimeInterval(32 * 86_400))
+                let quiet = try await setup.work()
+                #expect(quiet.queue.dead == 0)
+                let calls = Double(simulator.store.statistics.requestsTotal - calledBefore) / Double(tomorrow.enqueued)
+                #expect(tomorrow.enqueued > 50 && calls < 1.3, "\(calls) calls a verification over \(tomorrow.enqueued)")
+                try await setup.expectTheTruth()
             }
         }
     }
