@@ -89,7 +89,7 @@ extension Registrar {
         let (fleet, metrics, logger) = (fleet, metrics, logger)
         return try await lanes.run { connections in
             try Self.verifyAndStore(
-                .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil, refunds: RefundCheck(lastRead: nil, everyDays: 1)), startingIn: environment,
+                .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil, refunds: .due), startingIn: environment,
                 accountID: accountID, probing: probing, fleet: fleet, app: app, metrics: metrics, connections: connections,
                 logger: logger)
         }

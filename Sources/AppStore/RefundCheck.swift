@@ -15,6 +15,9 @@ public struct RefundCheck: Sendable, Equatable {
     public var lastRead: Instant?
     public var everyDays: Int
 
+    /// Due whatever the day: for a check someone asked for (a notification, an operator, a registration).
+    public static let due = RefundCheck(lastRead: nil, everyDays: 1)
+
     public init(lastRead: Instant?, everyDays: Int) {
         self.lastRead = lastRead
         self.everyDays = everyDays

@@ -43,7 +43,7 @@ public final class SubscriptionVerification {
     public func decide(_ job: Job, _ subscription: LoadedSubscription?, upcoming: Int = 1) throws -> Decision {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         if let claim = subscription.claim { return try judge(claim, of: subscription, job: job, upcoming: upcoming) }
-        guard let subject = subject(of: subscription) else {
+        guard let subject = subject(of: subscription, askedFor: job.reason.isHighPriority) else {
             if let status = subscription.state?.status, [.expired, .refunded].contains(status) {
                 // Retention dropped the receipt of a subscription over long ago: a returning customer's
                 // app registers a new one, which brings the subscription back to the schedule.
@@ -71,15 +71,17 @@ public final class SubscriptionVerification {
     }
 
     /// What Apple is asked about `subscription`, by its backend: its receipt (nil when none is
-    /// stored), or its original transaction with the latest one the fleet knows.
-    private func subject(of subscription: LoadedSubscription) -> VerificationSubject? {
+    /// stored), or its original transaction with the latest one the fleet knows. A check someone
+    /// `askedFor` (Apple's notification, an operator) reads the refunds whatever the day: a REFUND
+    /// notification's re-check must see the refund.
+    private func subject(of subscription: LoadedSubscription, askedFor: Bool) -> VerificationSubject? {
         switch subscription.backend ?? policy.defaultBackend {
         case .verifyReceipt:
             subscription.receipt.map(VerificationSubject.receipt)
         case .serverAPI:
             .transaction(originalTransactionID: subscription.originalTransactionID,
                          knownLatestTransactionID: subscription.state?.latestTransactionID,
-                         refunds: policy.refundCheck(lastRead: subscription.state?.refundsReadAt))
+                         refunds: askedFor ? .due : policy.refundCheck(lastRead: subscription.state?.refundsReadAt))
         }
     }
 

@@ -76,7 +76,7 @@ import Testing
                             let before = stored[id] ?? (nil, nil)
                             let viaSigned = signedClient.verify(
                                 originalTransactionID: id, knownLatestTransactionID: before.signed?.latestTransactionID,
-                                refunds: RefundCheck(lastRead: nil, everyDays: 1), mayCallAgain: { _ in true })
+                                refunds: .due, mayCallAgain: { _ in true })
                             let a = Self.analyse(viaReceipt, id, stored: before.receipt, at: now)
                             let b = Self.analyse(viaSigned, id, stored: before.signed, at: now)
                             stored[id] = (a?.state ?? before.receipt, b?.state ?? before.signed)

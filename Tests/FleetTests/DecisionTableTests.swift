@@ -415,6 +415,24 @@ import Testing
         #expect(store.written.map(\.attempt.backend) == [.serverAPI])
     }
 
+    /// A quiet subscription's nightly check leaves its refunds to their day of the cycle; a check
+    /// someone asked for (Apple's notification: a REFUND's re-check must see the refund) reads them.
+    @Test func aNotifiedCheckReadsTheRefundsWhateverTheDay() throws {
+        let verifier = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        var quiet = Self.onServerAPI
+        quiet.state = try SubscriptionAnalyzer.analyze(
+            stored: nil, response: Self.activeResponse(), originalTransactionID: quiet.originalTransactionID, now: Date()).state
+        let verification = try Self.useCase(verifier, gate: FakeGate(), store: FakeStore())
+        for reason in [Job.Reason.nightly, .notification] {
+            let job = Job(subscriptionID: 7, runID: "t", reason: reason, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
+            _ = try verification.write([verification.decide(job, quiet)])
+        }
+        let refunds = verifier.subjects.compactMap { subject -> RefundCheck? in
+            if case .transaction(_, _, let refunds) = subject { refunds } else { nil }
+        }
+        #expect(refunds.map { $0.isDue(for: quiet.originalTransactionID, at: Instant(Date())) } == [false, true])
+    }
+
     /// verifyReceipt needs the receipt. Retention drops those of subscriptions over long ago: a job
     /// for one (a notification's) is skipped, since the app registers the returning customer's new
     /// receipt anyway. Any other subscription without one is a fault for the dead letters.
