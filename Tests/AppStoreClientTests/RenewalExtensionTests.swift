@@ -20,11 +20,13 @@ import Testing
         fleet.map { $0.groundTruth(at: nowMs) }.filter { ($0.kind == kind || kind == nil) && $0.status == status && $0.environment == .production }
     }
 
-    /// A client for the simulator's Server API, its clock stopped at `nowMs`.
-    static func withClient<T: Sendable>(_ body: @escaping @Sendable (ServerAPIClient) throws -> T) async throws -> T {
+    /// A client for the simulator's Server API (with `knobs`), its clock stopped at `nowMs`.
+    static func withClient<T: Sendable>(
+        knobs: FaultKnobs = FaultKnobs(), _ body: @escaping @Sendable (ServerAPIClient) throws -> T
+    ) async throws -> T {
         let key = P256.Signing.PrivateKey()
         let setup = ServerAPISimulation(publicKey: key.publicKey, seeds: [11], anchorMs: anchorMs, subscriptions: [60])
-        return try await LiveSimulator.with(startMs: nowMs, serverAPI: setup) { simulator in
+        return try await LiveSimulator.with(knobs: knobs, startMs: nowMs, serverAPI: setup) { simulator in
             simulator.store.clock.set(nowMs: nowMs, stopped: true)
             let endpoints = ServerAPIEndpoints(production: simulator.serverAPIProductionURL, sandbox: simulator.serverAPISandboxURL)
             let apiKey = try ServerAPIKey(issuerID: "issuer", keyID: "SIMKEY", bundleID: "com.receiptfleet.demo", pem: key.pemRepresentation)
@@ -130,5 +132,22 @@ import Testing
         #expect(again == done, "asking again with the request identifier is the same request")
         #expect(seen == renewing.expiresAtMs.map { $0 + 2 * Self.day }, "extended once, however often asked")
         #expect(unknown == 4_040_009)
+    }
+
+    @Test func pastTheRateLimitAnExtensionIsAnswered429WithRetryAfter() async throws {
+        let truth = try #require(Self.truths(.renewing, .active).first)
+        let refusals = try await Self.withClient(knobs: FaultKnobs(rateLimit: 1)) { client in
+            (0..<3).compactMap { _ -> ServerAPICallError? in
+                do throws(ServerAPICallError) {
+                    _ = try client.extendRenewalDate(
+                        originalTransactionID: truth.originalTransactionID,
+                        ExtensionAsk(days: 1, reason: .other, requestIdentifier: "same-request"), in: .production)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
+        #expect(!refusals.isEmpty && refusals.allSatisfy { $0.code == 4_290_000 && $0.retryAfter == .seconds(1) }, "\(refusals)")
     }
 }
