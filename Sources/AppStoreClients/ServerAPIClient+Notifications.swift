@@ -2,12 +2,15 @@ import AppStore
 import Foundation
 import HTTPClient
 
-/// Why a call about notifications got no usable answer: Apple's error (its code and message), a
-/// 429 (`retryAfter`), or no answer at all. Never holds the token or a payload.
+/// Why a call an operator's command makes (notifications, extensions) got no usable answer:
+/// Apple's error (its code and message), a 429 (`retryAfter`), or no answer at all. Never holds
+/// the token or a payload.
 public struct ServerAPICallError: Error, CustomStringConvertible {
     public let description: String
     /// Seconds Apple asked to wait (a 429), when it said.
     public let retryAfter: Duration?
+    /// Apple's `errorCode`, when its answer had one.
+    public var code: Int? = nil
 }
 
 extension ServerAPIClient {
@@ -21,7 +24,7 @@ extension ServerAPIClient {
         if onlyFailures { request += ",\"onlyFailures\":true" }
         request += "}"
         let query = paginationToken.map { "?paginationToken=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") } ?? ""
-        let answer = try call("/inApps/v1/notifications/history" + query, body: Array(request.utf8), in: environment)
+        let answer = try call("/inApps/v1/notifications/history" + query, .post(Array(request.utf8)), in: environment)
         do {
             return try NotificationHistoryPage(body: answer.body, httpStatus: answer.status)
         } catch {
@@ -32,7 +35,7 @@ extension ServerAPIClient {
     /// Request a Test Notification: Apple sends a TEST notification to the app's server URL in
     /// `environment`; the token asks what came of it (`testNotificationStatus`).
     public func requestTestNotification(in environment: AppStoreEnvironment) throws(ServerAPICallError) -> String {
-        let answer = try call("/inApps/v1/notifications/test", body: [], in: environment)
+        let answer = try call("/inApps/v1/notifications/test", .post([]), in: environment)
         guard let token = (try? JSONValue.parse(answer.body))?.members?.text("testNotificationToken") else {
             throw ServerAPICallError(description: "Apple's answer named no testNotificationToken", retryAfter: nil)
         }
@@ -42,28 +45,41 @@ extension ServerAPIClient {
     /// Get Test Notification Status: the test notification's signed payload and Apple's attempts to send it.
     public func testNotificationStatus(_ token: String, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> NotificationHistoryPage.Item {
         let path = "/inApps/v1/notifications/test/" + (token.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_"])) ?? "")
-        let answer = try call(path, body: nil, in: environment)
+        let answer = try call(path, .get, in: environment)
         guard let fields = (try? JSONValue.parse(answer.body))?.members, let item = NotificationHistoryPage.Item(fields) else {
             throw ServerAPICallError(description: "Apple's test notification status could not be read", retryAfter: nil)
         }
         return item
     }
 
-    /// A POST of `body` (nil: a GET) with the key's token: the answer when it is a 200, else why not.
-    private func call(_ path: String, body: [UInt8]?, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
+    /// A request an operator's command makes: its method, and the JSON body of a POST or a PUT.
+    enum Method {
+        case get
+        case post([UInt8])
+        case put([UInt8])
+    }
+
+    /// One call with the key's token: the answer when it is a 200, else why not.
+    func call(_ path: String, _ method: Method, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
         let answer: HTTPResponse
         do {
             let url = endpoints.base(for: environment) + path
             let headers: HTTPHeaders = ["Authorization": "Bearer " + (try tokens.token())]
-            answer = try body.map { try http.post(url: url, json: $0, headers: headers) } ?? http.get(url: url, headers: headers)
+            switch method {
+            case .get: answer = try http.get(url: url, headers: headers)
+            case .post(let body): answer = try http.post(url: url, json: body, headers: headers)
+            case .put(let body): answer = try http.put(url: url, json: body, headers: headers)
+            }
         } catch {
             throw ServerAPICallError(description: "the App Store Server API did not answer: \(error)", retryAfter: nil)
         }
         guard answer.status == 200 else {
             let (outcome, problem) = refusal(answer)
             let wait: Duration? = if case .serverAPI(.rateLimited(let retryAfter)) = outcome { retryAfter } else { nil }
-            let message = ServerAPIErrorBody(body: answer.body)?.message.map { ": \($0)" } ?? ""
-            throw ServerAPICallError(description: "the App Store Server API refused: \(problem)\(message)", retryAfter: wait)
+            let error = ServerAPIErrorBody(body: answer.body)
+            let message = error?.message.map { ": \($0)" } ?? ""
+            throw ServerAPICallError(
+                description: "the App Store Server API refused: \(problem)\(message)", retryAfter: wait, code: error?.code)
         }
         return answer
     }

@@ -15,6 +15,9 @@ public enum Catalog {
     static let premiumMonthly = Plan(productID: "com.receiptfleet.demo.premium.monthly", group: mainGroup, length: .month)
     static let premiumYearly = Plan(productID: "com.receiptfleet.demo.premium.yearly", group: mainGroup, length: .year)
     static let addonMonthly = Plan(productID: "com.receiptfleet.demo.addon.monthly", group: addonGroup, length: .month)
+
+    /// Every product the apps sell.
+    static let productIDs: Set<String> = Set([proMonthly, premiumMonthly, premiumYearly, addonMonthly].map(\.productID))
 }
 
 /// One subscription product.
@@ -36,6 +39,9 @@ struct Durations: Sendable {
     let billingRetry: Int64
     /// Renewals after which auto-renew stops by itself; nil means never.
     let maxRenewals: Int?
+
+    /// `count` days as this environment's clock runs them (a month is 30).
+    func days(_ count: Int) -> Int64 { Int64(count) * month / 30 }
 
     func length(of plan: Plan) -> Int64 {
         plan.length == .month ? month : year

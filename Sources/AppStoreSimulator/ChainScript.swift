@@ -18,8 +18,9 @@ struct ChainScript: Sendable {
     var resubscribeAfter: Int64?
     /// Apple takes the refund back this long (ms) after making it.
     var refundReversedAfter: Int64?
-    /// At `at`, the current period's end moves `by` ms later.
-    var renewalExtension: (at: Int64, by: Int64)?
+    /// At each `at`, the current period's end moves `by` ms later: the lifecycle's own, and those
+    /// the Server API granted since (`SimulatedReceipt.extended`), in time order.
+    var renewalExtensions: [(at: Int64, by: Int64)] = []
     /// A price increase asked at `askedAt`; the customer agrees `agreesAfter` ms later (never: nil).
     var priceIncrease: (askedAt: Int64, agreesAfter: Int64?)?
     /// At `at`, Apple refunds the period before the one running then; answers show it from `shownAfter` ms later.
@@ -113,7 +114,7 @@ extension ChainScript {
             return [script]
         case .renewalExtended:
             var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
-            script.renewalExtension = (near(1, after: script.start, &random), random.offset(in: (month / 30)...(month / 3)))
+            script.renewalExtensions = [(near(1, after: script.start, &random), random.offset(in: (month / 30)...(month / 3)))]
             return [script]
         case .priceIncrease:
             var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))

@@ -15,6 +15,8 @@ public struct ServerAPISimulation: Sendable {
     /// How many receipts each app's fleet holds, by the app's index as `seeds` (the seed command's
     /// `--count`): what their lifecycles send makes the notification history. An app not listed has none.
     public let subscriptions: [Int]
+    /// The renewal-date extensions granted so far: every answer reads the expiries they moved.
+    public let extensions = GrantedExtensions()
 
     /// The first simulated app's bundle id: a token for it asks about the fleet of `seeds[0]`.
     public static var bundleID: String { Catalog.bundleID }
@@ -103,6 +105,7 @@ enum ServerAPIEndpoint {
         let kind = LifecycleKind.at(index: position.index)
         let receipt = SimulatedReceipt(token: ReceiptToken(
             seed: setup.seeds[app], index: position.index, environment: kind.environment, anchorMs: setup.anchorMs, app: app))
+            .extended(by: setup.extensions)
         // Only the environment the purchase was made in knows it; a receipt Apple cannot vouch for
         // (malformed, a deleted account) has no transaction anywhere.
         guard receipt.token.environment == endpoint, receipt.fixedFailureStatus == nil,

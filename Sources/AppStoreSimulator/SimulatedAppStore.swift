@@ -9,8 +9,9 @@ import Synchronization
 /// receipt token and the clock (see `SimulatedReceipt`).
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
-/// Server API's `GET /inApps/v1/subscriptions/{transactionId}`, `GET /inApps/v2/history/{transactionId}` and
-/// `POST /inApps/v1/notifications/history` (and each under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
+/// Server API's `GET /inApps/v1/subscriptions/{transactionId}`, `GET /inApps/v2/history/{transactionId}`,
+/// `POST /inApps/v1/notifications/history`, the test notification and the renewal-date extensions (and
+/// each under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
 /// routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
     /// The time every answer is computed for.
@@ -116,20 +117,14 @@ public final class SimulatedAppStore: Sendable {
             }
             router.post("\(prefix)inApps/v1/notifications/history") { request, context in
                 let body = try await request.body.collect(upTo: 1 << 16)
-                return try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
-                    guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else {
-                        return ServerAPIEndpoint.unauthorized
-                    }
-                    return NotificationHistoryEndpoint.history(
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, signing, app in
+                    NotificationHistoryEndpoint.history(
                         app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
                         endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: self.sender.attempts(of:))
                 }
             }
             router.post("\(prefix)inApps/v1/notifications/test") { request, context in
-                try await self.serverAPI(request, endpoint: endpoint) { now, setup, signing in
-                    guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else {
-                        return ServerAPIEndpoint.unauthorized
-                    }
+                try await self.serverAPIForApp(request, endpoint: endpoint) { now, _, signing, app in
                     guard self.sender.configuration.url != nil else { return TestNotificationEndpoint.noServerURL }
                     let test = TestNotificationEndpoint.make(app: Catalog.bundleIDs[app], environment: endpoint, nowMs: now, signing: signing)
                     self.sender.remember(test: test.token, uuid: test.uuid, signedPayload: test.signedPayload)
@@ -138,13 +133,31 @@ public final class SimulatedAppStore: Sendable {
                     return TestNotificationEndpoint.requested(token: test.token)
                 }
             }
+            router.put("\(prefix)inApps/v1/subscriptions/extend/:id") { request, context in
+                let id = context.parameters.get("id") ?? ""
+                let body = try await request.body.collect(upTo: 1 << 16)
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
+                    RenewalExtensionEndpoint.extend(
+                        app: app, originalTransactionID: id, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                }
+            }
+            router.post("\(prefix)inApps/v1/subscriptions/extend/mass") { request, context in
+                let body = try await request.body.collect(upTo: 1 << 16)
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
+                    RenewalExtensionEndpoint.extendAll(
+                        app: app, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                }
+            }
+            router.get("\(prefix)inApps/v1/subscriptions/extend/mass/:product/:request") { request, context in
+                let (product, identifier) = (context.parameters.get("product") ?? "", context.parameters.get("request") ?? "")
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { _, setup, _, app in
+                    RenewalExtensionEndpoint.status(app: app, productID: product, requestIdentifier: identifier, setup: setup)
+                }
+            }
             router.get("\(prefix)inApps/v1/notifications/test/:token") { request, context in
                 let token = context.parameters.get("token") ?? ""
-                return try await self.serverAPI(request, endpoint: endpoint) { _, setup, _ in
-                    guard ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) != nil else {
-                        return ServerAPIEndpoint.unauthorized
-                    }
-                    return TestNotificationEndpoint.status(token: token, sender: self.sender)
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { _, _, _, _ in
+                    TestNotificationEndpoint.status(token: token, sender: self.sender)
                 }
             }
         }
@@ -170,7 +183,8 @@ public final class SimulatedAppStore: Sendable {
 
         let now = clock.nowMs
         let answer = { VerifyReceiptEndpoint.answer(body: Array(body.readableBytesView), endpoint: endpoint,
-                                                    now: now, sharedSecret: knobs.sharedSecret, appSecrets: knobs.appSharedSecrets) }
+                                                    now: now, sharedSecret: knobs.sharedSecret, appSecrets: knobs.appSharedSecrets,
+                                                    extensions: self.serverAPI?.extensions) }
         // One draw picks the fault, so each happens at exactly its configured rate.
         let draw = Double.random(in: 0..<1)
         let serviceUnavailableBelow = knobs.serviceUnavailableRate
@@ -234,6 +248,18 @@ public final class SimulatedAppStore: Sendable {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let retryAfter = reply.retryAfter { headers[.retryAfter] = retryAfter }
         return Response(status: .init(code: reply.httpStatus), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+    }
+
+    /// A Server API call about one of the account's apps: `answer` also gets the app the bearer
+    /// token is for; a token Apple would not take is answered 401.
+    private func serverAPIForApp(
+        _ request: Request, endpoint: SimulatedEnvironment,
+        answer: (Int64, ServerAPISimulation, SimulatorSigningChain, Int) -> ServerAPIEndpoint.Answer
+    ) async throws -> Response {
+        try await serverAPI(request, endpoint: endpoint) { now, setup, signing in
+            guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else { return ServerAPIEndpoint.unauthorized }
+            return answer(now, setup, signing, app)
+        }
     }
 
     /// Apple answers every status, errors included, as HTTP 200 JSON.

@@ -1,11 +1,12 @@
 /// A receipt the simulator can verify: its token, its lifecycle kind and the subscriptions on it.
-/// Pure: what Apple would answer for it, and the truth about it, depend only on the token and a time.
+/// Pure: what Apple would answer for it, and the truth about it, depend only on the token and a time
+/// (and, for what Apple answers, on the renewal-date extensions it granted: `extended(by:)`).
 public struct SimulatedReceipt: Sendable {
     /// What `receipt-data` encodes.
     public let token: ReceiptToken
     /// The story the receipt tells, fixed by its index.
     public let kind: LifecycleKind
-    let scripts: [ChainScript]
+    private(set) var scripts: [ChainScript]
     /// The one-time purchase on a `lifetimePurchase` receipt.
     public let lifetimePurchase: SimulatedLifetimePurchase?
 
@@ -64,9 +65,32 @@ public struct SimulatedReceipt: Sendable {
         return (0, ResponseRenderer.valid(self, snapshots: snapshots, now: now, excludeOldTransactions: excludeOldTransactions))
     }
 
+    /// The receipt as it reads once Apple granted `extensions` (by original transaction id) to its subscriptions.
+    func extended(by extensions: GrantedExtensions?) -> SimulatedReceipt {
+        guard let extensions else { return self }
+        var receipt = self
+        for script in scripts {
+            let id = String(identifiers.transactionID(chain: script.chain, sequence: 0))
+            for grant in extensions.granted(app: token.app, originalTransactionID: id) {
+                receipt.extend(chain: script.chain, at: grant.atMs, by: grant.byMs)
+            }
+        }
+        return receipt
+    }
+
     /// What Apple knows of each subscription already bought at `now`.
     func snapshots(at now: Int64) -> [ChainSnapshot] {
         scripts.compactMap { timeline($0).snapshot(at: now) }
+    }
+
+    /// What Apple knows at `now` of the subscription of `chain`, once bought.
+    func snapshot(chain: Int, at now: Int64) -> ChainSnapshot? {
+        scripts.first { $0.chain == chain }.flatMap { timeline($0).snapshot(at: now) }
+    }
+
+    /// Moves the end of the period of `chain`'s subscription running `at` by `by` ms.
+    mutating func extend(chain: Int, at: Int64, by: Int64) {
+        for index in scripts.indices where scripts[index].chain == chain { scripts[index].renewalExtensions.append((at, by)) }
     }
 }
 

@@ -74,7 +74,7 @@ struct Timeline {
 
         while true {
             var periodEnd = periodStart + (isTrial ? time.trial : time.length(of: plan))
-            if let moved = script.renewalExtension, during(moved.at, periodEnd) { periodEnd += moved.by }
+            for moved in script.renewalExtensions where during(moved.at, periodEnd) { periodEnd += moved.by }
             transactions.append(SimulatedTransaction(
                 transactionID: ids.transactionID(chain: script.chain, sequence: transactions.count),
                 originalTransactionID: originalID,

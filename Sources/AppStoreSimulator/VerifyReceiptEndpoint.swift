@@ -19,8 +19,10 @@ enum VerifyReceiptEndpoint {
     ///   - sharedSecret: the account's primary shared secret, good for every app's receipts; nil
     ///     with no `appSecrets` either: none is required.
     ///   - appSecrets: app-specific shared secrets, by bundle id: each good for its app's receipts too.
+    ///   - extensions: the renewal-date extensions the Server API granted, which move expiries.
     static func answer(
-        body: [UInt8], endpoint: SimulatedEnvironment, now: Int64, sharedSecret: String?, appSecrets: [String: String] = [:]
+        body: [UInt8], endpoint: SimulatedEnvironment, now: Int64, sharedSecret: String?, appSecrets: [String: String] = [:],
+        extensions: GrantedExtensions? = nil
     ) -> (status: Int, body: [UInt8]) {
         guard let request = try? JSONDecoder().decode(VerifyReceiptRequest.self, from: Data(body)) else {
             return failure(21000)  // the App Store could not read the JSON object
@@ -35,7 +37,7 @@ enum VerifyReceiptEndpoint {
         }
         let accepted = [sharedSecret, appSecrets[receipt.token.bundleID]].compactMap(\.self)
         if !accepted.isEmpty || !appSecrets.isEmpty, !accepted.contains(request.password ?? "") { return failure(21004) }
-        return receipt.answer(at: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
+        return receipt.extended(by: extensions).answer(at: now, excludeOldTransactions: request.excludeOldTransactions ?? false)
     }
 
     static func failure(_ status: Int) -> (status: Int, body: [UInt8]) {

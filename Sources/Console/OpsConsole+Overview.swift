@@ -81,6 +81,8 @@ struct Notice {
         case "purged": text = "Purged \(count) dead letter\(count == 1 ? "" : "s")."
         case "verified": text = "Verified with Apple just now."
         case "not-verified": text = "Not verified: the fleet is paused or halted, or Apple did not answer usefully; see the verifications below."
+        case "extended": text = "Apple extended the renewal date. Its check is queued: renewal_extended follows once a worker has verified it."
+        case "extension-refused": text = "Apple refused the extension; the audit trail says why."
         default: return nil
         }
     }

@@ -13,7 +13,8 @@ import Mustache
 ///
 ///     GET  /console                      the queue, Apple, tonight's run; pause and resume
 ///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…); replay, purge
-///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id}
+///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id};
+///                                        verify it now, extend its renewal date (with a confirmation)
 ///     GET  /console/webhooks             endpoints and their delivery health
 ///     GET  /console/workers              worker processes and the jobs they hold; delayed jobs (?from=N)
 ///     GET  /console/audit                the audit trail, newest first (?action=…&before=id)
@@ -64,6 +65,9 @@ public final class OpsConsole: Sendable {
         }
         console.post("/subscriptions/:id/verify") { request, context in
             try await self.verify(request, id: context.parameters.get("id") ?? "")
+        }
+        console.post("/subscriptions/:id/extend") { request, context in
+            try await self.extend(request, id: context.parameters.get("id") ?? "")
         }
         console.get("/webhooks") { request, _ in try await self.webhooks(request) }
         console.get("/workers") { request, _ in try await self.workers(request) }

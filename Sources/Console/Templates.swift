@@ -6,7 +6,7 @@ enum Templates {
     static func library() throws -> MustacheLibrary {
         var library = MustacheLibrary()
         for (name, text) in [
-            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume),
+            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend),
             ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
         ] {
             try library.register(text, named: name)
@@ -217,6 +217,25 @@ enum Templates {
         {{/main}}{{/layout}}
         """
 
+    static let confirmExtend = """
+        {{<layout}}{{$main}}
+        <h1>Extend the renewal date of subscription {{id}}?</h1>
+        <p>original_transaction_id {{originalTransactionID}}, product {{product}}.</p>
+        {{#refusal}}<p class="problem" id="extend-refusal">{{refusal}}</p><a href="/console/subscriptions/{{id}}">Back</a>{{/refusal}}
+        {{#ask}}
+        <p id="extend-ask">{{ask}}</p>
+        <form method="post" action="/console/subscriptions/{{id}}/extend">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="days" value="{{days}}">
+          <input type="hidden" name="reason" value="{{reason}}">
+          <input type="hidden" name="confirm" value="yes">
+          <button type="submit" id="confirm-extend">Ask Apple to extend it</button>
+          <a href="/console/subscriptions/{{id}}">Cancel</a>
+        </form>
+        {{/ask}}
+        {{/main}}{{/layout}}
+        """
+
     static let dead = """
         {{<layout}}{{$main}}
         <h1>Dead letters</h1>
@@ -363,6 +382,17 @@ enum Templates {
         <form method="post" action="/console/subscriptions/{{id}}/verify">
           <input type="hidden" name="csrf" value="{{csrf}}">
           <button type="submit" id="verify-now">Verify now</button>
+        </form>
+        <form method="post" action="/console/subscriptions/{{id}}/extend" class="filters" id="extend">
+          <input type="hidden" name="csrf" value="{{csrf}}">
+          <label for="days">Extend the renewal date by</label>
+          <input id="days" name="days" type="number" min="1" max="90" value="7" required> days,
+          <label for="reason">because</label>
+          <select id="reason" name="reason">
+            <option value="service-issue">service issue</option><option value="customer-satisfaction">customer satisfaction</option>
+            <option value="other">other</option><option value="undeclared">undeclared</option>
+          </select>
+          <button type="submit" id="extend-renewal">Extend…</button>
         </form>
         <h3>Events</h3>
         <ol class="timeline" id="events">

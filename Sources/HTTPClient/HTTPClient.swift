@@ -42,9 +42,20 @@ public final class HTTPClient {
     public func post(
         url: String, json body: [UInt8], headers: HTTPHeaders = [:]
     ) throws(HTTPError) -> HTTPResponse {
+        try perform(url: url, headers: Self.json(headers), body: body)
+    }
+
+    /// PUTs a JSON body and returns the server's answer, whatever its status. The body and
+    /// `headers` go out as they do for `post`.
+    public func put(url: String, json body: [UInt8], headers: HTTPHeaders = [:]) throws(HTTPError) -> HTTPResponse {
+        try perform(url: url, headers: Self.json(headers), body: body, method: "PUT")
+    }
+
+    /// `headers` with `Content-Type: application/json` unless they set a content type.
+    private static func json(_ headers: HTTPHeaders) -> HTTPHeaders {
         var headers = headers
         if headers["Content-Type"] == nil { headers.append(name: "Content-Type", value: "application/json") }
-        return try perform(url: url, headers: headers, body: body)
+        return headers
     }
 
     /// GETs `url` and returns the server's answer, whatever its status. `headers` go out as
@@ -59,7 +70,8 @@ public final class HTTPClient {
         try perform(url: url, headers: headers, body: nil, method: "DELETE")
     }
 
-    /// Runs one request: a POST of `body`, or without one a GET (or `method`).
+    /// Runs one request: a POST of `body`, or without one a GET; `method` names another (PUT
+    /// sends `body` as a POST would, DELETE none).
     private func perform(url: String, headers: HTTPHeaders, body: [UInt8]?, method: String? = nil) throws(HTTPError) -> HTTPResponse {
         // Back to curl's defaults, so nothing of the previous request (method, body, headers)
         // carries over. Open connections, the DNS cache and TLS sessions stay.

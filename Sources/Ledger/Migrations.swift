@@ -369,5 +369,27 @@ enum Migrations {
             );
             CREATE INDEX scheduler_runs_unfinished ON scheduler_runs (started_at) WHERE finished_at IS NULL;
             """),
+        Migration(version: 18, name: "renewal-date extensions", sql: """
+            -- Each renewal-date extension Apple was asked for, one row per subscription: by
+            -- `subscriptions extend` (one subscription, or with `product_id` every active subscriber of
+            -- the product the ledger knows, asked of Apple as one request). Apple allows two within 365
+            -- days; the rows granted count toward it. A row still `asked` (no answer came) is
+            -- asked again with its `request_identifier`, which Apple applies once however often it hears it.
+            CREATE TABLE renewal_extensions (
+                id                  bigserial PRIMARY KEY,
+                subscription_id     bigint NOT NULL REFERENCES subscriptions (id) ON DELETE CASCADE,
+                request_identifier  text NOT NULL CHECK (length(request_identifier) BETWEEN 1 AND 128),
+                product_id          text,
+                days                integer NOT NULL CHECK (days BETWEEN 1 AND 90),
+                reason              integer NOT NULL CHECK (reason BETWEEN 0 AND 3),
+                requested_at        timestamptz NOT NULL DEFAULT now(),
+                state               text NOT NULL DEFAULT 'asked' CHECK (state IN ('asked', 'extended', 'refused')),
+                -- Apple's effectiveDate: the period's new end.
+                expires_at          timestamptz,
+                refusal             text,
+                UNIQUE (subscription_id, request_identifier)
+            );
+            CREATE INDEX renewal_extensions_request ON renewal_extensions (request_identifier);
+            """),
     ]
 }

@@ -9,8 +9,8 @@ import Terminal
 /// `receiptfleet subscriptions import|show|set-backend|forget`
 struct Subscriptions: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Load subscriptions into the ledger, look at one, move them between backends, or forget them.",
-        subcommands: [Import.self, Show.self, SetBackend.self, Forget.self])
+        abstract: "Load subscriptions into the ledger, look at one, move them between backends, extend them, or forget them.",
+        subcommands: [Import.self, Show.self, SetBackend.self, Extend.self, Forget.self])
 
     struct Import: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -28,16 +28,19 @@ struct ConsoleHarness: Sendable {
     /// `sampleInterval`: by default so long (11 days) that every replica's first sample falls in one bucket.
     /// `log` receives what the consoles log; `secureCookies` is the setting for consoles behind TLS.
     /// `operators` gives each replica's console tokens, from its index and ops-alice's token.
+    /// `serverAPI`: the fleet reaches the simulator's App Store Server API too, with the tests' key.
     static func with<T: Sendable>(
         replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
         operators: (_ replica: Int, _ aliceToken: String) -> String = { "ops-alice:\($1)" },
-        configureFleet: (inout FleetSettings) -> Void = { _ in },
+        serverAPI: Bool = false, configureFleet: (inout FleetSettings) -> Void = { _ in },
         _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
         let startMs = (Int64(Date().timeIntervalSince1970) - 65 * 86_400) * 1000
         return try await TestDatabase.with { database in
-            try await LiveSimulator.with(startMs: startMs) { simulator in
+            try await LiveSimulator.with(
+                startMs: startMs, serverAPI: SimulatedServerAPI.simulation(seed: seed, anchorMs: startMs, subscriptions: 4)
+            ) { simulator in
                 let receipts = SimulatedReceipt.fleet(count: 4, seed: seed, anchorMs: startMs)
                 _ = try await onOwnThread {
                     let connection = try database.connect()
@@ -49,6 +52,7 @@ struct ConsoleHarness: Sendable {
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret("console-test-secret"), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
                     concurrency: 2, visibilityTimeout: .seconds(5))
+                if serverAPI { fleet.serverAPI = try SimulatedServerAPI.settings(simulator) }
                 configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")

@@ -1,3 +1,4 @@
+import AppStore
 import Console
 import EventRelay
 import Fleet
@@ -5,6 +6,7 @@ import Foundation
 import HTTPClient
 import JobQueue
 import Ledger
+import Logging
 import RedisClient
 import TestSupport
 import Testing
@@ -420,6 +422,37 @@ import Testing
             #expect(verified.location == "/console/subscriptions/\(record.id)?done=verified")
             let attempts = try await console.onLedger { try $0.detail(id: record.id)!.verifications.count }
             #expect(attempts == 3, "the baseline, tonight's, and the operator's")
+        }
+    }
+
+    /// An operator extends a renewal date from the subscription's page: the form leads to a page
+    /// that says what Apple will be asked, and only its confirmation asks; the check it queues
+    /// announces renewal_extended.
+    @Test func anExtensionIsConfirmedThenAskedAndAudited() async throws {
+        try await ConsoleHarness.with(serverAPI: true) { console in
+            let record = try await console.subscriptionWithHistory()
+            let session = try await console.logIn()
+            let page = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(page.body.contains("/console/subscriptions/\(record.id)/extend"))
+            let form = ["csrf": session.csrf, "days": "5", "reason": "service-issue"]
+
+            let confirm = try await console.post("/console/subscriptions/\(record.id)/extend", form, session: session)
+            #expect(confirm.status == 200)
+            #expect(confirm.text(id: "extend-ask")?.contains("extend it by 5 days (service-issue)") == true, "\(confirm.body)")
+            #expect(try await console.onOwnDatabase { try $0.query("SELECT 1 FROM renewal_extensions").count } == 0, "asking needs the confirmation")
+            #expect(try await console.post("/console/subscriptions/\(record.id)/extend", form.merging(["days": "91"]) { $1 }, session: session)
+                .status == 400)
+
+            let done = try await console.post(
+                "/console/subscriptions/\(record.id)/extend", form.merging(["confirm": "yes"]) { $1 }, session: session)
+            #expect(done.location == "/console/subscriptions/\(record.id)?done=extended")
+            let audited = try await console.onLedger { try $0.auditTrail(action: "subscriptions.extend") }
+            #expect(audited.map(\.via) == [.console] && audited.first?.actor == "ops-alice" && audited.first?.details["days"] == "5")
+
+            let fleet = console.fleet
+            try await onOwnThread { _ = try ImmediateVerification.run(subscriptionID: record.id, settings: fleet, logger: Logger(label: "console-test")) }
+            let events = try await console.onLedger { try $0.detail(id: record.id)!.events.map(\.event.type) }
+            #expect(events.contains(.renewalExtended))
         }
     }
 

@@ -205,6 +205,25 @@ struct FleetSetup: Sendable {
     }
 }
 
+extension FleetSetup {
+    /// `receipts` receipts around now, loaded and scheduled, behind a simulator that serves the
+    /// Server API too; `body` gets the environment a `receiptfleet` command runs with, its key and
+    /// the simulator's root written to a directory of the test's own.
+    static func withServerAPIKey(receipts: Int, _ body: (FleetSetup, [String: String]) async throws -> Void) async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("server-api-key"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await TestDatabase.with { database in
+            try await ServerAPIFleetTests.simulator(startMs: nowMs, anchorMs: nowMs, receipts: receipts) { simulator in
+                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: receipts)
+                _ = try await setup.load()
+                try await body(setup, setup.environment.merging(try SimulatedServerAPI.environment(for: simulator, filesIn: directory)) { $1 })
+            }
+        }
+    }
+}
+
 extension FleetStatus {
     /// No job waits, runs or is delayed: the run is over (dead letters aside).
     var isSettled: Bool {

@@ -28,6 +28,27 @@ import TestSupport
         #expect(response.url == url)
     }
 
+    @Test func putSendsItsJSONBodyAndTheNextGetIsAGetAgain() async throws {
+        let server = try TestHTTPServer()
+        defer { server.stop() }
+        let url = "http://127.0.0.1:\(server.port)/inApps/v1/subscriptions/extend/1000"
+        let body = Array(#"{"extendByDays":7}"#.utf8)
+
+        let (put, get) = try await onOwnThread {
+            let client = try HTTPClient()
+            return (try client.put(url: url, json: body, headers: ["X-Trace": "t-2"]), try client.get(url: url))
+        }
+
+        #expect(server.requests.map(\.method) == ["PUT", "GET"])
+        let request = try #require(server.requests.first)
+        #expect(request.target == "/inApps/v1/subscriptions/extend/1000")
+        #expect(request.body == body)
+        #expect(request.headers["content-type"] == "application/json")
+        #expect(request.headers["x-trace"] == "t-2")
+        #expect(put.status == 200 && put.body == body)
+        #expect(server.requests[1].body.isEmpty && get.headers["X-Echo-Method"] == "GET")
+    }
+
     @Test func aRequestInheritsNothingFromThePreviousOne() async throws {
         let server = try TestHTTPServer()
         defer { server.stop() }

@@ -1,0 +1,179 @@
+import AppStore
+import ArgumentParser
+import Fleet
+import Foundation
+import Ledger
+import PostgresClient
+import Terminal
+
+/// `receiptfleet subscriptions extend`
+struct Extend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Extend renewal dates through Apple: one customer's subscriptions, or every active subscriber of a product.",
+        discussion: """
+            Moves the end of the current period later by --days, to make up for an outage, say \
+            (the App Store Server API's Extend a Subscription Renewal Date, or with --all-active Extend \
+            Subscription Renewal Dates for All Active Subscribers; the server-api key is needed). \
+            Apple's rules are checked against the ledger first: 1 to 90 days; at most two extensions \
+            of a subscription within 365 days; only a paid, active period (not a free offer, billing \
+            retry, grace past expiry, or expired); not Family Sharing. Without --yes nothing is \
+            asked: the command says what it would ask. Each request carries a new request identifier; \
+            a request that got no answer is asked again with the same one when the command is run \
+            again, and Apple applies it once. --all-active then reads Apple's progress until it is \
+            complete and reports how many subscriptions were extended and how many failed. Every \
+            extended subscription's check is queued: the workers see the later expiry and announce \
+            renewal_extended. Recorded in the audit trail (subscriptions.extend, subscriptions.extend-all).
+
+            Reasons: undeclared, customer-satisfaction, other, service-issue (Apple's 0 to 3).
+
+            Examples:
+              receiptfleet subscriptions extend 42 --days 7 --reason service-issue
+              receiptfleet subscriptions extend 42 --days 7 --reason service-issue --yes
+              receiptfleet subscriptions extend --account user-8812 --days 5 --reason other
+              receiptfleet subscriptions extend --all-active --product com.example.pro \\
+                --days 3 --reason service-issue
+              receiptfleet subscriptions extend --all-active --product com.example.pro \\
+                --app journal --environment Sandbox --days 3 --reason service-issue --yes
+            """)
+
+    @OptionGroup var options: FleetOptions
+
+    @OptionGroup var selector: SubscriptionSelector
+
+    @Flag(help: "Every active subscriber of --product instead, in one request to Apple.")
+    var allActive = false
+
+    @Option(help: "With --all-active: the subscription product whose subscribers are extended.")
+    var product: String?
+
+    @Option(help: "With --all-active: Production or Sandbox.", completion: .list(["Production", "Sandbox"]))
+    var environment = "Production"
+
+    @Option(help: "How many days to add: 1 to 90.")
+    var days: Int
+
+    @Option(help: "Why: undeclared, customer-satisfaction, other or service-issue.",
+            completion: .list(ExtendReason.allCases.map(\.name)))
+    var reason: String
+
+    @Option(help: "With --all-active: seconds between readings of Apple's progress.")
+    var poll = 10
+
+    @Flag(help: "Ask Apple. Without it, nothing is asked: the command says what it would ask.")
+    var yes = false
+
+    func validate() throws {
+        if allActive {
+            guard !selector.isGiven else { throw ValidationError("--all-active extends a product's subscribers: name no subscription.") }
+            guard product != nil else { throw ValidationError("--all-active needs --product: the subscription product to extend.") }
+        } else {
+            guard selector.isGiven else {
+                throw ValidationError("Name the subscriptions: an id, --original-transaction-id, --account, or --all-active --product ID.")
+            }
+            guard product == nil else { throw ValidationError("--product goes with --all-active.") }
+        }
+        guard RenewalExtension.days.contains(days) else {
+            throw ValidationError("--days must be 1 to 90: Apple extends by at most 90 days at a time.")
+        }
+        guard ExtendReason(name: reason) != nil else {
+            throw ValidationError("--reason must be one of \(ExtendReason.allCases.map(\.name).joined(separator: ", ")), not '\(reason)'.")
+        }
+        guard poll > 0 else { throw ValidationError("--poll must be at least 1 second.") }
+    }
+
+    func run() throws {
+        let settings = try options.settings()
+        let reason = ExtendReason(name: reason)!
+        let extender: RenewalExtender
+        do {
+            extender = try RenewalExtender(settings: settings)
+        } catch let error as ExtensionError {
+            throw ValidationError(error.description)
+        }
+        if allActive {
+            try extendAll(extender, reason: reason, settings: settings)
+        } else {
+            try extendEach(extender, reason: reason, settings: settings)
+        }
+    }
+
+    /// The selected subscriptions, one request each.
+    private func extendEach(_ extender: RenewalExtender, reason: ExtendReason, settings: FleetSettings) throws {
+        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+        let ids = try selector.ids(in: ledger, apps: settings.apps.names)
+        let candidates = try extender.candidates(ids: ids)
+        for missing in Set(ids).subtracting(candidates.map(\.id)).sorted() { print("No subscription \(missing).") }
+        var refused = ids.count - candidates.count
+        for candidate in candidates {
+            let named = "Subscription \(candidate.id) (\(candidate.originalTransactionID), \(candidate.productID ?? "no product yet"))"
+            if let why = candidate.ineligible {
+                print("\(named): not extended: \(why).")
+                refused += 1
+                continue
+            }
+            guard yes else {
+                let later = candidate.expiresAt.map { " from \(Self.day($0)) to \(Self.day($0.addingTimeInterval(Double(days) * 86_400)))" } ?? ""
+                print("\(named): would be extended by \(days) days\(later) (\(reason.name)).")
+                continue
+            }
+            let outcome = try audited(
+                "subscriptions.extend", target: "subscription \(candidate.id)", details: ["days": "\(days)", "reason": reason.name],
+                settings: settings, results: { ["result": "\($0)"] }
+            ) { try extender.extend(candidate, days: days, reason: reason) }
+            switch outcome {
+            case .extended(let until, let identifier):
+                print("\(named): extended\(until.map { " to \(Self.day($0))" } ?? "") (request \(identifier)); its check is queued.")
+            case .refused(let why):
+                print("\(named): Apple refused: \(why).")
+                refused += 1
+            }
+        }
+        if !yes, refused < ids.count { print("Add --yes to ask Apple.") }
+        if refused > 0 { throw ExitCode(1) }
+    }
+
+    /// Every active subscriber of the product, in one request, read until Apple is done.
+    private func extendAll(_ extender: RenewalExtender, reason: ExtendReason, settings: FleetSettings) throws {
+        guard let environment = AppStoreEnvironment(rawValue: environment.capitalized) else {
+            throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
+        }
+        let app: String
+        do {
+            guard let resolved = try settings.apps.resolve(selector.app) else {
+                throw ValidationError("Products are each app's own: name the app with --app (\(settings.apps.names.joined(separator: ", "))).")
+            }
+            app = resolved
+        } catch let error as AppCatalogError {
+            throw ValidationError("\(error)")
+        }
+        let product = product ?? ""
+        let subscribers = try extender.activeSubscribers(ofProduct: product, app: app, environment: environment)
+        let eligible = subscribers.filter { $0.ineligible == nil }.count
+        let reasons = Dictionary(grouping: subscribers.compactMap(\.ineligible), by: \.self).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()
+        print("The ledger knows \(subscribers.count) active subscriber(s) of \(product) in \(app), \(environment.rawValue): \(eligible) eligible"
+              + (reasons.isEmpty ? "." : ", the others not (\(reasons.joined(separator: ", "))): Apple will count them failed."))
+        guard yes else {
+            print("Would ask Apple to extend every active subscriber of \(product) by \(days) days (\(reason.name)). Add --yes to ask Apple.")
+            return
+        }
+        let progress = ProgressLine()
+        let status = try audited(
+            "subscriptions.extend-all", target: "product \(product)",
+            details: ["app": app, "environment": environment.rawValue, "days": "\(days)", "reason": reason.name], settings: settings,
+            results: { ["succeeded": "\($0.succeededCount ?? 0)", "failed": "\($0.failedCount ?? 0)"] }
+        ) {
+            try extender.extendAll(
+                productID: product, app: app, environment: environment, subscribers: subscribers, days: days, reason: reason,
+                poll: .seconds(poll)
+            ) { status in
+                progress.show("extend: Apple \(status.complete ? "is done" : "is working through the subscribers") "
+                              + "(request \(status.requestIdentifier ?? "?"))")
+            }
+        }
+        progress.finish()
+        print("Apple extended \(status.succeededCount ?? 0) subscription(s); \(status.failedCount ?? 0) failed. "
+              + "The checks of the ledger's eligible subscribers are queued: the workers announce renewal_extended.")
+    }
+
+    private static func day(_ date: Date) -> String { date.formatted(.iso8601) }
+}
