@@ -40,7 +40,7 @@ import Testing
 
     /// The latest expiry Apple's statuses show for the subscription (what the fleet's next check reads).
     static func expiry(_ client: ServerAPIClient, _ id: String) -> Int64? {
-        let verification = client.verify(originalTransactionID: id, knownLatestTransactionID: nil) { _ in true }
+        let verification = client.verify(originalTransactionID: id, knownLatestTransactionID: nil, refunds: .due) { _ in true }
         return verification.response?.latestReceiptInfo.compactMap(\.expiresDate?.millisecondsSince1970).max()
     }
 
