@@ -20,7 +20,8 @@ import Testing
         #expect(Set(object.keys) == [
             "original_transaction_id", "status", "product_id", "latest_transaction_id", "purchased_at", "expires_at",
             "auto_renew", "auto_renew_product_id", "expiration_intent", "grace_period_expires_at", "is_trial",
-            "is_intro_offer", "environment", "ownership", "chain_started_at", "cancellation", "refunded_transaction_ids", "latest_receipt", "verified_at",
+            "is_intro_offer", "environment", "ownership", "chain_started_at", "cancellation", "refunded_transaction_ids",
+            "refunds_read_at", "latest_receipt", "verified_at",
         ])
         #expect(object["status"] as? String == "refunded")
         #expect(object["environment"] as? String == "Production")

@@ -73,6 +73,7 @@ import Testing
         // The two were recorded two seconds apart, and each carries its own receipt.
         fullState.latestReceipt = trimmed.state.latestReceipt
         fullState.verifiedAt = trimmed.state.verifiedAt
+        fullState.refundsReadAt = trimmed.state.refundsReadAt  // a receipt shows every refund: read when answered
         #expect(fullState == trimmed.state)
         #expect(full.transactions.map(\.transactionID) == trimmed.transactions.map(\.transactionID))
     }
