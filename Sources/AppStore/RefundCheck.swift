@@ -29,7 +29,8 @@ public struct RefundCheck: Sendable, Equatable {
         let day = { (instant: Instant) in Int((instant.date.timeIntervalSince1970 / 86_400).rounded(.down)) }
         let (today, lastReadDay) = (day(now), day(lastRead))
         guard today > lastReadDay else { return false }
-        let turn = Int((UInt64(originalTransactionID.suffix(18)) ?? 0) % UInt64(max(1, everyDays)))
-        return today - lastReadDay >= everyDays || (today + turn) % everyDays == 0
+        let days = max(1, everyDays)
+        let turn = Int((UInt64(originalTransactionID.suffix(18)) ?? 0) % UInt64(days))
+        return today - lastReadDay >= days || (today + turn) % days == 0
     }
 }

@@ -91,13 +91,15 @@ public final class ServerAPIClient {
             // Something happened since the fleet last looked: the whole history shows what came
             // between. Otherwise only a refund of an earlier period can have changed, which the
             // statuses never show: the revoked transactions tell (usually an empty page).
-            let answer = try read(signed)
-            let changed = latestTransactionID(in: answer, of: originalTransactionID) != knownLatestTransactionID
-            if changed || refunds.isDue(for: originalTransactionID, at: answer.receipt?.requestDate ?? Instant(Date())) {
-                guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
-                else { return verification }
-                signed.showsEveryRefund = true
+            let statuses = try read(signed)
+            let changed = latestTransactionID(in: statuses, of: originalTransactionID) != knownLatestTransactionID
+            guard changed || refunds.isDue(for: originalTransactionID, at: statuses.receipt?.requestDate ?? Instant(Date())) else {
+                verification.response = statuses  // a quiet night: the statuses are the whole answer
+                return verification
             }
+            guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
+            else { return verification }
+            signed.showsEveryRefund = true
             verification.response = try read(signed)
         } catch {
             verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.untrusted)

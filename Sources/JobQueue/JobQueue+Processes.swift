@@ -25,13 +25,9 @@ public struct WorkerProcess: Sendable, Hashable {
 extension JobQueue {
     /// KEYS[1] processes set, KEYS[2] process reports. ARGV[1] process, ARGV[2] its report
     /// ("host|pid|threads|started|done"), ARGV[3] forget after ms. Returns 1.
-    private static let reportProcessScript = ClockedScript("""
-        redis.call('ZADD', KEYS[1], now, ARGV[1])
+    private static let reportProcessScript = ClockedScript(ScriptPrologue.noteProcess + """
+        noteProcess(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
         redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-        for _, forgotten in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))) do
-            redis.call('HDEL', KEYS[2], forgotten)
-        end
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
         return 1
         """)
 

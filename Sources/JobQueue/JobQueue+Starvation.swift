@@ -16,13 +16,9 @@ extension JobQueue {
     /// Adds a process's newly given-up slots, and forgets processes that gave up none for long.
     /// KEYS[1] starved workers set, KEYS[2] given-up counts. ARGV[1] process, ARGV[2] slots,
     /// ARGV[3] forget after ms. Returns 1.
-    private static let reportSlotsGivenUpScript = ClockedScript("""
-        redis.call('ZADD', KEYS[1], now, ARGV[1])
+    private static let reportSlotsGivenUpScript = ClockedScript(ScriptPrologue.noteProcess + """
+        noteProcess(KEYS[1], KEYS[2], ARGV[1], ARGV[3])
         redis.call('HINCRBY', KEYS[2], ARGV[1], ARGV[2])
-        for _, forgotten in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))) do
-            redis.call('HDEL', KEYS[2], forgotten)
-        end
-        redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
         return 1
         """)
 

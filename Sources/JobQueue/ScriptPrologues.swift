@@ -107,6 +107,20 @@ enum ScriptPrologue {
 
         """
 
+    /// `noteProcess(set, reports, process, forgetAfter)`: scores `process` now in `set` (needs
+    /// `clock`), and forgets the processes silent for `forgetAfter` ms there and in the hash `reports`.
+    static let noteProcess = """
+        local function noteProcess(set, reports, process, forgetAfter)
+            redis.call('ZADD', set, now, process)
+            local silentSince = now - tonumber(forgetAfter)
+            for _, forgotten in ipairs(redis.call('ZRANGEBYSCORE', set, '-inf', silentSince)) do
+                redis.call('HDEL', reports, forgotten)
+            end
+            redis.call('ZREMRANGEBYSCORE', set, '-inf', silentSince)
+        end
+
+        """
+
     /// `asMap(flat)`: a table from XINFO's flat name/value list.
     static let asMap = """
         local function asMap(flat)

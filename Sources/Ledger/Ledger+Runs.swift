@@ -2,7 +2,7 @@ import Foundation
 import PostgresClient
 
 /// One scheduler run, as the ledger records it (`scheduler_runs`).
-public struct SchedulerRunRecord: Sendable, Equatable, Encodable {
+public struct SchedulerRunRecord: Sendable, Equatable {
     public var runID: String
     public var startedAt: Date
     public var due: Int
