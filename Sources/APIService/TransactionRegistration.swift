@@ -89,7 +89,8 @@ extension Registrar {
         let (fleet, metrics, logger) = (fleet, metrics, logger)
         return try await lanes.run { connections in
             try Self.verifyAndStore(
-                .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil, refunds: .due), startingIn: environment,
+                .transaction(originalTransactionID: originalTransactionID, knownLatestTransactionID: nil, refunds: .due, onlyIn: nil),
+                startingIn: environment,
                 accountID: accountID, probing: probing, fleet: fleet, app: app, metrics: metrics, connections: connections,
                 logger: logger)
         }

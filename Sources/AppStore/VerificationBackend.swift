@@ -27,9 +27,12 @@ public enum AppleEndpoint: String, Sendable, CaseIterable {
 /// What Apple is asked about: a receipt (verifyReceipt), or a subscription's original
 /// transaction (the Server API) with the latest transaction the fleet already knows, so a quiet
 /// subscription costs one call, and when its refunded transactions are read too (a second call).
+/// `onlyIn` names the one environment a re-check of a transaction Apple knew in neither asks
+/// (`AppStoreEnvironment.recheck(ofUnknown:filedIn:on:)`); nil asks the other environment too
+/// when Apple does not know the transaction in the first.
 public enum VerificationSubject: Sendable {
     case receipt(ReceiptData)
-    case transaction(originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck)
+    case transaction(originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck, onlyIn: AppStoreEnvironment?)
 
     public var backend: VerificationBackend {
         switch self {

@@ -48,7 +48,7 @@ public final class ServerAPIClient {
 
     /// What Apple says of the subscription of `originalTransactionID`: Get All Subscription
     /// Statuses, starting in `environment` and going on to the other one when Apple does not know
-    /// the transaction there; then, when the latest transaction is not `knownLatestTransactionID`
+    /// the transaction there (unless `onlyIn` names the one environment to ask); then, when the latest transaction is not `knownLatestTransactionID`
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
     /// receipt shows it; otherwise, when `refunds` are due, its refunded transactions (a refund of
@@ -59,9 +59,10 @@ public final class ServerAPIClient {
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
     public func verify(
-        originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck,
+        originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck, onlyIn: AppStoreEnvironment? = nil,
         startingIn environment: AppStoreEnvironment = .production, mayCallAgain: (AppleEndpoint) -> Bool
     ) -> Verification {
+        let environment = onlyIn ?? environment
         var verification = Verification(exchanges: [], response: nil)
         // Apple's transaction ids are digits; anything else would change the URL's meaning, and
         // Apple would refuse it (InvalidOriginalTransactionIdError).
@@ -78,8 +79,8 @@ public final class ServerAPIClient {
             var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, .subscriptionStatuses, in: current)
             if let answer { signed = statuses(answer, into: &exchange) ?? signed }
             if exchange.outcome == .serverAPI(.notFound) {
-                if verification.exchanges.isEmpty {
-                    next = current == .production ? .sandbox : .production
+                if verification.exchanges.isEmpty, onlyIn == nil {
+                    next = current.other
                 } else {
                     exchange.outcome = .serverAPI(.notFoundAnywhere)
                 }

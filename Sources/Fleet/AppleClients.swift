@@ -53,7 +53,7 @@ public final class AppleClients: AppleVerifier {
                 }
             }
             return verification
-        case .transaction(let originalTransactionID, let knownLatestTransactionID, let refunds):
+        case .transaction(let originalTransactionID, let knownLatestTransactionID, let refunds, let onlyIn):
             let serverAPI: ServerAPIClient
             do {
                 serverAPI = try serverAPIClient(forApp: app)
@@ -64,7 +64,7 @@ public final class AppleClients: AppleVerifier {
             }
             return serverAPI.verify(
                 originalTransactionID: originalTransactionID, knownLatestTransactionID: knownLatestTransactionID,
-                refunds: refunds, startingIn: environment, mayCallAgain: mayCallAgain)
+                refunds: refunds, onlyIn: onlyIn, startingIn: environment, mayCallAgain: mayCallAgain)
         }
     }
 

@@ -73,15 +73,20 @@ public final class SubscriptionVerification {
     /// What Apple is asked about `subscription`, by its backend: its receipt (nil when none is
     /// stored), or its original transaction with the latest one the fleet knows. A check someone
     /// `askedFor` (Apple's notification, an operator) reads the refunds whatever the day: a REFUND
-    /// notification's re-check must see the refund.
+    /// notification's re-check must see the refund; and it asks both environments, while a nightly
+    /// re-check of a transaction Apple knew in neither asks one (`AppStoreEnvironment.recheck`).
     private func subject(of subscription: LoadedSubscription, askedFor: Bool) -> VerificationSubject? {
         switch subscription.backend ?? policy.defaultBackend {
         case .verifyReceipt:
-            subscription.receipt.map(VerificationSubject.receipt)
+            return subscription.receipt.map(VerificationSubject.receipt)
         case .serverAPI:
-            .transaction(originalTransactionID: subscription.originalTransactionID,
-                         knownLatestTransactionID: subscription.state?.latestTransactionID,
-                         refunds: askedFor ? .due : policy.refundCheck(lastRead: subscription.state?.refundsReadAt))
+            let unknownTonight = askedFor || subscription.state?.status != .invalid ? nil
+                : AppStoreEnvironment.recheck(ofUnknown: subscription.originalTransactionID, filedIn: subscription.environment, on: Date())
+            return .transaction(
+                originalTransactionID: subscription.originalTransactionID,
+                knownLatestTransactionID: subscription.state?.latestTransactionID,
+                refunds: askedFor ? .due : policy.refundCheck(lastRead: subscription.state?.refundsReadAt),
+                onlyIn: unknownTonight)
         }
     }
 

@@ -47,7 +47,7 @@ import Testing
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
         _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, knownLatest: String? = "1001",
-        refundsDue: Bool = true, mayRedirect: @escaping @Sendable () -> Bool = { true }
+        refundsDue: Bool = true, onlyIn: AppStoreEnvironment? = nil, mayRedirect: @escaping @Sendable () -> Bool = { true }
     ) async throws -> Verification {
         let key = try key ?? Self.key()
         let endpoints = ServerAPIEndpoints(
@@ -58,7 +58,7 @@ import Testing
                 signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
             return client.verify(
                 originalTransactionID: "1000", knownLatestTransactionID: knownLatest,
-                refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7),
+                refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7), onlyIn: onlyIn,
                 mayCallAgain: { _ in mayRedirect() })
         }
     }
@@ -109,6 +109,18 @@ import Testing
         #expect(alone.exchanges.map(\.outcome) == [.serverAPI(.notFound)], "the redirect needs leave of its own")
         let nowhere = try await Self.ask(refused, trusting: ca)
         #expect(nowhere.exchanges.map(\.outcome) == [.serverAPI(.notFound), .serverAPI(.notFoundAnywhere)])
+    }
+
+    /// A re-check of a transaction Apple knew in neither environment asks the one it is given, once.
+    @Test func aRecheckOfATransactionKnownNowhereAsksOneEnvironment() async throws {
+        let ca = try Self.ca.get()
+        let refused = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010)]))
+        defer { refused.stop() }
+        let recheck = try await Self.ask(refused, trusting: ca, onlyIn: .sandbox)
+        #expect(refused.requests.map(\.target) == ["/sandbox/inApps/v1/subscriptions/1000"])
+        #expect(recheck.exchanges.map(\.outcome) == [.serverAPI(.notFoundAnywhere)])
+        #expect(StatusPolicy().action(for: recheck.outcome, attempt: 1) == .permanent(
+            reason: "the App Store knows this transaction in neither environment"), "it stays invalid, not retried")
     }
 
     /// A signature from another root, or Apple's signature on another app's transaction, proves nothing here.

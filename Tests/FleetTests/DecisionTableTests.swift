@@ -428,9 +428,29 @@ import Testing
             _ = try verification.write([verification.decide(job, quiet)])
         }
         let refunds = verifier.subjects.compactMap { subject -> RefundCheck? in
-            if case .transaction(_, _, let refunds) = subject { refunds } else { nil }
+            if case .transaction(_, _, let refunds, _) = subject { refunds } else { nil }
         }
         #expect(refunds.map { $0.isDue(for: quiet.originalTransactionID, at: Instant(Date())) } == [false, true])
+    }
+
+    /// A nightly re-check of a transaction Apple knew in neither environment asks one of them;
+    /// a notification's check (Apple knows it now) asks both.
+    @Test func aNightlyRecheckOfAnUnknownTransactionAsksOneEnvironment() throws {
+        let verifier = FakeVerifier(.serverAPI(.notFoundAnywhere))
+        var unknown = Self.onServerAPI
+        unknown.state = SubscriptionAnalyzer.permanentFailure(
+            stored: nil, originalTransactionID: unknown.originalTransactionID, reason: "nowhere", status: nil,
+            now: Date() - 86_400).state
+        let verification = try Self.useCase(verifier, gate: FakeGate(), store: FakeStore())
+        for reason in [Job.Reason.nightly, .notification] {
+            let job = Job(subscriptionID: 7, runID: "t", reason: reason, enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
+            _ = try verification.write([verification.decide(job, unknown)])
+        }
+        let onlyIn = verifier.subjects.map { subject -> AppStoreEnvironment? in
+            if case .transaction(_, _, _, let onlyIn) = subject { onlyIn } else { nil }
+        }
+        let tonight = AppStoreEnvironment.recheck(ofUnknown: unknown.originalTransactionID, filedIn: unknown.environment, on: Date())
+        #expect(onlyIn == [tonight, nil])
     }
 
     /// verifyReceipt needs the receipt. Retention drops those of subscriptions over long ago: a job
@@ -464,7 +484,9 @@ extension VerificationSubject {
     var description: String {
         switch self {
         case .receipt: "receipt"
-        case .transaction(let id, let known, let refunds): "transaction \(id), known \(known ?? "none")\(refunds.lastRead == nil ? ", refunds never read" : "")"
+        case .transaction(let id, let known, let refunds, let onlyIn):
+            "transaction \(id), known \(known ?? "none")\(refunds.lastRead == nil ? ", refunds never read" : "")"
+                + (onlyIn.map { ", only in \($0.rawValue)" } ?? "")
         }
     }
 }

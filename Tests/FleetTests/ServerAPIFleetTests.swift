@@ -153,7 +153,7 @@ import Testing
                 let quiet = try await setup.work()
                 #expect(quiet.queue.dead == 0)
                 let calls = Double(simulator.store.statistics.requestsTotal - calledBefore) / Double(tomorrow.enqueued)
-                #expect(tomorrow.enqueued > 50 && calls < 1.3, "\(calls) calls a verification over \(tomorrow.enqueued)")
+                #expect(tomorrow.enqueued > 50 && calls < 1.2, "\(calls) calls a verification over \(tomorrow.enqueued)")
                 try await setup.expectTheTruth()
             }
         }
