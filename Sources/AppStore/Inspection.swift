@@ -1,7 +1,8 @@
 import Foundation
 
-/// What one verifyReceipt response says about each subscription in it, and its one-time purchases
-/// apart: the support engineer's view behind `receiptfleet inspect`.
+/// What one verifyReceipt response (or the Server API's answers, read the same way) says about each
+/// subscription in it, and its one-time purchases apart: the support engineer's view behind
+/// `receiptfleet inspect`.
 public struct Inspection: Sendable, Encodable {
     public struct Subscription: Sendable, Encodable {
         public var originalTransactionID: String
@@ -31,7 +32,17 @@ public struct Inspection: Sendable, Encodable {
         body: [UInt8], httpStatus: Int = 200, now: Date, stored: SubscriptionState? = nil,
         originalTransactionID: String? = nil, nonRenewingProductIDs: Set<String> = []
     ) throws {
-        let response = try VerifyReceiptResponse(body: body, httpStatus: httpStatus)
+        try self.init(
+            response: VerifyReceiptResponse(body: body, httpStatus: httpStatus), now: now, stored: stored,
+            originalTransactionID: originalTransactionID, nonRenewingProductIDs: nonRenewingProductIDs)
+    }
+
+    /// The same for a response already read: verifyReceipt's, or the Server API's answers read
+    /// into its model (`ServerAPICapture`), so both backends are judged alike.
+    public init(
+        response: VerifyReceiptResponse, now: Date, stored: SubscriptionState? = nil, originalTransactionID: String? = nil,
+        nonRenewingProductIDs: Set<String> = []
+    ) throws {
         status = response.status
         environment = response.effectiveEnvironment
         action = Self.describe(StatusPolicy().action(for: VerificationOutcome(response), attempt: 1))

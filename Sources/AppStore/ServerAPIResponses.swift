@@ -22,7 +22,11 @@ public struct SubscriptionStatusesResponse: Sendable {
     public let lastTransactions: [LastTransaction]
 
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
-        let fields = try JSONValue.object(body, httpStatus: httpStatus)
+        self.init(fields: try JSONValue.object(body, httpStatus: httpStatus))
+    }
+
+    /// The answer's fields, already parsed (a saved answer inside another document: `ServerAPICapture`).
+    public init(fields: [String: JSONValue]) {
         environment = fields.text("environment").flatMap(AppStoreEnvironment.init(wireName:))
         bundleID = fields.text("bundleId")
         lastTransactions = (fields["data"]?.objects ?? []).flatMap { group in
@@ -46,7 +50,11 @@ public struct TransactionHistoryPage: Sendable {
     public let hasMore: Bool
 
     public init(body: some Collection<UInt8>, httpStatus: Int) throws(ResponseDecodingError) {
-        let fields = try JSONValue.object(body, httpStatus: httpStatus)
+        self.init(fields: try JSONValue.object(body, httpStatus: httpStatus))
+    }
+
+    /// The page's fields, already parsed (a saved page inside another document: `ServerAPICapture`).
+    public init(fields: [String: JSONValue]) {
         let listed: [JSONValue] = if case .array(let elements)? = fields["signedTransactions"] { elements } else { [] }
         signedTransactions = listed.compactMap { if case .string(let jws) = $0 { jws } else { nil } }
         revision = fields.text("revision")

@@ -10,6 +10,8 @@ import Hummingbird
 ///   clock move returns once the notifications it passed were attempted.
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
 ///   `garbage_rate`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
+/// - `GET /control/orders/{transactionId}`: `{"order_id": …}`, the order id Look Up Order ID knows the
+///   transaction by (as on the customer's receipt email)
 /// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to
 extension SimulatedAppStore {
     func addControlRoutes(to router: Router<SimulatorRequestContext>) {
@@ -41,6 +43,12 @@ extension SimulatedAppStore {
             guard outage.seconds >= 0 else { throw HTTPError(.badRequest, message: "seconds must not be negative.") }
             return OutageReading(outageUntilMs: self.startOutage(seconds: outage.seconds), nowMs: self.clock.nowMs)
         }
+        router.get("control/orders/:transaction") { _, context in
+            guard let order = context.parameters.get("transaction").flatMap({ UInt64($0) }).flatMap(SimulatedOrder.orderID(ofTransactionID:)) else {
+                throw HTTPError(.notFound, message: "Not a transaction id of the simulator.")
+            }
+            return OrderReading(orderID: order)
+        }
         router.get("control/knobs") { _, _ in KnobsReading(self.knobs) }
         router.post("control/knobs") { request, context in
             let update = try await request.decode(as: KnobsUpdate.self, context: context)
@@ -65,6 +73,11 @@ struct ClockChange: Decodable {
 struct ClockReading: ResponseEncodable {
     let nowMs: Int64
     enum CodingKeys: String, CodingKey { case nowMs = "now_ms" }
+}
+
+struct OrderReading: ResponseEncodable {
+    let orderID: String
+    enum CodingKeys: String, CodingKey { case orderID = "order_id" }
 }
 
 struct OutageRequest: Decodable {

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
 /// Server API's `GET /inApps/v1/subscriptions/{transactionId}`, `GET /inApps/v2/history/{transactionId}`,
-/// `POST /inApps/v1/notifications/history`, the test notification and the renewal-date extensions (and
+/// `POST /inApps/v1/notifications/history`, the test notification, the renewal-date extensions, Look Up Order ID (and
 /// each under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
 /// routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
@@ -152,6 +152,12 @@ public final class SimulatedAppStore: Sendable {
                 let (product, identifier) = (context.parameters.get("product") ?? "", context.parameters.get("request") ?? "")
                 return try await self.serverAPIForApp(request, endpoint: endpoint) { _, setup, _, app in
                     RenewalExtensionEndpoint.status(app: app, productID: product, requestIdentifier: identifier, setup: setup)
+                }
+            }
+            router.get("\(prefix)inApps/v1/lookup/:order") { request, context in
+                let order = context.parameters.get("order") ?? ""
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, signing, app in
+                    OrderLookupEndpoint.lookUp(app: app, orderID: order, endpoint: endpoint, now: now, setup: setup, signing: signing)
                 }
             }
             router.get("\(prefix)inApps/v1/notifications/test/:token") { request, context in

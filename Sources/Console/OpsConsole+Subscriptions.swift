@@ -1,9 +1,10 @@
+import AppStore
 import Fleet
 import Foundation
 import Hummingbird
 import Ledger
 
-/// Looking a subscription up by id, original_transaction_id or account id: its state, entitlement and event
+/// Looking a subscription up by id, original_transaction_id, account id or Apple's order id: its state, entitlement and event
 /// timeline; verifying it now.
 extension OpsConsole {
     func findSubscription(_ request: Request) async throws -> Response {
@@ -13,24 +14,52 @@ extension OpsConsole {
             return page("subscriptions", SubscriptionPageView(viewer: viewer, query: "", notice: nil))
         }
         let apps = fleet.apps.names
-        let found = try await lanes.run { desk -> [SubscriptionRecord] in
+        var found = try await lanes.run { desk -> [SubscriptionRecord] in
             let byID = try Int64(query).flatMap { try desk.ledger.subscription(id: $0) }.map { [$0] } ?? []
             let byTransaction = try desk.ledger.subscriptions(originalTransactionID: query)
             let byAccount = try apps.flatMap { try desk.ledger.subscriptions(accountID: query, app: $0) }
             var seen = Set<Int64>()
             return (byID + byTransaction + byAccount).filter { seen.insert($0.id).inserted }
         }
+        var notice: String?
+        // Only what the ledger cannot answer goes to Apple: an order id costs a call to Apple per app.
+        if found.isEmpty, OrderLookupResponse.isOrderID(query), fleet.serverAPI != nil {
+            let orders = try await lookUpOrder(query, apps: apps)
+            found = orders.flatMap(\.subscriptions)
+            notice = "Apple's order \(query) holds transactions of these subscriptions."
+            if found.isEmpty {
+                let transactions = orders.flatMap { order in
+                    order.transactions.map { "\($0.transactionID) (\($0.productID ?? "-"), \(order.ledgerEntry(of: $0) ?? "not in the ledger"))" }
+                }
+                throw ConsoleProblem.notFound(orders.isEmpty
+                    ? OrderLookup.unknown(query, apps: apps)
+                    : "Apple's order \(query) holds \(transactions.joined(separator: ", ")): no subscription of the ledger.")
+            }
+        }
         switch found.count {
         case 0:
-            throw ConsoleProblem.notFound("No subscription has the id, original_transaction_id or account id '\(query.prefix(80))'.")
+            throw ConsoleProblem.notFound(
+                "No subscription has the id, original_transaction_id or account id '\(query.prefix(80))'"
+                    + (fleet.serverAPI == nil ? " (order ids are looked up once the Server API's key is configured)." : "."))
         case 1:
             return Self.redirect(to: "/console/subscriptions/\(found[0].id)")
         default:
-            var view = SubscriptionPageView(viewer: viewer, query: query, notice: nil)
+            var view = SubscriptionPageView(viewer: viewer, query: query, notice: notice)
             view.choices = .init(items: found.map {
                 .init(id: $0.id, app: $0.app, environment: $0.environment.rawValue, account: $0.accountID ?? "-")
             })
             return page("subscriptions", view)
+        }
+    }
+
+    /// Apple's Look Up Order ID for each app, with the ledger's subscriptions and purchases of the order.
+    private func lookUpOrder(_ orderID: String, apps: [String]) async throws -> [FoundOrder] {
+        try await lanes.run { desk in
+            do {
+                return try OrderLookup.find(orderID, apps: apps, apple: try AppleClients(settings: desk.settings), ledger: desk.ledger)
+            } catch let error as OrderLookupError {
+                throw ConsoleProblem.badRequest(error.description)
+            }
         }
     }
 

@@ -360,7 +360,7 @@ enum Templates {
         {{<layout}}{{$main}}
         <h1>Subscriptions</h1>
         <form method="get" action="/console/subscriptions" class="filters">
-          <label for="q">Id, original_transaction_id or account id</label>
+          <label for="q">Id, original_transaction_id, account id or order id</label>
           <input id="q" name="q" value="{{query}}" required>
           <button type="submit" id="look-up">Look up</button>
         </form>

@@ -30,6 +30,7 @@ struct Extend: ParsableCommand {
               receiptfleet subscriptions extend 42 --days 7 --reason service-issue
               receiptfleet subscriptions extend 42 --days 7 --reason service-issue --yes
               receiptfleet subscriptions extend --account user-8812 --days 5 --reason other
+              receiptfleet subscriptions extend --order MQ5V6W7X8Y --days 5 --reason customer-satisfaction
               receiptfleet subscriptions extend --all-active --product com.example.pro \\
                 --days 3 --reason service-issue
               receiptfleet subscriptions extend --all-active --product com.example.pro \\
@@ -68,7 +69,7 @@ struct Extend: ParsableCommand {
             guard product != nil else { throw ValidationError("--all-active needs --product: the subscription product to extend.") }
         } else {
             guard selector.isGiven else {
-                throw ValidationError("Name the subscriptions: an id, --original-transaction-id, --account, or --all-active --product ID.")
+                throw ValidationError("Name the subscriptions: an id, --original-transaction-id, --account, --order, or --all-active --product ID.")
             }
             guard product == nil else { throw ValidationError("--product goes with --all-active.") }
         }
@@ -100,7 +101,7 @@ struct Extend: ParsableCommand {
     /// The selected subscriptions, one request each.
     private func extendEach(_ extender: RenewalExtender, reason: ExtendReason, settings: FleetSettings) throws {
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-        let ids = try selector.ids(in: ledger, apps: settings.apps.names)
+        let ids = try selector.ids(in: ledger, settings: settings)
         let candidates = try extender.candidates(ids: ids)
         for missing in Set(ids).subtracting(candidates.map(\.id)).sorted() { print("No subscription \(missing).") }
         var refused = ids.count - candidates.count

@@ -2,10 +2,10 @@ import AppStore
 import ArgumentParser
 import Foundation
 
-/// `receiptfleet inspect`: what does Apple say about this customer?
-struct Inspect: ParsableCommand {
+/// `receiptfleet inspect`: what does Apple say about this customer, on either backend?
+struct Inspect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show the subscription state and events, and the one-time purchases, a verifyReceipt response implies.",
+        abstract: "Show the subscription state and events, and the one-time purchases, Apple's answer implies (verifyReceipt or the Server API).",
         discussion: """
             Reads a verifyReceipt response body (as Apple sent it) and prints, for each subscription in it, \
             the state the fleet would store and the events it would emit. With --state, the events are the \
@@ -14,14 +14,22 @@ struct Inspect: ParsableCommand {
             (non-consumables, non-renewing subscriptions: entries without an expiry, or of a product named with \
             --non-renewing-product) are listed apart, owned or refunded. Receipts in the output are redacted.
 
+            It reads the App Store Server API's answers too: a JSON object holding Apple's bodies as sent, \
+            {"statuses": <Get All Subscription Statuses>, "history": [<Get Transaction History page>, ...]} \
+            (the history may be left out). Every signed payload must verify against Apple's root (or the one \
+            --root names: a DER or PEM file) and name the app the statuses answer names (or --bundle-id), as \
+            the fleet requires; the same state and events are printed, so support judges both backends alike.
+
             Exits 0 for any response that can be read, including error statuses (reported as such), and 1 \
-            for a body that cannot be read.
+            for a body that cannot be read or a signed payload that does not verify.
 
             Examples:
               receiptfleet inspect response.json
               curl -s … | receiptfleet inspect - --format table
               receiptfleet inspect response.json --original-transaction-id 1000000218147500 --now 2026-11-23T00:00:00Z
               receiptfleet inspect today.json --state yesterday-state.json
+              receiptfleet inspect server-api-answers.json --format table
+              receiptfleet inspect server-api-answers.json --root simulator-root.pem --bundle-id com.example.app
             """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable {
@@ -46,19 +54,40 @@ struct Inspect: ParsableCommand {
     @Option(help: "Output format: json or table.")
     var format: Format = .json
 
-    func run() throws {
+    @Option(help: "Server API answers: the root certificate (DER or PEM) their signatures must chain to (default: Apple Root CA - G3).")
+    var root: String?
+
+    @Option(name: .customLong("bundle-id"), help: "Server API answers: the app every signed payload must name (default: the statuses answer's bundleId).")
+    var bundleID: String?
+
+    func run() async throws {
         let body = try read(file)
         let moment = try now.map(parseDate) ?? Date()
         let stored = try state.map { path in
             try JSONDecoder().decode(SubscriptionState.self, from: Data(read(path)))
         }
         // An unreadable body throws ResponseDecodingError, which ArgumentParser prints before exiting 1.
+        let response = try await ServerAPICapture.holds(body)
+            ? verified(ServerAPICapture(body: body))
+            : VerifyReceiptResponse(body: body, httpStatus: 200)
         let inspection = try Inspection(
-            body: body, now: moment, stored: stored, originalTransactionID: originalTransactionID,
+            response: response, now: moment, stored: stored, originalTransactionID: originalTransactionID,
             nonRenewingProductIDs: Set(nonRenewingProductIDs))
         switch format {
         case .json: print(try renderJSON(inspection))
         case .table: print(renderTable(inspection))
+        }
+    }
+
+    /// The Server API's answers once every signed payload verified now (is it Apple's signature
+    /// today?) against the root and named the app.
+    private func verified(_ capture: ServerAPICapture) async throws -> VerifyReceiptResponse {
+        let roots = try root.map { try AppleRootCertificate.certificates(inFile: $0) } ?? [AppleRootCertificate.load()]
+        do {
+            return try await capture.response(verifiedBy: SignedPayloadVerifier(trustedRoots: roots), bundleID: bundleID, at: Date())
+        } catch {
+            throw UntrustedAnswer(description: "A signed payload cannot be believed: \(error). The answers are not Apple's for "
+                + "this app, or --root (\(root ?? "Apple Root CA - G3")) or --bundle-id names another.")
         }
     }
 
@@ -125,4 +154,9 @@ struct Inspect: ParsableCommand {
     private func cancelledLine(_ cancellation: Cancellation) -> String {
         "  cancelled    \(cancellation.cancelledAt) (reason \(cancellation.reason.map(String.init) ?? "-"))"
     }
+}
+
+/// Server API answers whose signed payloads do not verify: nothing in them is shown.
+struct UntrustedAnswer: Error, CustomStringConvertible {
+    let description: String
 }

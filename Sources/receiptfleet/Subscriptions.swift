@@ -62,11 +62,18 @@ struct Subscriptions: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show one subscription: state, transactions, events and recent verifications.",
             discussion: """
+                --order takes the order id a customer quotes from Apple's receipt email: Apple's Look Up \
+                Order ID lists the order's transactions (each signed payload verified), then the \
+                subscriptions and one-time purchases of the ledger they belong to. Apple has it in \
+                production only: a sandbox or TestFlight purchase's order is never found.
+
                 Examples:
                   receiptfleet subscriptions show 42
                   receiptfleet subscriptions show --original-transaction-id 1000000218147500
                   receiptfleet subscriptions show --account user-8812
                   receiptfleet subscriptions show --account user-8812 --app photos
+                  receiptfleet subscriptions show --order MQ5V6W7X8Y
+                  receiptfleet subscriptions show --order MQ5V6W7X8Y --app photos
                 """)
 
         @OptionGroup var options: FleetOptions
@@ -76,7 +83,11 @@ struct Subscriptions: ParsableCommand {
         func run() throws {
             let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-            for id in try selector.ids(in: ledger, apps: settings.apps.names) {
+            let orders = try selector.orders(in: ledger, settings: settings)
+            for order in orders { print(OrderReport(order).text) }
+            // An order's subscriptions come with it: Apple is asked once.
+            let ids = try selector.order == nil ? selector.ids(in: ledger, settings: settings) : orders.flatMap { $0.subscriptions.map(\.id) }
+            for id in ids {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
                 print(SubscriptionReport(detail).text)
             }

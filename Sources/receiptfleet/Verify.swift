@@ -18,6 +18,7 @@ struct Verify: ParsableCommand {
               receiptfleet verify 42
               receiptfleet verify --original-transaction-id 1000000218147500
               receiptfleet verify --account user-8812
+              receiptfleet verify --order MQ5V6W7X8Y
             """)
 
     @OptionGroup var options: FleetOptions
@@ -29,7 +30,7 @@ struct Verify: ParsableCommand {
         let settings = try options.settings()
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         var exit: Int32 = 0
-        for id in try selector.ids(in: ledger, apps: settings.apps.names) {
+        for id in try selector.ids(in: ledger, settings: settings) {
             guard let subscription = try ledger.subscription(id: id) else { throw ValidationError("No subscription \(id).") }
             let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
             if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }

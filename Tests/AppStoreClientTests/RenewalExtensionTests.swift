@@ -1,10 +1,7 @@
 import AppStore
 import AppStoreClients
 import AppStoreSimulator
-import Crypto
 import Foundation
-import HTTPClient
-import TestSupport
 import Testing
 
 /// The renewal-date extensions as the simulator speaks them and the client asks them: the period's
@@ -24,18 +21,7 @@ import Testing
     static func withClient<T: Sendable>(
         knobs: FaultKnobs = FaultKnobs(), _ body: @escaping @Sendable (ServerAPIClient) throws -> T
     ) async throws -> T {
-        let key = P256.Signing.PrivateKey()
-        let setup = ServerAPISimulation(publicKey: key.publicKey, seeds: [11], anchorMs: anchorMs, subscriptions: [60])
-        return try await LiveSimulator.with(knobs: knobs, startMs: nowMs, serverAPI: setup) { simulator in
-            simulator.store.clock.set(nowMs: nowMs, stopped: true)
-            let endpoints = ServerAPIEndpoints(production: simulator.serverAPIProductionURL, sandbox: simulator.serverAPISandboxURL)
-            let apiKey = try ServerAPIKey(issuerID: "issuer", keyID: "SIMKEY", bundleID: "com.receiptfleet.demo", pem: key.pemRepresentation)
-            let verifier = SignedPayloadVerifier(trustedRoots: [try SimulatorSigningChain().root])
-            return try await onOwnThread {
-                try body(ServerAPIClient(endpoints: endpoints, tokens: try ServerAPITokens(key: apiKey), signatures: verifier,
-                                         http: HTTPClientConfiguration()))
-            }
-        }
+        try await withSimulatedServerAPIClient(anchorMs: anchorMs, nowMs: nowMs, knobs: knobs, body)
     }
 
     /// The latest expiry Apple's statuses show for the subscription (what the fleet's next check reads).

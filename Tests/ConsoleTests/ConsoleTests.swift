@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreSimulator
 import Console
 import EventRelay
 import Fleet
@@ -481,7 +482,27 @@ import Testing
             let none = try await runFleetCommand(["subscriptions", "show", "--account", "user-0000"], environment: environment)
             #expect(none.status != 0 && none.output.contains("No subscription is linked to account 'user-0000' in default."), "\(none.output)")
             let both = try await runFleetCommand(["subscriptions", "show", "1", "--account", "user-8812"], environment: environment)
-            #expect(both.status != 0 && both.output.contains("Give one of: an id, --original-transaction-id, --account."))
+            #expect(both.status != 0 && both.output.contains("Give one of: an id, --original-transaction-id, --account, --order."))
+        }
+    }
+
+    /// Support pastes the order id from a customer's receipt email into the search box: Apple's
+    /// Look Up Order ID names the transaction, and the console opens its subscription.
+    @Test func theSearchBoxFindsASubscriptionByTheOrderIDOnApplesReceiptEmail() async throws {
+        try await ConsoleHarness.with(serverAPI: true) { console in
+            let record = try await console.subscriptionWithHistory()
+            let order = try #require(UInt64(record.originalTransactionID).flatMap(SimulatedOrder.orderID(ofTransactionID:)))
+            let session = try await console.logIn()
+            let found = try await console.get("/console/subscriptions?q=\(order)", session: session)
+            #expect(found.status == 303 && found.location == "/console/subscriptions/\(record.id)", "\(found.body)")
+            let unknown = try await console.get("/console/subscriptions?q=MZZZZZZZZZ", session: session)
+            #expect(unknown.status == 404 && unknown.body.contains("Apple knows no order MZZZZZZZZZ of default"), "\(unknown.body)")
+            #expect(unknown.body.contains("production only"))
+        }
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let noKey = try await console.get("/console/subscriptions?q=MQ5V6W7X8Y", session: session)
+            #expect(noKey.status == 404 && noKey.body.contains("order ids are looked up once the Server API"), "\(noKey.body)")
         }
     }
 
