@@ -12,7 +12,9 @@ public enum ImmediateVerification {
     public static func run(subscriptionID id: Int64, settings: FleetSettings, logger: Logger) throws -> Settlement {
         let connections = try Connections(settings: settings, consumer: JobQueue.consumerName(thread: -5))
         let metrics = FleetMetrics()
-        let gate = PacedGate(connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), metrics: metrics)
+        let gate = PacedGate(
+            connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(),
+            slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
         let verification = SubscriptionVerification(
             gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
             logger: logger)

@@ -24,7 +24,7 @@ final class Processor {
     private let verification: SubscriptionVerification
 
     init(
-        index: Int, settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard,
+        index: Int, settings: FleetSettings, connections: Connections, stop: StopSignal, pauses: PauseBoard, slots: SlotPool,
         jobs: JobsInHand, metrics: FleetMetrics, logger: Logger
     ) {
         self.index = index
@@ -34,7 +34,7 @@ final class Processor {
         self.jobs = jobs
         self.metrics = metrics
         self.logger = logger
-        gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, metrics: metrics)
+        gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, slots: slots, metrics: metrics)
         verification = SubscriptionVerification(
             gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
             logger: logger)

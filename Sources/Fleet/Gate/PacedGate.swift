@@ -9,11 +9,12 @@ import VerificationUseCase
 ///
 /// A granted call sleeps here until its slot, so calls reach Apple at the limit's pace however
 /// many threads wait, and a waiting thread asks Redis once per call. When calls are quick (Apple
-/// near, the limit far), one admission books several of the caller's upcoming calls: as many as
-/// it can make back to back within `slotTolerance`, so none is made much later than its slot (late
-/// calls could bunch above the limit). A slot the thread comes too late for, or wakes too late
-/// for, is given up: the limit is a promise about when calls reach Apple, not about when they were
-/// booked. A pause or halt that another thread of the process learned of (`PauseBoard`) cancels a
+/// near, the limit far), one admission books several calls: the caller's upcoming ones it can make
+/// back to back within `slotTolerance`, or as many as the process's workers took in the last such
+/// window, one more; the slots it does not use itself go to the process's `SlotPool`, where its
+/// other workers take them. None is made much later than its slot (late calls could bunch above
+/// the limit): a slot the thread comes too late for, or wakes too late for, is given up: the limit
+/// is a promise about when calls reach Apple, not about when they were booked. A pause or halt that another thread of the process learned of (`PauseBoard`) cancels a
 /// call, and so does the worker's stop signal (then the job goes back at once).
 final class PacedGate: AppleGate {
     /// How far ahead a worker may book its time slot. Far enough that every thread of a large
@@ -31,6 +32,7 @@ final class PacedGate: AppleGate {
     private let settings: FleetSettings
     private let stop: StopSignal
     private let pauses: PauseBoard
+    private let slots: SlotPool
     private let metrics: FleetMetrics
     /// What this worker's last call got from Apple: the next admission says so, which ends the
     /// fleet's streak of unavailable answers (and, for an answer about a receipt, of configuration errors).
@@ -40,17 +42,18 @@ final class PacedGate: AppleGate {
     private var lastApp: String?
     /// What this worker's last call to Apple took: how many calls it can make back to back.
     private var lastCallDuration = Duration.seconds(1)
-    /// Slots booked for the next calls and not used yet, earliest first, by endpoint (each has a budget of its own).
-    private var bookedSlots: [AppleEndpoint: [ContinuousClock.Instant]] = [:]
     /// Set when an admission found the fleet paused or halted: how long to rest before reserving
     /// more jobs, so a stopped fleet does not churn its backlog through the delayed set.
     private(set) var restBeforeNextBatch: Duration?
 
-    init(connections: Connections, settings: FleetSettings, stop: StopSignal, pauses: PauseBoard, metrics: FleetMetrics) {
+    init(
+        connections: Connections, settings: FleetSettings, stop: StopSignal, pauses: PauseBoard, slots: SlotPool, metrics: FleetMetrics
+    ) {
         self.connections = connections
         self.settings = settings
         self.stop = stop
         self.pauses = pauses
+        self.slots = slots
         self.metrics = metrics
     }
 
@@ -73,33 +76,29 @@ final class PacedGate: AppleGate {
         return admission
     }
 
-    /// Forgets what the last batch booked and learned: its leftover slots are one call less for
-    /// the fleet. Returns how long to rest before the next batch, if the fleet stopped meanwhile.
+    /// Returns how long to rest before the next batch, if the fleet stopped meanwhile, and forgets it.
     func endBatch() -> Duration? {
-        bookedSlots.removeAll()
         defer { restBeforeNextBatch = nil }
         return restBeforeNextBatch
     }
 
-    /// A booked slot if one is still good, else the gate's answer; a granted call waits for its slot.
+    /// A slot of the process's if one is still good, else the gate's answer; a granted call waits for its slot.
     /// A halt seen through the Server API's budgets may be that backend's alone, and an app's halt
     /// is that app's: only a pause, or a halt seen through verifyReceipt's, tells this process's
     /// other threads to stop. (A slot booked before an app's halt may still be used for that app's
     /// receipt: its 21004 finds the app halted, and the job waits like the others.)
     private func slot(upcoming: Int, endpoint: AppleEndpoint, app: String?) throws -> Admission {
         while true {
-            while let slot = bookedSlots[endpoint]?.first {
-                bookedSlots[endpoint]?.removeFirst()
-                // The calls before it took longer than the booking reckoned.
-                guard ContinuousClock.now <= slot + Self.slotTolerance else { continue }
+            while let slot = slots.take(endpoint) {
                 guard reached(slot) else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
                 return .granted(slots: [.zero])
             }
             let asked = ContinuousClock.now
+            let wanted = max(Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration), slots.recentDemand(for: endpoint) + 1)
             let admission = try connections.admit(
-                endpoint, forApp: app, upTo: Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration),
-                within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp, settings: settings)
+                endpoint, forApp: app, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp,
+                settings: settings)
             (lastAnswer, lastApp) = (.none, nil)
             switch admission {
             case .wait(let wait):
@@ -108,17 +107,21 @@ final class PacedGate: AppleGate {
                 stop.sleep(wait + .milliseconds(Int.random(in: 0...1000)))
                 metrics.waitedForToken(asked.duration(to: .now))
                 continue
-            case .granted(let slots):
-                let booked = ContinuousClock.now
-                bookedSlots[endpoint] = slots.dropFirst().map { booked + $0 }
-                let reachedFirst = reached(booked + slots[0])
+            case .granted(let booked):
+                let now = ContinuousClock.now
+                let times = booked.map { now + $0 }
+                slots.keep(times, for: endpoint)
+                let reachedFirst = reached(times[0])
                 metrics.waitedForToken(asked.duration(to: .now))
                 guard reachedFirst else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
             case .paused(let wait): pauses.note(pausedFor: wait)
-            case .halted: if endpoint.backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
+            case .halted:
+                slots.drop(endpoint)
+                if endpoint.backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
             case .probe: metrics.probed()
-            case .throttled, .appHalted: break
+            case .throttled: slots.drop(endpoint)
+            case .appHalted: break
             }
             return admission
         }
@@ -156,7 +159,8 @@ final class PacedGate: AppleGate {
     }
 
     func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
-        try connections.reportThrottled(endpoint, for: wait, settings: settings)
+        slots.drop(endpoint)
+        return try connections.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
     func reportConfigurationError(

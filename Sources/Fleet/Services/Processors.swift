@@ -19,6 +19,7 @@ public struct Processors: ProcessDuty {
 
     public func run() async {
         let pauses = PauseBoard()
+        let slots = SlotPool(tolerance: PacedGate.slotTolerance)
         logger.info("worker started", metadata: ["concurrency": "\(settings.concurrency)"])
         let drained = await ThreadService("rf-worker", threads: settings.concurrency, grace: settings.drainGrace, logger: logger) {
             [settings, jobs, metrics, logger] index, stop in
@@ -28,7 +29,7 @@ public struct Processors: ProcessDuty {
                 do {
                     let connections = try Connections(settings: settings, consumer: Self.consumer(index))
                     Processor(
-                        index: index, settings: settings, connections: connections, stop: stop, pauses: pauses,
+                        index: index, settings: settings, connections: connections, stop: stop, pauses: pauses, slots: slots,
                         jobs: jobs, metrics: metrics, logger: logger
                     ).run()
                 } catch {

@@ -1,0 +1,95 @@
+import AppStore
+@testable import Fleet
+import Foundation
+import JobQueue
+import Lanes
+import RedisClient
+import TestSupport
+import Testing
+
+/// The slots a worker process books and shares among its workers (`SlotPool`).
+@Suite struct SlotPoolTests {
+    @Test func theEarliestGoodSlotIsTakenAndThoseTooLateAreDropped() {
+        let pool = SlotPool(tolerance: .milliseconds(10))
+        let now = ContinuousClock.now
+        // The booking worker keeps the first; the others wait on the shelf, earliest first.
+        pool.keep([now, now + .seconds(2), now - .milliseconds(50), now + .seconds(1)], for: .verifyReceipt)
+        #expect(pool.take(.verifyReceipt) == now + .seconds(1), "the one 50 ms past its slot is given up")
+        #expect(pool.take(.subscriptionStatuses) == nil, "each endpoint has its own")
+        #expect(pool.take(.verifyReceipt) == now + .seconds(2))
+        #expect(pool.take(.verifyReceipt) == nil)
+        #expect(pool.recentDemand(for: .verifyReceipt) == 3, "the booking worker's slot and the two taken")
+
+        pool.keep([now, now + .seconds(1)], for: .verifyReceipt)
+        pool.drop(.verifyReceipt)
+        #expect(pool.take(.verifyReceipt) == nil, "a 429 or a halt gives them all up")
+    }
+
+    @Test func demandIsTheLastToleranceWindows() throws {
+        let pool = SlotPool(tolerance: .milliseconds(10))
+        pool.keep([.now], for: .verifyReceipt)
+        #expect(pool.recentDemand(for: .verifyReceipt) == 1)
+        Thread.sleep(forTimeInterval: 0.02)
+        #expect(pool.recentDemand(for: .verifyReceipt) == 0)
+    }
+
+    /// Eight workers asking for calls as fast as they can, through one process's pool: the
+    /// admissions book what the process took in the last 10 ms, so Redis is asked a small share
+    /// of the times (booking one slot each, as one-at-a-time calls did, it was asked every time).
+    @Test func workersAskingAtOnceShareOneAdmissionsSlots() async throws {
+        try await TestDatabase.with { database in
+            let settings = FleetSettings(
+                redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("pool"))}",
+                rateLimit: try RateLimit(perSecond: 100_000, burst: 100))
+            let pool = SlotPool(tolerance: PacedGate.slotTolerance)
+            let (workers, calls) = (8, 200)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<workers {
+                    group.addTask {
+                        try await onOwnThread {
+                            let connections = try Connections(settings: settings, consumer: "pool-\(index)")
+                            let gate = PacedGate(
+                                connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), slots: pool,
+                                metrics: FleetMetrics())
+                            for _ in 0..<calls {
+                                guard case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) else {
+                                    throw QueueError.invalidArgument("not granted")
+                                }
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+            let keys = try QueueKeys(prefix: settings.keyPrefix)
+            let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
+            let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
+            #expect(granted >= workers * calls, "every call had a slot")
+            #expect(admissions * 4 < workers * calls, "\(admissions) admissions for \(workers * calls) calls")
+        }
+    }
+
+    /// The same through a worker process's pool, verifying receipts against the simulator: fewer
+    /// admissions than calls (each worker booking for itself asked once a call here), and every
+    /// call Apple saw had a slot.
+    @Test func aProcessesWorkersShareTheSlotsOneBooks() async throws {
+        let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 300, rateLimit: 100_000)
+                setup.settings.concurrency = 8
+                _ = try await setup.load()
+                let status = try await setup.work()
+                #expect(status.isSettled)
+                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
+                let keys = try QueueKeys(prefix: setup.settings.keyPrefix)
+                let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
+                let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
+                let requests = simulator.store.statistics.requestsTotal
+                #expect(requests <= granted, "\(requests) requests, \(granted) slots")
+                #expect(admissions < requests, "\(admissions) admissions for \(requests) calls")
+            }
+        }
+    }
+}
