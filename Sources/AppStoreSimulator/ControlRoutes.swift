@@ -9,7 +9,8 @@ import Hummingbird
 ///   clock passes them (no url: nowhere), and whether they are dropped; the reading counts them. A
 ///   clock move returns once the notifications it passed were attempted.
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
-///   `garbage_rate`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none), `rate_limit` (0 for none)
+///   `garbage_rate`, `garbage_receipt_share`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none),
+///   `rate_limit` (0 for none)
 /// - `GET /control/orders/{transactionId}`: `{"order_id": …}`, the order id Look Up Order ID knows the
 ///   transaction by (as on the customer's receipt email)
 /// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to
@@ -96,6 +97,7 @@ struct KnobsUpdate: Decodable {
     let unavailableRate: Double?
     let http503Rate: Double?
     let garbageRate: Double?
+    let garbageReceiptShare: Double?
     let dropRate: Double?
     let resetRate: Double?
     let sharedSecret: String?
@@ -105,7 +107,7 @@ struct KnobsUpdate: Decodable {
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate"
-        case garbageRate = "garbage_rate", dropRate = "drop_rate", resetRate = "reset_rate"
+        case garbageRate = "garbage_rate", garbageReceiptShare = "garbage_receipt_share", dropRate = "drop_rate", resetRate = "reset_rate"
         case sharedSecret = "shared_secret", appSharedSecrets = "app_shared_secrets", rateLimit = "rate_limit"
     }
 
@@ -120,6 +122,7 @@ struct KnobsUpdate: Decodable {
         if let unavailableRate { knobs.unavailableRate = unavailableRate }
         if let http503Rate { knobs.serviceUnavailableRate = http503Rate }
         if let garbageRate { knobs.garbageRate = garbageRate }
+        if let garbageReceiptShare { knobs.garbageReceiptShare = garbageReceiptShare }
         if let dropRate { knobs.dropRate = dropRate }
         if let resetRate { knobs.resetRate = resetRate }
         if let sharedSecret { knobs.sharedSecret = sharedSecret.isEmpty ? nil : sharedSecret }
@@ -135,6 +138,7 @@ struct KnobsReading: ResponseEncodable {
     let unavailableRate: Double
     let http503Rate: Double
     let garbageRate: Double
+    let garbageReceiptShare: Double
     let dropRate: Double
     let resetRate: Double
     let sharedSecretSet: Bool
@@ -147,6 +151,7 @@ struct KnobsReading: ResponseEncodable {
         unavailableRate = knobs.unavailableRate
         http503Rate = knobs.serviceUnavailableRate
         garbageRate = knobs.garbageRate
+        garbageReceiptShare = knobs.garbageReceiptShare
         dropRate = knobs.dropRate
         resetRate = knobs.resetRate
         sharedSecretSet = knobs.sharedSecret != nil
@@ -156,7 +161,7 @@ struct KnobsReading: ResponseEncodable {
 
     enum CodingKeys: String, CodingKey {
         case latency, unavailableRate = "unavailable_rate", http503Rate = "http_503_rate", garbageRate = "garbage_rate"
-        case dropRate = "drop_rate", resetRate = "reset_rate"
+        case garbageReceiptShare = "garbage_receipt_share", dropRate = "drop_rate", resetRate = "reset_rate"
         case sharedSecretSet = "shared_secret_set", appSharedSecretsSet = "app_shared_secrets_set", rateLimit = "rate_limit"
     }
 }

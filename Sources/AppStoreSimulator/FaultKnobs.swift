@@ -13,6 +13,10 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     public var serviceUnavailableRate: Double
     /// Probability of a body no client should accept: an HTML 502 page, truncated JSON or wrong types.
     public var garbageRate: Double
+    /// Share of receipts (picked by their bytes, the same ones every time) answered with garbage on
+    /// every request: HTTP 200 and half a body, as a broken proxy's cache would serve them. Unlike
+    /// `garbageRate`'s draws, their jobs fail every attempt and end in the dead letters.
+    public var garbageReceiptShare: Double
     /// Probability that the connection is closed without a byte of answer.
     public var dropRate: Double
     /// Probability that the answer stops halfway: its head and half its body, then a TCP reset.
@@ -27,12 +31,13 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
 
     /// The defaults describe a perfect App Store: instant, always right, no secret, no limit.
     public init(latency: Latency = .zero, unavailableRate: Double = 0, serviceUnavailableRate: Double = 0,
-                garbageRate: Double = 0, dropRate: Double = 0, resetRate: Double = 0, sharedSecret: String? = nil,
-                rateLimit: Int? = nil) {
+                garbageRate: Double = 0, garbageReceiptShare: Double = 0, dropRate: Double = 0, resetRate: Double = 0,
+                sharedSecret: String? = nil, rateLimit: Int? = nil) {
         self.latency = latency
         self.unavailableRate = unavailableRate
         self.serviceUnavailableRate = serviceUnavailableRate
         self.garbageRate = garbageRate
+        self.garbageReceiptShare = garbageReceiptShare
         self.dropRate = dropRate
         self.resetRate = resetRate
         self.sharedSecret = sharedSecret
@@ -42,7 +47,7 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
     /// The knobs for logs: says whether a shared secret is set, never what it is.
     public var description: String {
         "latency \(latency), 21005 rate \(unavailableRate), 503 rate \(serviceUnavailableRate), "
-            + "garbage rate \(garbageRate), drop rate \(dropRate), reset rate \(resetRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
+            + "garbage rate \(garbageRate), garbage receipt share \(garbageReceiptShare), drop rate \(dropRate), reset rate \(resetRate), shared secret \(sharedSecret == nil ? "none" : "set"), "
             + "app-specific secrets for \(appSharedSecrets.isEmpty ? "none" : appSharedSecrets.keys.sorted().joined(separator: ",")), "
             + "rate limit \(rateLimit.map { "\($0)/s" } ?? "none")"
     }
@@ -52,6 +57,7 @@ public struct FaultKnobs: Sendable, Equatable, CustomStringConvertible {
         let rates = [unavailableRate, serviceUnavailableRate, garbageRate, dropRate, resetRate]
         if rates.contains(where: { !(0...1).contains($0) }) { return "each rate must be between 0 and 1" }
         if rates.reduce(0, +) > 1 { return "the 21005, 503, garbage, drop and reset rates must add up to at most 1" }
+        if !(0...1).contains(garbageReceiptShare) { return "the garbage receipt share must be between 0 and 1" }
         if let rateLimit, rateLimit < 1 { return "the rate limit must be at least 1 request per second" }
         return nil
     }

@@ -200,6 +200,10 @@ public final class SimulatedAppStore: Sendable {
         let unavailableBelow = resetBelow + knobs.unavailableRate
         if let outageUntil, now < outageUntil {
             return reply(VerifyReceiptEndpoint.failure(21005))
+        } else if FaultBodies.isBroken(receiptRequest: body.readableBytesView, share: knobs.garbageReceiptShare) {
+            stats.recordAnswer(httpStatus: 200, appleStatus: nil, garbage: true)
+            return Response(status: .ok, headers: [.contentType: "application/json"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: FaultBodies.truncated(answer().body))))
         } else if draw < serviceUnavailableBelow {
             stats.recordAnswer(httpStatus: 503, appleStatus: nil, garbage: false)
             return Response(status: .serviceUnavailable, headers: [.contentType: "text/html; charset=UTF-8"],

@@ -39,6 +39,8 @@ extension SimulateAppStore {
         @Option(name: .customLong("http-503-rate"), help: "Probability of an HTTP 503 HTML page.")
         var http503Rate = 0.0
         @Option(help: "Probability of a garbage body (HTML 502, truncated JSON, wrong types).") var garbageRate = 0.0
+        @Option(help: "Share of receipts answered with garbage (HTTP 200, half a body) every time: their jobs end dead.")
+        var garbageReceiptShare = 0.0
         @Option(help: "Probability that the connection is closed without an answer.") var dropRate = 0.0
         @Option(help: "Probability that the answer stops halfway with a TCP reset.") var resetRate = 0.0
         @Option(help: "Shared secret to require as `password` (21004 otherwise); omit to accept any.")
@@ -81,8 +83,8 @@ extension SimulateAppStore {
             }
             let knobs = FaultKnobs(
                 latency: latency, unavailableRate: unavailableRate, serviceUnavailableRate: http503Rate,
-                garbageRate: garbageRate, dropRate: dropRate, resetRate: resetRate, sharedSecret: sharedSecret,
-                rateLimit: rateLimit)
+                garbageRate: garbageRate, garbageReceiptShare: garbageReceiptShare, dropRate: dropRate, resetRate: resetRate,
+                sharedSecret: sharedSecret, rateLimit: rateLimit)
             let clock = SimulatorClock(startMs: try parseTime(start))
             let simulator: SimulatedAppStore
             do {

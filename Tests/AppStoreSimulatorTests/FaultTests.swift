@@ -89,6 +89,30 @@ struct FaultTests {
         }
     }
 
+    @Test("a share of receipts gets garbage on every request, the same receipts each time")
+    func garbageReceipts() async throws {
+        let simulator = try makeSimulator()
+        try await withRouter(simulator) { client in
+            #expect(try await control(client, "/control/knobs", #"{"garbage_receipt_share": 0.5}"#).status == .ok)
+            let receipts = (0..<40).map { receipt(.renewing, round: $0) }
+            func broken() async throws -> [Bool] {
+                var broken: [Bool] = []
+                for receipt in receipts {
+                    let response = try await verify(client, receipt.receiptData)
+                    #expect(response.status == .ok, "garbage behind an HTTP 200, as a broken cache serves it")
+                    broken.append(jsonObject(response.body)?["status"] as? Int != 0)
+                }
+                return broken
+            }
+            let first = try await broken()
+            #expect(try await broken() == first, "a retry meets the same answer")
+            #expect((8...32).contains(first.filter { $0 }.count), "\(first.filter { $0 }.count) of 40 broken")
+            #expect(try await fetchStats(client).garbageBodies == 2 * first.filter { $0 }.count)
+            #expect(try await control(client, "/control/knobs", #"{"garbage_receipt_share": 0}"#).status == .ok)
+            #expect(try await broken().allSatisfy { !$0 }, "off again")
+        }
+    }
+
     @Test("rates that cannot hold together are refused")
     func invalidKnobs() async throws {
         let simulator = try makeSimulator()
