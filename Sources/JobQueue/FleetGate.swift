@@ -129,14 +129,12 @@ public final class FleetGate: ClockedScriptRunner {
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     private static let admitScript = ClockedScript(ScriptPrologue.reserve + """
         redis.call('INCR', KEYS[9])
-        local reason = redis.call('GET', KEYS[1])
-        if not reason and KEYS[10] ~= KEYS[1] then reason = redis.call('GET', KEYS[10]) end
+        -- The halts and the pause in one read: every admission asks, so each command counts.
+        local halted, groupHalted, appHalted, paused = unpack(redis.call('MGET', KEYS[1], KEYS[10], KEYS[12], KEYS[2]))
+        local reason = halted or groupHalted
         if reason then return {'halted', reason} end
-        if KEYS[12] ~= KEYS[1] then
-            local appReason = redis.call('GET', KEYS[12])
-            if appReason then return {'app-halted', appReason} end
-        end
-        local pausedUntil = tonumber(redis.call('GET', KEYS[2]))
+        if appHalted then return {'app-halted', appHalted} end
+        local pausedUntil = tonumber(paused)
         if pausedUntil then
             if now < pausedUntil then return {'paused', pausedUntil - now} end
             if redis.call('SET', KEYS[3], nowText, 'NX', 'PX', ARGV[4]) then
@@ -147,8 +145,8 @@ public final class FleetGate: ClockedScriptRunner {
             -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
             return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
         end
-        if ARGV[5] ~= '0' then redis.call('DEL', KEYS[6], KEYS[8]) end
-        if ARGV[5] == '2' then redis.call('DEL', KEYS[7]) end
+        if ARGV[5] == '1' then redis.call('DEL', KEYS[6], KEYS[8]) end
+        if ARGV[5] == '2' then redis.call('DEL', KEYS[6], KEYS[8], KEYS[7]) end
         if KEYS[11] ~= KEYS[1] then
             local throttled = redis.call('PTTL', KEYS[11])
             if throttled > 0 then return {'throttled', throttled} end
