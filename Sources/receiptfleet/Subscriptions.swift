@@ -60,7 +60,7 @@ struct Subscriptions: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show one subscription: state, transactions, events and recent verifications.",
+            abstract: "Show one subscription: state, transactions, events, recent verifications and refund requests.",
             discussion: """
                 Examples:
                   receiptfleet subscriptions show 42
@@ -78,7 +78,7 @@ struct Subscriptions: ParsableCommand {
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
             for id in try selector.ids(in: ledger, apps: settings.apps.names) {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
-                print(SubscriptionReport(detail).text)
+                print(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
             }
         }
     }
