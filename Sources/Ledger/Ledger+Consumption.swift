@@ -66,8 +66,8 @@ extension Ledger {
     public func recordConsumptionRequest(_ notice: ConsumptionRequestNotice, now: Date) throws -> String? {
         try connection.query("""
             INSERT INTO consumption_requests (dedupe_key, app, environment, transaction_id, original_transaction_id, subscription_id,
-                product_type, family_shared, request_reason, signed_at, deadline, received_at, state)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, CASE WHEN $11 <= $12 THEN 'missed' ELSE 'pending' END)
+                product_type, family_shared, request_reason, signed_at, deadline, received_at, next_attempt_at, state)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, CASE WHEN $11 <= $12 THEN 'missed' ELSE 'pending' END)
             ON CONFLICT (dedupe_key) DO NOTHING RETURNING state
             """, [.text(notice.dedupeKey), .text(notice.app), .text(notice.environment.rawValue), .text(notice.transactionID),
                   notice.originalTransactionID.map { .text($0) } ?? .null, notice.subscriptionID.map { .int64($0) } ?? .null,

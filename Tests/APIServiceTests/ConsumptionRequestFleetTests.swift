@@ -1,6 +1,8 @@
+import AppStore
 import AppStoreSimulator
 import Fleet
 import Foundation
+import PostgresClient
 import TestSupport
 import Testing
 
@@ -12,16 +14,27 @@ import Testing
 @Suite struct ConsumptionRequestFleetTests {
     static let day: Int64 = 86_400_000
 
+    /// The device's signed transaction of `subscription`, as an app sends it to link an account.
+    static func signedTransaction(of subscription: SimulatedSubscription) throws -> String {
+        let payload: [String: Any] = [
+            "transactionId": subscription.originalTransactionID, "originalTransactionId": subscription.originalTransactionID,
+            "bundleId": subscription.receipt.token.bundleID, "productId": "com.receiptfleet.demo.pro.monthly",
+            "environment": subscription.receipt.token.environment.rawValue, "purchaseDate": APIHarness.nowMs,
+            "signedDate": APIHarness.nowMs, "type": "Auto-Renewable Subscription",
+        ]
+        return try SimulatorSigningChain().sign(Array(JSONSerialization.data(withJSONObject: payload)))
+    }
+
     @Test func consentedRequestsAreAnsweredInTimeTheOthersRecordedUnansweredOrMissed() async throws {
         try await NotificationDeliveryTests.with(fleet: 60) { api, environment in
             let store = api.simulator.store
             let start = store.clock.nowMs
-            // Every subscription that will be refunded, registered for one of two accounts.
+            // Every subscription that will be refunded, registered by the app.
             let refunded = (0..<60).map { api.receipt(index: $0) }.filter { $0.kind == .refunded || $0.kind == .refundReversed }
-                .flatMap(\.subscriptions).map(\.originalTransactionID)
+                .flatMap(\.subscriptions)
             #expect(refunded.count >= 4)
-            for (index, id) in refunded.enumerated() {
-                let reply = try await api.post("/v1/transactions", ["transaction_id": id, "account_id": index % 2 == 0 ? "consents" : "withdrew"])
+            for subscription in refunded {
+                let reply = try await api.post("/v1/transactions", ["signed_transaction": try Self.signedTransaction(of: subscription)])
                 #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
             }
             #expect(try await api.put("/v1/accounts/consents/refund-consent").status == 200)
@@ -29,15 +42,45 @@ import Testing
             let withdrawn = try await api.delete("/v1/accounts/withdrew/refund-consent")
             let said = String(decoding: withdrawn.body, as: UTF8.self)
             #expect(withdrawn.status == 200 && said.contains("\"consented\":false"), "\(said)")
+            #expect(try await api.put("/v1/accounts/consents/refund-consent", auth: .none).status == 401)
+
+            // The month before, recovered now: those requests' windows closed long ago.
+            let window = ["--since", NotificationDeliveryTests.iso(start - 29 * Self.day), "--until", NotificationDeliveryTests.iso(start - Self.day)]
+            let recovered = try await runFleetCommand(["notifications", "recover"] + window, environment: environment)
+            #expect(recovered.status == 0, "\(recovered.output)")
+            let missed = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'missed'")
+            let foundLate = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE deadline <= received_at")
+            #expect(missed > 0 && missed == foundLate, "only the requests found past their deadline are missed")
+            #expect(try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state <> 'missed'") == 0)
 
             // Apple sends the next 40 days' notifications: every request comes in its window.
             store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             store.clock.advance(byMs: 40 * Self.day)
             await store.sendDueNotifications()
             let pending = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'")
-            #expect(pending > 0, "the simulator asked about some refunds")
+            #expect(pending >= 2, "the simulator asked about some refunds")
+            // The customers who asked: every other one's account consented, the others' withdrew.
+            let database = api.database
+            let asking = try await onOwnThread {
+                try database.connect().query("SELECT original_transaction_id FROM consumption_requests WHERE state = 'pending' ORDER BY id")
+                    .map { try $0["original_transaction_id"].text() ?? "" }
+            }
+            for (index, id) in asking.enumerated() {
+                let subscription = try #require(refunded.first { $0.originalTransactionID == id })
+                let reply = try await api.post("/v1/transactions", [
+                    "signed_transaction": try Self.signedTransaction(of: subscription), "account_id": index % 2 == 0 ? "consents" : "withdrew",
+                ])
+                #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+            }
 
-            let fleet = api.fleet
+            // The app's policy asks Apple to decline: every answer says so.
+            var declining = api.fleet
+            declining.apps = try AppCatalog(declining.apps.apps.map { app in
+                var app = app
+                app.refundPreference = .decline
+                return app
+            })
+            let fleet = declining
             let pass = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
             #expect(pass.answered + pass.unanswered == pending && pass.missed == 0 && pass.retried == 0, "\(pass)")
             let answered = try await api.count("""
@@ -45,27 +88,28 @@ import Testing
                 WHERE c.state = 'answered' AND s.account_id = 'consents' AND c.answer->>'customerConsented' = 'true'
                 """)
             #expect(answered == pass.answered && answered > 0)
-            #expect(try await api.count("""
+            let withheld = try await api.count("""
                 SELECT count(*) AS n FROM consumption_requests c JOIN subscriptions s ON s.id = c.subscription_id
                 WHERE c.state = 'unanswered' AND c.unanswered_reason = 'no_consent' AND s.account_id = 'withdrew'
-                """) == pass.unanswered)
+                """)
+            #expect(withheld == pass.unanswered && withheld > 0)
             let told = store.consumptionAnswers
             #expect(told.count == answered, "Apple heard each consented request once")
-            #expect(told.allSatisfy { $0.deliveryStatus == "DELIVERED" && $0.consumptionPercentage == nil }, "\(told)")
+            #expect(told.allSatisfy { $0.deliveryStatus == "DELIVERED" && $0.consumptionPercentage == nil && $0.refundPreference == "DECLINE" },
+                    "\(told)")
+            let sentIDs = Set(told.map(\.transactionID))
+            let answeredIDs = try await onOwnThread {
+                try database.connect().query("SELECT transaction_id FROM consumption_requests WHERE state = 'answered'")
+                    .map { try $0["transaction_id"].text() ?? "" }
+            }
+            #expect(sentIDs == Set(answeredIDs) && sentIDs.count == told.count, "Apple was told about exactly the answered requests")
+            #expect(try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'missed'") == missed)
+
             let shown = try await api.count("SELECT min(subscription_id) AS n FROM consumption_requests WHERE state = 'answered'")
             let show = try await runFleetCommand(["subscriptions", "show", "\(shown)"], environment: environment)
             #expect(show.status == 0 && show.output.contains("refund requests ") && show.output.contains(" answered "), "\(show.output)")
             let again = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
-            #expect(again.isEmpty && store.consumptionAnswers.count == answered, "an answered request is not sent again")
-
-            // The month before, recovered now: those requests' windows closed long ago.
-            let window = ["--since", NotificationDeliveryTests.iso(start - 29 * Self.day), "--until", NotificationDeliveryTests.iso(start - Self.day)]
-            let recovered = try await runFleetCommand(["notifications", "recover"] + window, environment: environment)
-            #expect(recovered.status == 0, "\(recovered.output)")
-            let missed = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'missed'")
-            #expect(missed > 0 && missed == (try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE deadline < received_at")))
-            _ = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
-            #expect(store.consumptionAnswers.count == answered, "a missed request is never sent")
+            #expect(again.isEmpty && store.consumptionAnswers.count == answered, "an answered, unanswered or missed request is not sent again")
         }
     }
 }
