@@ -25,7 +25,8 @@ public struct ConsumptionPass: Sendable, Equatable {
 public final class ConsumptionResponder {
     /// A claimed request is another process's to skip for this long; one left unanswered comes back after it.
     static let lease: Duration = .seconds(60)
-    /// How soon before its deadline a pending request counts as near it (the alert's gauge).
+    /// How soon before its deadline a pending request counts as near it (the fleet-wide gauge
+    /// `receiptfleet_consumption_requests_nearing_deadline`, which the alert watches).
     public static let nearingDeadline: Duration = .seconds(2 * 3_600)
     /// How long after an answer that did not come the request is tried again, when Apple did not say.
     static let retryAfter: Duration = .seconds(30)
@@ -59,7 +60,6 @@ public final class ConsumptionResponder {
                                  (.retried, pass.retried)] {
             metrics.consumptionRequests(outcome, count: count)
         }
-        metrics.consumptionRequestsNearingDeadline(try ledger.consumptionRequestsNearingDeadline(now: now, within: Self.nearingDeadline))
         return pass
     }
 

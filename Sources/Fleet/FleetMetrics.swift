@@ -30,7 +30,6 @@ public final class FleetMetrics: VerificationMetrics {
     private let webhookDeliveries: [DeliveryAttemptResult: Counter]
     private let schedulerJobsEnqueued: Counter
     private let consumptionRequests: [ConsumptionOutcome: Counter]
-    private let consumptionNearingDeadline: Gauge
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -56,8 +55,6 @@ public final class FleetMetrics: VerificationMetrics {
         consumptionRequests = Dictionary(uniqueKeysWithValues: ConsumptionOutcome.allCases.map {
             ($0, counter(MetricName.consumptionRequests, [("outcome", $0.rawValue)]))
         })
-        consumptionNearingDeadline = Gauge(label: MetricName.consumptionRequestsNearingDeadline, factory: factory)
-        consumptionNearingDeadline.record(0)
         // Answers of every status appear as they come; these two are there from the start.
         appleResponses = Mutex(Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
             let response = AppleResponse(status: "0", environment: $0.label)
@@ -116,9 +113,6 @@ public final class FleetMetrics: VerificationMetrics {
     func consumptionRequests(_ outcome: ConsumptionOutcome, count: Int = 1) {
         if count > 0 { consumptionRequests[outcome]!.increment(by: Int64(count)) }
     }
-
-    /// Pending consumption requests whose deadline is near (the responder's last look).
-    func consumptionRequestsNearingDeadline(_ count: Int) { consumptionNearingDeadline.record(count) }
 }
 
 /// The names of the fleet's metrics: the contract with the dashboards and alert rules (docs/metrics.md).

@@ -434,7 +434,8 @@ enum Migrations {
                 next_attempt_at          timestamptz NOT NULL DEFAULT now(),
                 last_error               text
             );
-            CREATE INDEX consumption_requests_due ON consumption_requests (next_attempt_at) WHERE state = 'pending';
+            -- The responder's claims, its sweep of missed requests and the nearing-deadline gauge read the pending ones by deadline.
+            CREATE INDEX consumption_requests_due ON consumption_requests (deadline) WHERE state = 'pending';
             CREATE INDEX consumption_requests_subscription ON consumption_requests (subscription_id, signed_at);
             """),
     ]
