@@ -69,7 +69,7 @@ struct SettingsRegistry: Sendable {
         show: { $0.count == 1 ? "set (masked)" : "set (masked); rotating: the previous secret is accepted too, until you remove it" })
     let appsFile = Setting<AppCatalog?>(
         "apps-file", .appsFile, unset: "not set: one app, `default`",
-        help: "A JSON file naming the deployment's apps: their bundle ids, app-specific shared secrets and Apple ids.",
+        help: "A JSON file naming the deployment's apps: their bundle ids, app-specific shared secrets, Apple ids and refund preferences.",
         details: "\"Several apps in one deployment\" below.", show: { "\($0.apps.count) apps" })
     let appleBundleID = Setting<[String]>(
         "apple-bundle-id", .list, default: [], .flag,
