@@ -25,18 +25,26 @@ import Testing
         return try SimulatorSigningChain().sign(Array(JSONSerialization.data(withJSONObject: payload)))
     }
 
+    /// Every subscription of the simulator's first 60 receipts that will be refunded, registered by
+    /// the app (linked to `account` when given).
+    static func registerTheRefunded(_ api: APIHarness, account: String? = nil) async throws -> [SimulatedSubscription] {
+        let refunded = (0..<60).map { api.receipt(index: $0) }.filter { $0.kind == .refunded || $0.kind == .refundReversed }
+            .flatMap(\.subscriptions)
+        #expect(refunded.count >= 4)
+        for subscription in refunded {
+            var registration = ["signed_transaction": try Self.signedTransaction(of: subscription)]
+            registration["account_id"] = account
+            let reply = try await api.post("/v1/transactions", registration)
+            #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
+        }
+        return refunded
+    }
+
     @Test func consentedRequestsAreAnsweredInTimeTheOthersRecordedUnansweredOrMissed() async throws {
         try await NotificationDeliveryTests.with(fleet: 60) { api, environment in
             let store = api.simulator.store
             let start = store.clock.nowMs
-            // Every subscription that will be refunded, registered by the app.
-            let refunded = (0..<60).map { api.receipt(index: $0) }.filter { $0.kind == .refunded || $0.kind == .refundReversed }
-                .flatMap(\.subscriptions)
-            #expect(refunded.count >= 4)
-            for subscription in refunded {
-                let reply = try await api.post("/v1/transactions", ["signed_transaction": try Self.signedTransaction(of: subscription)])
-                #expect(reply.status == 200, "\(String(decoding: reply.body, as: UTF8.self))")
-            }
+            let refunded = try await Self.registerTheRefunded(api)
             #expect(try await api.put("/v1/accounts/consents/refund-consent").status == 200)
             #expect(try await api.put("/v1/accounts/withdrew/refund-consent").status == 200)
             let withdrawn = try await api.delete("/v1/accounts/withdrew/refund-consent")
@@ -110,6 +118,40 @@ import Testing
             #expect(show.status == 0 && show.output.contains("refund requests ") && show.output.contains(" answered "), "\(show.output)")
             let again = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
             #expect(again.isEmpty && store.consumptionAnswers.count == answered, "an answered, unanswered or missed request is not sent again")
+        }
+    }
+
+    /// Apple down when the responder asks: each request stays pending with the error, an attempt
+    /// charged, not asked again before its retry time; once Apple is back they are answered, each once.
+    @Test func whileAppleIsDownTheRequestsWaitAndAreAnsweredOnceItIsBack() async throws {
+        try await NotificationDeliveryTests.with(fleet: 60) { api, _ in
+            let store = api.simulator.store
+            _ = try await Self.registerTheRefunded(api, account: "consents")
+            #expect(try await api.put("/v1/accounts/consents/refund-consent").status == 200)
+            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            store.clock.advance(byMs: 40 * Self.day)
+            await store.sendDueNotifications()
+            let pending = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'")
+            #expect(pending >= 2)
+
+            _ = store.startOutage(seconds: 3_600)
+            let fleet = api.fleet
+            let down = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            #expect(down.retried == pending && down.answered == 0 && down.unanswered == 0, "\(down)")
+            #expect(try await api.count("""
+                SELECT count(*) AS n FROM consumption_requests
+                WHERE state = 'pending' AND attempts = 1 AND last_error LIKE '%5000001%' AND next_attempt_at > now()
+                """) == pending, "each waits with Apple's error")
+            #expect(store.consumptionAnswers.isEmpty)
+            let soon = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            #expect(soon.isEmpty, "not asked again before its retry time")
+
+            _ = store.startOutage(seconds: 0)
+            let later = Date().addingTimeInterval(60)
+            let back = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue(now: later) }
+            #expect(back.answered == pending && back.retried == 0, "\(back)")
+            #expect(store.consumptionAnswers.count == pending && Set(store.consumptionAnswers.map(\.transactionID)).count == pending)
+            #expect(try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'answered' AND attempts = 2") == pending)
         }
     }
 }
