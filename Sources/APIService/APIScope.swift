@@ -10,6 +10,9 @@ public enum APIScope: String, CaseIterable, Sendable {
     case register
     /// Forget an account (`DELETE /v1/accounts/…`).
     case deleteAccounts = "delete-accounts"
+    /// Record an account's consent to share consumption data with Apple on a refund request, or
+    /// its withdrawal (`PUT`/`DELETE /v1/accounts/…/refund-consent`).
+    case refundConsent = "refund-consent"
 
     public static var names: Set<String> { Set(allCases.map(\.rawValue)) }
 }

@@ -169,6 +169,19 @@ public final class APIServer: NamedService {
                 account: account, app: try self.app(of: request), by: context.client ?? "unknown", in: self.lanes, logger: self.logger)
             return try Self.json(deletion)
         }
+        for consented in [true, false] {
+            let route: @Sendable (Request, APIRequestContext) async throws -> Response = { request, context in
+                try context.require(.refundConsent)
+                guard let segment = context.parameters.get("id")?.removingPercentEncoding else {
+                    throw APIError.badRequest("invalid_account_id", "the account id must be a non-empty, percent-encoded path segment")
+                }
+                let account = try APIError.checkedID(segment, "account_id")
+                let (app, client) = (try self.app(of: request), context.client ?? "unknown")
+                try await self.lanes.run { try $0.ledger.setRefundConsent(app: app, accountID: account, consented: consented, by: client) }
+                return try Self.json(RefundConsent(accountID: account, app: app, consented: consented))
+            }
+            if consented { router.put("/v1/accounts/:id/refund-consent", use: route) } else { router.delete("/v1/accounts/:id/refund-consent", use: route) }
+        }
         router.post(RouterPath(Self.notificationPath)) { request, context in
             try await self.receiveNotification(request, from: context.clientAddress)
         }

@@ -25,6 +25,20 @@ struct AppleNotification: Sendable {
     /// V2: the signed transaction and renewal info, verified and bound to the app, read as the
     /// Server API's answer; nil when the notification carries no transaction or they do not read.
     var signedData: VerifyReceiptResponse?
+    /// V2 CONSUMPTION_REQUEST: the transaction a customer asked Apple to refund.
+    var consumptionRequest: ConsumptionRequested?
+}
+
+/// What a CONSUMPTION_REQUEST says of the purchase, as Apple signed it.
+struct ConsumptionRequested: Sendable {
+    var transactionID: String
+    /// Apple's `type` of the transaction.
+    var productType: String?
+    var familyShared: Bool
+    /// Apple's `consumptionRequestReason`.
+    var reason: String?
+    /// The notification's `signedDate`: Apple's 12 hours run from it.
+    var signedAt: Date
 }
 
 /// Reads notifications of both versions, checks that Apple sent them, and finds the app they are for.
@@ -103,6 +117,13 @@ struct NotificationReader: Sendable {
                 throw .unauthenticated(version: 2, "its transaction is another app's than the notification")
             }
             notification.originalTransactionID = transaction.text("originalTransactionId")
+            if type == "CONSUMPTION_REQUEST", let transactionID = transaction.text("transactionId"),
+               let signedDate = payload["signedDate"]?.text.flatMap(Int64.init) {
+                notification.consumptionRequest = ConsumptionRequested(
+                    transactionID: transactionID, productType: transaction.string("type"),
+                    familyShared: transaction.string("inAppOwnershipType") == "FAMILY_SHARED", reason: data?.string("consumptionRequestReason"),
+                    signedAt: Date(timeIntervalSince1970: Double(signedDate) / 1000))
+            }
             var renewals: [Data] = []
             if let signedRenewal = data?.string("signedRenewalInfo") {
                 renewals.append(try await verifiedPayload(signedRenewal, by: verifier, now: now).payload)

@@ -9,7 +9,8 @@ import VerificationUseCase
 /// Stores an authenticated notification once, and turns it into one high-priority verification
 /// job for its subscription: the notification says *that* something changed; the worker asks
 /// Apple *what*. A V2 notification's signed data, newer than the stored state, is applied at once
-/// through the verification use case, and the job confirms it.
+/// through the verification use case, and the job confirms it. A CONSUMPTION_REQUEST is recorded
+/// too, for the workers' `ConsumptionAnswering` to answer before Apple's deadline.
 struct NotificationIntake: Sendable {
     let acceptedEnvironments: Set<AppStoreEnvironment>
     let fleet: FleetSettings
@@ -48,6 +49,13 @@ struct NotificationIntake: Sendable {
             record.outcome = subscription == nil ? .unknownSubscription : .queued
         }
         let recorded = try ledger.record(record)
+        if recorded.isNew, record.outcome != .ignoredEnvironment, let asked = notification.consumptionRequest {
+            try ledger.recordConsumptionRequest(ConsumptionRequestNotice(
+                dedupeKey: notification.dedupeKey, app: app, environment: notification.environment ?? .production,
+                transactionID: asked.transactionID, originalTransactionID: notification.originalTransactionID,
+                subscriptionID: record.subscriptionID, productType: asked.productType, familyShared: asked.familyShared,
+                reason: asked.reason, signedAt: asked.signedAt), now: Date())
+        }
         guard let subscriptionID = recorded.jobPendingFor else {
             return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
         }

@@ -20,6 +20,8 @@ public enum AppleEndpoint: String, Sendable, CaseIterable {
     case subscriptionStatuses = "subscription_statuses"
     /// Get Transaction History.
     case transactionHistory = "transaction_history"
+    /// Send Consumption Information (the answer to a refund request).
+    case consumptionInformation = "consumption_information"
 
     public var backend: VerificationBackend { self == .verifyReceipt ? .verifyReceipt : .serverAPI }
 }

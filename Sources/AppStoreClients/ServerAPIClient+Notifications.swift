@@ -59,7 +59,8 @@ extension ServerAPIClient {
         case put([UInt8])
     }
 
-    /// One call with the key's token: the answer when it is a 200, else why not.
+    /// One call with the key's token: the answer when it is a success (200, or 202 for a request
+    /// Apple takes to act on later), else why not.
     func call(_ path: String, _ method: Method, in environment: AppStoreEnvironment) throws(ServerAPICallError) -> HTTPResponse {
         let answer: HTTPResponse
         do {
@@ -73,7 +74,7 @@ extension ServerAPIClient {
         } catch {
             throw ServerAPICallError(description: "the App Store Server API did not answer: \(error)", retryAfter: nil)
         }
-        guard answer.status == 200 else {
+        guard (200...202).contains(answer.status) else {
             let (outcome, problem) = refusal(answer)
             let wait: Duration? = if case .serverAPI(.rateLimited(let retryAfter)) = outcome { retryAfter } else { nil }
             let error = ServerAPIErrorBody(body: answer.body)

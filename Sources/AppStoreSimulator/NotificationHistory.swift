@@ -13,6 +13,8 @@ struct SimulatedNotification: Sendable {
     let transaction: SimulatedTransaction
     let renewalCount: Int
     let renewal: PendingRenewal
+    /// A CONSUMPTION_REQUEST's `consumptionRequestReason`.
+    var consumptionRequestReason: String? = nil
 
     /// The `signedPayload` Apple posts: `ResponseBodyV2DecodedPayload`, signed by the chain.
     func signedPayload(signing: SimulatorSigningChain) -> String {
@@ -29,6 +31,7 @@ struct SimulatedNotification: Sendable {
         json.string("signedTransactionInfo", signing.sign(ServerAPIEndpoint.transactionPayload(
             transaction, of: app, renewalCount: renewalCount, environment: environment, now: signedDateMs)))
         json.string("signedRenewalInfo", signing.sign(ServerAPIEndpoint.renewalPayload(renewal, environment: environment, now: signedDateMs)))
+        if let consumptionRequestReason { json.string("consumptionRequestReason", consumptionRequestReason) }
         json.endObject()
         json.string("version", "2.0")
         json.number("signedDate", signedDateMs)
@@ -40,7 +43,8 @@ struct SimulatedNotification: Sendable {
 extension SimulatedReceipt {
     /// The notifications Apple sends about this receipt's subscriptions from `startMs` up to (not
     /// including) `endMs`: a purchase (SUBSCRIBED, then DID_RENEW for each renewal), auto-renew
-    /// switched off, a refund (REFUND), an expiry (EXPIRED). A receipt Apple cannot vouch for sends none.
+    /// switched off, a refund the customer asked for (CONSUMPTION_REQUEST some hours before, then
+    /// REFUND), an expiry (EXPIRED). A receipt Apple cannot vouch for sends none.
     func notifications(from startMs: Int64, until endMs: Int64) -> [SimulatedNotification] {
         guard fixedFailureStatus == nil else { return [] }
         return scripts.flatMap { script -> [SimulatedNotification] in
@@ -56,6 +60,9 @@ extension SimulatedReceipt {
                     found.append(("DID_RENEW", nil, transaction.purchaseMs, position))
                 }
                 if let refunded = transaction.cancellationMs, !transaction.isUpgraded {
+                    if let asked = script.refund, asked.at == refunded {
+                        found.append(("CONSUMPTION_REQUEST", nil, max(transaction.purchaseMs, refunded - Self.refundReviewMs), position))
+                    }
                     found.append(("REFUND", nil, refunded, position))
                 }
             }
@@ -64,14 +71,21 @@ extension SimulatedReceipt {
             return found.filter { (startMs..<endMs).contains($0.at) }.compactMap { event in
                 // The renewal info as it stood then; the transaction is one the answer at that time lists.
                 guard let then = timeline.snapshot(at: event.at), event.position < then.transactions.count else { return nil }
-                return SimulatedNotification(
+                var notification = SimulatedNotification(
                     type: event.type, subtype: event.subtype,
                     uuid: Self.uuid(token.receiptData, script.chain, event.type, event.at), signedDateMs: event.at,
                     environment: token.environment, app: token.bundleID, transaction: then.transactions[event.position],
                     renewalCount: event.position, renewal: then.renewal)
+                if event.type == "CONSUMPTION_REQUEST" {
+                    notification.consumptionRequestReason = script.refund?.reason == 1 ? "FULFILLMENT_ISSUE" : "OTHER"
+                }
+                return notification
             }
         }
     }
+
+    /// How long before a refund the customer asked for it (and Apple asked the developer).
+    static let refundReviewMs: Int64 = 6 * 3_600_000
 
     /// The same notification always gets the same notificationUUID: a digest of what it is about.
     private static func uuid(_ receipt: String, _ chain: Int, _ type: String, _ at: Int64) -> String {

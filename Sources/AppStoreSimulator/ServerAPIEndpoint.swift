@@ -17,6 +17,8 @@ public struct ServerAPISimulation: Sendable {
     public let subscriptions: [Int]
     /// The renewal-date extensions granted so far: every answer reads the expiries they moved.
     public let extensions = GrantedExtensions()
+    /// The answers to consumption requests Apple took.
+    public let consumption = ReceivedConsumption()
 
     /// The first simulated app's bundle id: a token for it asks about the fleet of `seeds[0]`.
     public static var bundleID: String { Catalog.bundleID }

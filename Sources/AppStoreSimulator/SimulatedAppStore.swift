@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Routes: `POST /verifyReceipt` (production), `POST /sandbox/verifyReceipt` (sandbox), the App Store
 /// Server API's `GET /inApps/v1/subscriptions/{transactionId}`, `GET /inApps/v2/history/{transactionId}`,
-/// `POST /inApps/v1/notifications/history`, the test notification, the renewal-date extensions, Look Up Order ID (and
+/// `POST /inApps/v1/notifications/history`, the test notification, the renewal-date extensions, Look Up Order ID, Send Consumption Information (and
 /// each under `/sandbox`) when set up with `ServerAPISimulation`, `GET /stats`, and the control
 /// routes under `/control` (see `addControlRoutes`).
 public final class SimulatedAppStore: Sendable {
@@ -53,6 +53,9 @@ public final class SimulatedAppStore: Sendable {
 
     /// What `GET /stats` reports.
     public var statistics: SimulatorStatistics { stats.snapshot(rateLimit: knobs.rateLimit) }
+
+    /// The answers to consumption requests the simulated Server API took, oldest first.
+    public var consumptionAnswers: [ReceivedConsumption.Answer] { serverAPI?.consumption.all ?? [] }
 
     /// Starts the statistics afresh (as `POST /control/reset-stats` does).
     public func resetStatistics() { stats.reset() }
@@ -139,6 +142,14 @@ public final class SimulatedAppStore: Sendable {
                 return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
                     RenewalExtensionEndpoint.extend(
                         app: app, originalTransactionID: id, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                }
+            }
+            router.put("\(prefix)inApps/v2/transactions/consumption/:id") { request, context in
+                let id = context.parameters.get("id") ?? ""
+                let body = try await request.body.collect(upTo: 1 << 16)
+                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
+                    ConsumptionEndpoint.answer(
+                        app: app, transactionID: id, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
                 }
             }
             router.post("\(prefix)inApps/v1/subscriptions/extend/mass") { request, context in

@@ -66,11 +66,13 @@ extension OpsConsole {
     func subscription(_ request: Request, id text: String) async throws -> Response {
         let viewer = try await viewer(request)
         let id = try Self.subscriptionID(text)
-        guard let detail = try await lanes.run({ desk in try desk.ledger.detail(id: id, events: 100, verifications: 10) }) else {
-            throw ConsoleProblem.notFound("No subscription has id \(id).")
+        let found = try await lanes.run { desk -> (SubscriptionDetail, [ConsumptionRequestRecord])? in
+            guard let detail = try desk.ledger.detail(id: id, events: 100, verifications: 10) else { return nil }
+            return (detail, try desk.ledger.consumptionRequests(subscriptionID: id))
         }
+        guard let (detail, refundRequests) = found else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
         var view = SubscriptionPageView(viewer: viewer, query: String(id), notice: Notice(request)?.text)
-        view.subscription = .init(detail, now: Date())
+        view.subscription = .init(detail, refundRequests: refundRequests, now: Date())
         return page("subscriptions", view)
     }
 
@@ -140,6 +142,9 @@ struct SubscriptionPageView {
         var nextCheck: String
         var events: [Event]
         var verifications: [Attempt]
+        /// The customer's refund requests Apple asked about (CONSUMPTION_REQUEST), newest first.
+        var refundRequests: [RefundRequest]
+        var hasRefundRequests: Bool
 
         struct Event {
             var type: String
@@ -155,7 +160,31 @@ struct SubscriptionPageView {
             var error: String
         }
 
-        init(_ detail: SubscriptionDetail, now: Date) {
+        struct RefundRequest {
+            var transactionID: String
+            var reason: String
+            var asked: String
+            var deadline: String
+            var state: String
+            /// The answer Apple took, why none was sent, or how the tries went.
+            var detail: String
+
+            init(_ record: ConsumptionRequestRecord) {
+                transactionID = record.transactionID
+                reason = record.reason ?? "-"
+                asked = Shown.time(record.signedAt)
+                deadline = Shown.time(record.deadline)
+                state = record.state
+                detail = switch record.state {
+                case "answered": (record.answeredAt.map { "at \(Shown.time($0)): " } ?? "") + (record.answer ?? "")
+                case "unanswered": record.unansweredReason ?? "-"
+                case "pending": "\(record.attempts) attempts" + (record.lastError.map { "; last: \($0)" } ?? "")
+                default: "the deadline passed unanswered"
+                }
+            }
+        }
+
+        init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = [], now: Date) {
             let record = detail.subscription
             id = record.id
             originalTransactionID = record.originalTransactionID
@@ -181,6 +210,8 @@ struct SubscriptionPageView {
                         backend: attempt.backend.map { "\($0)" } ?? "-", apple: attempt.appleStatus.map(String.init) ?? "-",
                         error: attempt.error ?? "")
             }
+            self.refundRequests = refundRequests.map(RefundRequest.init)
+            hasRefundRequests = !refundRequests.isEmpty
         }
     }
 }

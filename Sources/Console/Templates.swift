@@ -406,6 +406,15 @@ enum Templates {
           <tbody>{{#verifications}}<tr><td>{{at}}</td><td>{{outcome}}</td><td>{{backend}}</td><td>{{apple}}</td><td class="message">{{error}}</td></tr>{{/verifications}}</tbody>
         </table>
         </div>
+        {{#hasRefundRequests}}
+        <h3>Refund requests</h3>
+        <div class="scroll">
+        <table id="refund-requests">
+          <thead><tr><th>Transaction</th><th>Reason</th><th>Asked</th><th>Deadline</th><th>State</th><th>Answer</th></tr></thead>
+          <tbody>{{#refundRequests}}<tr data-state="{{state}}"><td>{{transactionID}}</td><td>{{reason}}</td><td>{{asked}}</td><td>{{deadline}}</td><td>{{state}}</td><td class="message">{{detail}}</td></tr>{{/refundRequests}}</tbody>
+        </table>
+        </div>
+        {{/hasRefundRequests}}
         {{/subscription}}
         {{#choices}}
         <p>Several subscriptions match:</p>

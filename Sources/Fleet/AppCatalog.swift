@@ -10,9 +10,15 @@ public struct AppConfiguration: Sendable, Equatable {
     public var sharedSecrets: [SharedSecret]
     /// The app's Apple id (`appAppleId`), checked in V2 notifications when set.
     public var appleID: Int64?
+    /// The app's policy for refund requests: the preference its answers give Apple (none: Apple decides alone).
+    public var refundPreference: RefundPreference?
 
-    public init(name: String, bundleIDs: Set<String>, sharedSecrets: [SharedSecret] = [], appleID: Int64? = nil) {
+    public init(
+        name: String, bundleIDs: Set<String>, sharedSecrets: [SharedSecret] = [], appleID: Int64? = nil,
+        refundPreference: RefundPreference? = nil
+    ) {
         (self.name, self.bundleIDs, self.sharedSecrets, self.appleID) = (name, bundleIDs, sharedSecrets, appleID)
+        self.refundPreference = refundPreference
     }
 }
 
@@ -39,8 +45,9 @@ public struct AppCatalog: Sendable, Equatable {
     }
 
     /// The one app `default`, whose receipts and notifications carry `bundleIDs` (none named: any).
-    public static func single(bundleIDs: Set<String> = [], appleID: Int64? = nil) -> AppCatalog {
-        AppCatalog(unchecked: [AppConfiguration(name: defaultAppName, bundleIDs: bundleIDs, appleID: appleID)])
+    public static func single(bundleIDs: Set<String> = [], appleID: Int64? = nil, refundPreference: RefundPreference? = nil) -> AppCatalog {
+        AppCatalog(unchecked: [AppConfiguration(
+            name: defaultAppName, bundleIDs: bundleIDs, appleID: appleID, refundPreference: refundPreference)])
     }
 
     private init(unchecked apps: [AppConfiguration]) { self.apps = apps }

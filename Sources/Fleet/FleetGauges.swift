@@ -85,6 +85,7 @@ private struct Instruments: Sendable {
     let outboxUnpublished: Gauge
     let outboxLag: Gauge
     let schedulerLastSuccess: Gauge
+    let consumptionNearingDeadline: Gauge
 
     init(factory: any MetricsFactory, rateLimit: Double, apps names: [String]) {
         func gauge(_ name: String, _ dimensions: [(String, String)] = []) -> Gauge {
@@ -101,6 +102,7 @@ private struct Instruments: Sendable {
         outboxUnpublished = gauge(MetricName.outboxUnpublished)
         outboxLag = gauge(MetricName.outboxLag)
         schedulerLastSuccess = gauge(MetricName.schedulerLastSuccess)
+        consumptionNearingDeadline = gauge(MetricName.consumptionRequestsNearingDeadline)
         gauge(MetricName.rateLimit).record(rateLimit)
     }
 
@@ -127,5 +129,6 @@ private struct Instruments: Sendable {
             outboxUnpublished.record(outbox.unpublished)
             outboxLag.record(outbox.oldestUnpublishedAgeSeconds ?? 0)
         }
+        if let nearing = reading.ledgerSide?.consumptionRequestsNearingDeadline { consumptionNearingDeadline.record(nearing) }
     }
 }

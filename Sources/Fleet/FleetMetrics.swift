@@ -29,6 +29,7 @@ public final class FleetMetrics: VerificationMetrics {
     private let eventsPublished: Counter
     private let webhookDeliveries: [DeliveryAttemptResult: Counter]
     private let schedulerJobsEnqueued: Counter
+    private let consumptionRequests: [ConsumptionOutcome: Counter]
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -51,6 +52,9 @@ public final class FleetMetrics: VerificationMetrics {
             ($0, counter(MetricName.webhookDeliveries, [("outcome", $0.rawValue)]))
         })
         schedulerJobsEnqueued = counter(MetricName.schedulerJobsEnqueued)
+        consumptionRequests = Dictionary(uniqueKeysWithValues: ConsumptionOutcome.allCases.map {
+            ($0, counter(MetricName.consumptionRequests, [("outcome", $0.rawValue)]))
+        })
         // Answers of every status appear as they come; these two are there from the start.
         appleResponses = Mutex(Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
             let response = AppleResponse(status: "0", environment: $0.label)
@@ -105,6 +109,10 @@ public final class FleetMetrics: VerificationMetrics {
     func attempted(_ delivery: DeliveryAttemptResult) { webhookDeliveries[delivery]!.increment() }
 
     func enqueued(_ jobs: Int) { schedulerJobsEnqueued.increment(by: Int64(jobs)) }
+
+    func consumptionRequests(_ outcome: ConsumptionOutcome, count: Int = 1) {
+        if count > 0 { consumptionRequests[outcome]!.increment(by: Int64(count)) }
+    }
 }
 
 /// The names of the fleet's metrics: the contract with the dashboards and alert rules (docs/metrics.md).
@@ -134,6 +142,8 @@ public enum MetricName {
     public static let eventsPublished = "receiptfleet_events_published_total"
     public static let webhookDeliveries = "receiptfleet_webhook_deliveries_total"
     public static let schedulerJobsEnqueued = "receiptfleet_scheduler_jobs_enqueued_total"
+    public static let consumptionRequests = "receiptfleet_consumption_requests_total"
+    public static let consumptionRequestsNearingDeadline = "receiptfleet_consumption_requests_nearing_deadline"
     public static let buildInfo = "receiptfleet_build_info"
 }
 

@@ -84,6 +84,8 @@ public final class FleetStatusReader {
             let counts = try ledger.counts(now: now, since: now - 3_600)
             (side.subscriptions, side.dueNow, side.eventsLastHour) = (counts.subscriptionsByApp, counts.dueNow, counts.eventsByType)
         }
+        side.consumptionRequestsNearingDeadline = try ledger.consumptionRequestsNearingDeadline(
+            now: now, within: ConsumptionResponder.nearingDeadline)
         side.lastNotificationRecovery = try ledger.latestAudited("notifications.recover").map {
             FleetStatus.NotificationRecovery(
                 at: $0.at, found: Int($0.details["found"] ?? "") ?? 0, new: Int($0.details["new"] ?? "") ?? 0, outcome: $0.outcome)
@@ -136,6 +138,8 @@ public struct FleetReading: Sendable {
         public var dueNow: Int?
         public var eventsLastHour: [String: Int]?
         public var lastNotificationRecovery: FleetStatus.NotificationRecovery?
+        /// Consumption requests pending within `ConsumptionResponder.nearingDeadline` of Apple's deadline.
+        public var consumptionRequestsNearingDeadline: Int?
     }
 
     public var redisSide: RedisSide?

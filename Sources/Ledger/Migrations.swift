@@ -391,5 +391,52 @@ enum Migrations {
             );
             CREATE INDEX renewal_extensions_request ON renewal_extensions (request_identifier);
             """),
+        Migration(version: 19, name: "consumption requests", sql: """
+            -- Whether an app's account consented to share consumption data with Apple when its customer
+            -- asks for a refund (the API's PUT/DELETE /v1/accounts/{id}/refund-consent). Without a row,
+            -- or with `consented` false (withdrawn), nothing is sent.
+            CREATE TABLE refund_consents (
+                app          text NOT NULL,
+                account_id   text NOT NULL,
+                consented    boolean NOT NULL,
+                changed_at   timestamptz NOT NULL DEFAULT now(),
+                changed_by   text,
+                PRIMARY KEY (app, account_id)
+            );
+
+            -- Each CONSUMPTION_REQUEST notification (a customer asked Apple for a refund), once by its
+            -- notification's dedupe key, and what became of it: `pending` until answered (Send
+            -- Consumption Information) before `deadline` (Apple's 12 hours from `signed_at`);
+            -- `unanswered` with the reason (no consent, Family Sharing, Apple's refusal); `missed` when
+            -- the deadline passed first (a request found late by notification recovery is never sent).
+            CREATE TABLE consumption_requests (
+                id                       bigserial PRIMARY KEY,
+                dedupe_key               text NOT NULL UNIQUE,
+                app                      text NOT NULL,
+                environment              text NOT NULL CHECK (environment IN ('Production', 'Sandbox')),
+                transaction_id           text NOT NULL,
+                original_transaction_id  text,
+                subscription_id          bigint REFERENCES subscriptions (id) ON DELETE CASCADE,
+                -- Apple's `type` of the transaction and its `inAppOwnershipType`, as the notification signed them.
+                product_type             text,
+                family_shared            boolean NOT NULL DEFAULT false,
+                request_reason           text,
+                signed_at                timestamptz NOT NULL,
+                deadline                 timestamptz NOT NULL,
+                received_at              timestamptz NOT NULL DEFAULT now(),
+                state                    text NOT NULL DEFAULT 'pending'
+                                         CHECK (state IN ('pending', 'answered', 'unanswered', 'missed')),
+                unanswered_reason        text,
+                -- The ConsumptionRequest body Apple took.
+                answer                   jsonb,
+                answered_at              timestamptz,
+                attempts                 integer NOT NULL DEFAULT 0,
+                next_attempt_at          timestamptz NOT NULL DEFAULT now(),
+                last_error               text
+            );
+            -- The responder's claims, its sweep of missed requests and the nearing-deadline gauge read the pending ones by deadline.
+            CREATE INDEX consumption_requests_due ON consumption_requests (deadline) WHERE state = 'pending';
+            CREATE INDEX consumption_requests_subscription ON consumption_requests (subscription_id, signed_at);
+            """),
     ]
 }

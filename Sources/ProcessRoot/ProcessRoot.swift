@@ -44,6 +44,8 @@ public enum ProcessRoot {
             services += [LeaseKeeper(context, jobs: jobs), Promoter(context), ConsumerCleanup(context)]
             if withRelay { services += relay(context) }
             services += [Processors(context, jobs: jobs), Reclaimer(context, jobs: jobs), Heartbeat(context)]
+            // Refund requests are answered through the Server API only.
+            if settings.serverAPI != nil { services.append(ConsumptionAnswering(context)) }
         case .relay:
             services += relay(context)
         case .scheduler(let loop):

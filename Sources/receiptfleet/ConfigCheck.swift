@@ -40,7 +40,8 @@ struct Config: ParsableCommand {
                         case 1: "its own shared secret (masked)"
                         default: "its own shared secret (masked); rotating: the previous one is accepted too"
                         }
-                        row("  app \(app.name)", app.bundleIDs.sorted().joined(separator: ",") + "; " + secret + (app.appleID.map { "; Apple id \($0)" } ?? ""))
+                        row("  app \(app.name)", app.bundleIDs.sorted().joined(separator: ",") + "; " + secret + (app.appleID.map { "; Apple id \($0)" } ?? "")
+                            + (app.refundPreference.map { "; refund preference \($0.argument)" } ?? ""))
                     }
                 }
             }

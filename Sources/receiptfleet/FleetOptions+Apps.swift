@@ -7,11 +7,12 @@ import Foundation
 /// secret. With it, a JSON object of app name to the app:
 ///
 ///     {"photos": {"bundle_ids": ["com.example.photos"], "shared_secret_file": "/etc/receiptfleet/photos.secret",
-///                 "apple_id": 1460000001},
+///                 "apple_id": 1460000001, "refund_preference": "decline"},
 ///      "video":  {"bundle_ids": ["com.example.video", "com.example.video.tv"]}}
 ///
 /// `shared_secret_file` holds the app-specific shared secret (two during a rotation, the new one
 /// first, as `shared-secret`); an app without one uses the account's primary shared secret.
+/// `refund_preference` is the app's refund policy (as `refund-preference`; none: Apple decides alone).
 extension Rule where Value == AppCatalog {
     static var appsFile: Rule {
         Rule("a JSON file of app names to apps") { path, _ in try ResolvedConfiguration.apps(inFile: path) }
@@ -38,9 +39,10 @@ extension ResolvedConfiguration {
                 throw failure("'\(name)' is not an app name: 1 to 64 lowercase letters, digits, '.', '_' or '-'")
             }
             guard let fields = entry as? [String: Any] else { throw failure("\(name) is not an object") }
-            let unknown = Set(fields.keys).subtracting(["bundle_ids", "shared_secret_file", "apple_id"])
+            let known = ["bundle_ids", "shared_secret_file", "apple_id", "refund_preference"]
+            let unknown = Set(fields.keys).subtracting(known)
             guard unknown.isEmpty else {
-                throw failure("\(name) has unknown fields \(unknown.sorted().joined(separator: ", ")) (known: bundle_ids, shared_secret_file, apple_id)")
+                throw failure("\(name) has unknown fields \(unknown.sorted().joined(separator: ", ")) (known: \(known.joined(separator: ", ")))")
             }
             guard let bundleIDs = fields["bundle_ids"] as? [String], !bundleIDs.isEmpty, !bundleIDs.contains(where: \.isEmpty) else {
                 throw failure("\(name) needs bundle_ids: a list of its bundle ids, which route its receipts and notifications")
@@ -60,6 +62,12 @@ extension ResolvedConfiguration {
                 guard let id = id as? Int64, id > 0 else { throw failure("\(name)'s apple_id must be the app's Apple id, a positive number") }
                 app.appleID = id
             }
+            if let preference = fields["refund_preference"] {
+                guard let preference = (preference as? String).flatMap(RefundPreference.init(argument:)) else {
+                    throw failure("\(name)'s refund_preference must be decline, grant-full or grant-prorated (leave it out for none)")
+                }
+                app.refundPreference = preference
+            }
             apps.append(app)
         }
         do {
@@ -78,5 +86,18 @@ extension ResolvedConfiguration {
                 ? "it is empty" : "it holds \(secrets.count) secrets: one, or two during a rotation (the new one first)")
         }
         return secrets
+    }
+}
+
+extension Rule where Value == RefundPreference {
+    static var refundPreference: Rule {
+        Rule("decline, grant-full or grant-prorated") { text, _ in
+            guard let preference = RefundPreference(argument: text) else {
+                throw Refusal("'\(text)' is not decline, grant-full or grant-prorated (leave it unset for none)")
+            }
+            return preference
+        }
+        .writing(\.argument)
+        .offering(RefundPreference.allCases.map(\.argument))
     }
 }

@@ -135,7 +135,9 @@ struct ResolvedConfiguration {
             expiredReceipts: Self.days(self[Settings.retentionExpiredReceiptsDays]))
         settings.previousSharedSecret = secrets.count == 2 ? SharedSecret(secrets[1]) : nil
         settings.apps = try self[Settings.appsFile]
-            ?? .single(bundleIDs: Set(self[Settings.appleBundleID]), appleID: self[Settings.appleAppID])
+            ?? .single(
+                bundleIDs: Set(self[Settings.appleBundleID]), appleID: self[Settings.appleAppID],
+                refundPreference: self[Settings.refundPreference])
         settings.haltAfterTransportFailures = try self[Settings.haltAfterTransportFailures]
         settings.appleCAFile = try self[Settings.appleCAFile]
         return settings

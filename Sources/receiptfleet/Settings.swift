@@ -69,7 +69,7 @@ struct SettingsRegistry: Sendable {
         show: { $0.count == 1 ? "set (masked)" : "set (masked); rotating: the previous secret is accepted too, until you remove it" })
     let appsFile = Setting<AppCatalog?>(
         "apps-file", .appsFile, unset: "not set: one app, `default`",
-        help: "A JSON file naming the deployment's apps: their bundle ids, app-specific shared secrets and Apple ids.",
+        help: "A JSON file naming the deployment's apps: their bundle ids, app-specific shared secrets, Apple ids and refund preferences.",
         details: "\"Several apps in one deployment\" below.", show: { "\($0.apps.count) apps" })
     let appleBundleID = Setting<[String]>(
         "apple-bundle-id", .list, default: [], .flag,
@@ -80,6 +80,10 @@ struct SettingsRegistry: Sendable {
     let appleAppID = Setting<Int64?>(
         "apple-app-id", Rule.number("an app's Apple id (a positive number)") { $0 > 0 }, unset: "not set (not checked)", .flag,
         help: "Without apps-file, the app's Apple id (appAppleId), checked in V2 notifications when set.")
+    let refundPreference = Setting<RefundPreference?>(
+        "refund-preference", .refundPreference, unset: "none (Apple decides alone)",
+        help: "Without apps-file, the app's refund policy: the preference its answers to refund requests give Apple: decline, grant-full or grant-prorated.",
+        details: "With apps-file, each app's refund_preference. Sent only with the customer's consent (docs/appstore-server-api.md).")
     let backend = Setting<VerificationBackend>(
         "backend", .backend, default: .verifyReceipt,
         help: "The backend of subscriptions that name none: verify-receipt (receipts) or server-api (the App Store Server API).",

@@ -6,7 +6,8 @@ import Ledger
 struct SubscriptionReport {
     let text: String
 
-    init(_ detail: SubscriptionDetail) {
+    /// `refundRequests`: the customer's refund requests Apple asked about (CONSUMPTION_REQUEST), newest first.
+    init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = []) {
         let record = detail.subscription
         let state = record.state
         var lines = [
@@ -37,6 +38,16 @@ struct SubscriptionReport {
             lines.append("    \(attempt.attemptedAt)  \(attempt.outcome.rawValue)  \(attempt.backend.map { "\($0)" } ?? "-")"
                 + "  apple \(attempt.appleStatus.map(String.init) ?? "-")"
                 + (attempt.error.map { "  \($0)" } ?? ""))
+        }
+        if !refundRequests.isEmpty { lines.append("  refund requests \(refundRequests.count)") }
+        for request in refundRequests.prefix(5) {
+            let outcome = switch request.state {
+            case "answered": "answered \(request.answeredAt.map { "\($0)" } ?? "")  \(request.answer ?? "")"
+            case "unanswered": "unanswered: \(request.unansweredReason ?? "-")"
+            case "pending": "pending, \(request.attempts) attempts" + (request.lastError.map { ", last: \($0)" } ?? "")
+            default: "missed: the deadline passed unanswered"
+            }
+            lines.append("    \(request.transactionID)  asked \(request.signedAt)  deadline \(request.deadline)  \(outcome)")
         }
         text = lines.joined(separator: "\n")
     }

@@ -60,7 +60,7 @@ struct Subscriptions: ParsableCommand {
 
     struct Show: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show one subscription: state, transactions, events and recent verifications.",
+            abstract: "Show one subscription: state, transactions, events, recent verifications and refund requests.",
             discussion: """
                 --order takes the order id a customer quotes from Apple's receipt email: Apple's Look Up \
                 Order ID lists the order's transactions (each signed payload verified), then the \
@@ -89,7 +89,7 @@ struct Subscriptions: ParsableCommand {
             let ids = try selector.order == nil ? selector.ids(in: ledger, settings: settings) : orders.flatMap { $0.subscriptions.map(\.id) }
             for id in ids {
                 guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
-                print(SubscriptionReport(detail).text)
+                print(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
             }
         }
     }

@@ -138,6 +138,14 @@ struct APIHarness: Sendable {
         }
     }
 
+    func put(_ path: String, bytes: [UInt8] = Array("{}".utf8), auth: Auth = .token) async throws -> Reply {
+        let (url, headers) = (baseURL + path, headers(auth))
+        return try await onOwnThread {
+            let response = try HTTPClient().put(url: url, json: bytes, headers: headers)
+            return Reply(status: response.status, headers: response.headers, body: response.body)
+        }
+    }
+
     func delete(_ path: String, auth: Auth = .token) async throws -> Reply {
         let (url, headers) = (baseURL + path, headers(auth))
         return try await onOwnThread {

@@ -65,10 +65,10 @@ import Testing
     /// A token written with scopes calls only the routes of those scopes (403 elsewhere, before
     /// anything is asked or stored); one written without may call every route, as before.
     @Test func aTokenWithScopesCallsOnlyTheirRoutes() async throws {
-        let (reader, registrar) = ("reader-0123456789abcdef", "registrar-0123456789abcdef")
+        let (reader, registrar, support) = ("reader-0123456789abcdef", "registrar-0123456789abcdef", "support-0123456789abcdef")
         try await APIHarness.with(configure: { settings in
             settings.tokens = try! NamedTokens(
-                parsing: "tester:\(Self.unscoped),analytics(read):\(reader),backend(register+read):\(registrar)",
+                parsing: "tester:\(Self.unscoped),analytics(read):\(reader),backend(register+read):\(registrar),support(refund-consent):\(support)",
                 scopes: APIScope.names)
         }) { api in
             let read = try await api.get("/v1/subscriptions?account_id=a", auth: .bearer(reader))
@@ -78,6 +78,12 @@ import Testing
             let delete = try await api.delete("/v1/accounts/a", auth: .bearer(registrar))
             #expect(delete.status == 403 && delete.code == "insufficient_scope")
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0, "refused before anything was stored")
+            #expect(try await api.put("/v1/accounts/a/refund-consent", auth: .bearer(registrar)).code == "insufficient_scope")
+            #expect(try await api.delete("/v1/accounts/a/refund-consent", auth: .bearer(reader)).code == "insufficient_scope")
+            #expect(try await api.count("SELECT count(*) AS n FROM refund_consents") == 0, "refused before anything was stored")
+            #expect(try await api.put("/v1/accounts/a/refund-consent", auth: .bearer(support)).status == 200)
+            #expect(try await api.delete("/v1/accounts/a/refund-consent", auth: .bearer(support)).status == 200)
+            #expect(try await api.count("SELECT count(*) AS n FROM refund_consents WHERE account_id = 'a' AND NOT consented") == 1)
             #expect(try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData], auth: .bearer(registrar)).status == 200)
             #expect(try await api.delete("/v1/accounts/a", auth: .bearer(Self.unscoped)).status == 200, "no scopes: every route")
         }

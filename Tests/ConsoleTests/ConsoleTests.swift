@@ -426,6 +426,48 @@ import Testing
         }
     }
 
+    /// The customer's refund requests Apple asked about (CONSUMPTION_REQUEST) are on the
+    /// subscription's page with what became of each: the answer Apple took, why none was sent, or
+    /// that the deadline passed (issue 30, part 3).
+    @Test func aSubscriptionShowsItsRefundRequestsAndWhatBecameOfThem() async throws {
+        try await ConsoleHarness.with { console in
+            let record = try await console.subscriptionWithHistory()
+            let session = try await console.logIn()
+            let before = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(before.status == 200 && !before.body.contains("refund-requests"), "no table without a request")
+
+            let now = Date()
+            let (subscription, original) = (record.id, record.originalTransactionID)
+            try await console.onLedger { ledger in
+                for (transaction, hoursAgo) in [("9100000000000001", 1.0), ("9100000000000002", 2.0), ("9100000000000003", 13.0)] {
+                    try ledger.recordConsumptionRequest(ConsumptionRequestNotice(
+                        dedupeKey: "v2:console-\(transaction)", app: record.app, environment: record.environment, transactionID: transaction,
+                        originalTransactionID: original, subscriptionID: subscription, productType: PurchaseKind.autoRenewable.rawValue,
+                        familyShared: false, reason: "OTHER", signedAt: now.addingTimeInterval(-hoursAgo * 3_600)), now: now)
+                }
+                let requests = try ledger.consumptionRequests(subscriptionID: subscription)
+                let answer = ConsumptionAnswer(deliveryStatus: .delivered, sampleContentProvided: true, refundPreference: .decline)
+                try ledger.recordConsumptionAnswered(id: requests.first { $0.transactionID == "9100000000000001" }!.id, body: answer.body, at: now)
+                try ledger.recordConsumptionUnanswered(
+                    id: requests.first { $0.transactionID == "9100000000000002" }!.id, reason: ConsumptionWithheld.noConsent.rawValue)
+            }
+            let page = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            func row(_ state: String) -> String? {
+                guard let open = page.body.range(of: #"<tr data-state="\#(state)">"#),
+                      let close = page.body[open.upperBound...].range(of: "</tr>") else { return nil }
+                return String(page.body[open.upperBound..<close.lowerBound])
+            }
+            let answered = try #require(row("answered"), "\(page.body)")
+            #expect(answered.contains("9100000000000001") && answered.contains("DELIVERED") && answered.contains("DECLINE"), "\(answered)")
+            let unanswered = try #require(row("unanswered"))
+            #expect(unanswered.contains("9100000000000002") && unanswered.contains("no_consent"), "\(unanswered)")
+            let missed = try #require(row("missed"))
+            #expect(missed.contains("9100000000000003") && missed.contains("the deadline passed unanswered"), "\(missed)")
+            #expect(page.body.range(of: "9100000000000001")!.lowerBound < page.body.range(of: "9100000000000003")!.lowerBound,
+                    "newest first")
+        }
+    }
+
     /// An operator extends a renewal date from the subscription's page: the form leads to a page
     /// that says what Apple will be asked, and only its confirmation asks; the check it queues
     /// announces renewal_extended.

@@ -108,11 +108,13 @@ import Testing
         let secret = directory.appendingPathComponent("journal.secret")
         try Data("journal-new\njournal-old\n".utf8).write(to: secret)
         let apps = directory.appendingPathComponent("apps.json")
-        try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"]}, "journal": {"bundle_ids": ["com.receiptfleet.journal"], "shared_secret_file": "\#(secret.path)", "apple_id": 42}}"#.utf8).write(to: apps)
+        try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"]}, "journal": {"bundle_ids": ["com.receiptfleet.journal"], "shared_secret_file": "\#(secret.path)", "apple_id": 42, "refund_preference": "grant-prorated"}}"#.utf8).write(to: apps)
         let listed = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
         #expect(listed.status == 0, "\(listed.output)")
         #expect(listed.output.contains("  app demo".padding(toLength: 30, withPad: " ", startingAt: 0) + "com.receiptfleet.demo; the account's shared secret"))
         #expect(listed.output.contains("com.receiptfleet.journal; its own shared secret (masked); rotating"), "\(listed.output)")
+        #expect(listed.output.contains("; Apple id 42; refund preference grant-prorated"), "\(listed.output)")
+        #expect(!listed.output.contains("com.receiptfleet.demo; the account's shared secret; refund preference"), "none unless set")
         #expect(!listed.output.contains("journal-new") && !listed.output.contains("journal-old"))
 
         try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"]}, "other": {"bundle_ids": ["com.receiptfleet.demo"]}}"#.utf8).write(to: apps)
@@ -121,6 +123,15 @@ import Testing
         try Data(#"{"demo": {"bundle_id": "com.receiptfleet.demo"}}"#.utf8).write(to: apps)
         let misspelt = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
         #expect(misspelt.status != 0 && misspelt.output.contains("demo has unknown fields bundle_id"), "\(misspelt.output)")
+        try Data(#"{"demo": {"bundle_ids": ["com.receiptfleet.demo"], "refund_preference": "maybe"}}"#.utf8).write(to: apps)
+        let preference = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_APPS_FILE": apps.path])
+        #expect(preference.status != 0 && preference.output.contains("demo's refund_preference must be decline, grant-full or grant-prorated"),
+                "\(preference.output)")
+        // One app without a file: the setting.
+        let single = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_REFUND_PREFERENCE": "decline"])
+        #expect(single.status == 0 && single.output.contains("refund-preference             decline"), "\(single.output)")
+        let refused = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_REFUND_PREFERENCE": "refuse"])
+        #expect(refused.status != 0 && refused.output.contains("'refuse' is not decline, grant-full or grant-prorated"), "\(refused.output)")
     }
 
     /// Seed lines of two apps' receipts go to the app of their bundle id; a line of a bundle id

@@ -19,6 +19,7 @@ import Testing
         "receiptfleet_rate_limiter_slots_given_up_total",
         "receiptfleet_persist_duration_seconds", "receiptfleet_events_published_total", "receiptfleet_webhook_deliveries_total",
         "receiptfleet_scheduler_jobs_enqueued_total", "receiptfleet_build_info",
+        "receiptfleet_consumption_requests_total", "receiptfleet_consumption_requests_nearing_deadline",
     ]
 
     /// A worker process that has just started, with its metrics server, scraped once.

@@ -4,6 +4,7 @@ import EventRelay
 import Fleet
 import Foundation
 import JobQueue
+import Ledger
 import Observability
 import RedisClient
 import TestSupport
@@ -54,6 +55,33 @@ import Testing
                 #expect(scrape.value("receiptfleet_fleet_paused") == 0)
                 #expect(scrape.value("receiptfleet_fleet_halted") == 0)
                 #expect(scrape.value("receiptfleet_build_info", ["version": BuildInfo.version, "commit": BuildInfo.commit]) == 1)
+            }
+        }
+    }
+
+    /// The refund requests pending within two hours of Apple's deadline, read from PostgreSQL at
+    /// each scrape: the same in every process, also when no worker can answer them (issue 30, part 3).
+    @Test func theRefundRequestsNearingTheirDeadlineAreCountedFromTheLedger() async throws {
+        try await Deployment.with { deployment in
+            try await withMetricsServer(deployment.settings) { server in
+                #expect(try await server.scrape().value("receiptfleet_consumption_requests_nearing_deadline") == 0)
+                let database = deployment.database
+                let now = Date()
+                try await onOwnThread {
+                    let ledger = Ledger(try database.connect())
+                    // Asked 11 h and 10.5 h ago (deadlines within the hour and a half), 1 h ago, and 13 h ago (missed).
+                    for (transaction, hoursAgo) in [("1", 11.0), ("2", 10.5), ("3", 1.0), ("4", 13.0)] {
+                        try ledger.recordConsumptionRequest(ConsumptionRequestNotice(
+                            dedupeKey: "v2:gauge-\(transaction)", app: "default", environment: .production, transactionID: transaction,
+                            originalTransactionID: nil, subscriptionID: nil, productType: nil, familyShared: false, reason: nil,
+                            signedAt: now.addingTimeInterval(-hoursAgo * 3_600)), now: now)
+                    }
+                    // One of the two near their deadline is answered: it no longer counts.
+                    let due = try ledger.claimDueConsumptionRequests(now: now, limit: 1, lease: .seconds(60))
+                    try ledger.recordConsumptionUnanswered(id: try #require(due.first).id, reason: "no_consent")
+                }
+                #expect(try await server.scrape().value("receiptfleet_consumption_requests_nearing_deadline") == 1)
+                #expect(try await deployment.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'") == 2)
             }
         }
     }

@@ -1,3 +1,4 @@
+import AppStore
 import Fleet
 import JobQueue
 import Observability
@@ -29,6 +30,21 @@ import Testing
             "Processors", "Reclaimer", "Heartbeat",
         ])
         #expect(names(.relay, settings) == ["MetricsServer", "OutboxRelayService", "WebhookDispatchers"])
+    }
+
+    /// Only a worker with a Server API key answers refund requests (issue 30, part 3): it stops
+    /// first, so that no answer is cut off by the processors' drain.
+    @Test func aWorkerWithAServerAPIKeyAnswersRefundRequests() throws {
+        #expect(!names(.worker(withRelay: false), settings).contains("ConsumptionAnswering"), "no key: nothing to answer with")
+        var settings = settings
+        settings.serverAPI = ServerAPISettings(
+            key: try ServerAPIKey(
+                issuerID: "issuer", keyID: "SIMKEY", bundleID: "com.receiptfleet.demo", pem: SimulatedServerAPI.privateKey.pemRepresentation),
+            signatures: SignedPayloadVerifier(trustedRoots: []))
+        #expect(names(.worker(withRelay: false), settings) == [
+            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "Processors", "Reclaimer", "Heartbeat", "ConsumptionAnswering",
+        ])
+        #expect(!names(.relay, settings).contains("ConsumptionAnswering"))
     }
 
     @Test func withoutAMetricsAddressNoMetricsServerRuns() throws {
