@@ -191,14 +191,15 @@ final class DemoStage {
     /// work through it, and the relay publishes its events; `fault`, if any, strikes once a third
     /// of the jobs are done. Returns the jobs and the time taken.
     /// The demo's ordinary mishap when no fault is asked for: Apple answers a third of the requests
-    /// with garbage for 6 s, which the fleet retries (its 502 pages may pause it a moment), and half
-    /// a percent of the receipts with garbage every time for 20 s: their jobs fail each of their
-    /// 4 attempts (1 + 2 + 4 s apart) and go to the dead letters, for the console's page and
-    /// `dead replay` to show.
+    /// with garbage for 6 s, which the fleet retries (its 502 pages may pause it a moment). And from
+    /// the night's start until 20 s after the spell, 1% of the receipts get garbage every time
+    /// (`brokenReceipts`): their jobs fail each of their 4 attempts (1 + 2 + 4 s apart) and go to
+    /// the dead letters, for the console's page and `dead replay` to show.
     static let garbageSpell: [(after: Duration, step: DemoFault.Step)] = [
-        (.zero, .knobs(#"{"garbage_rate": 0.3, "garbage_receipt_share": 0.005}"#)), (.seconds(6), .knobs(#"{"garbage_rate": 0}"#)),
+        (.zero, .knobs(#"{"garbage_rate": 0.3}"#)), (.seconds(6), .knobs(#"{"garbage_rate": 0}"#)),
         (.seconds(20), .knobs(#"{"garbage_receipt_share": 0}"#)),
     ]
+    static let brokenReceipts = #"{"garbage_receipt_share": 0.01}"#
 
     /// Whether the garbage spell struck: its dead letters are expected (`DemoCheck`).
     private(set) var garbageSpellStruck = false
@@ -210,12 +211,13 @@ final class DemoStage {
         let started = ContinuousClock.now
         let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now)
         nights.append((runID, summary.enqueued))
+        if garbageSpell { try control("/control/knobs", Self.brokenReceipts) }
         for index in 0..<workers {
             try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
                       environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(metricsPort + index)"])
         }
         var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? (garbageSpell ? Self.garbageSpell : [])
-        let mishap = fault.map { "fault \($0.0.rawValue)" } ?? "a spell of garbage answers (a third of them for 6 s, and some receipts' every time for 20 s)"
+        let mishap = fault.map { "fault \($0.0.rawValue)" } ?? "a spell of garbage answers (a third of them, for 6 s)"
         var faultStarted: ContinuousClock.Instant?
         let progress = ProgressLine()
         var last = (done: 0, at: ContinuousClock.now)
