@@ -8,6 +8,7 @@ and passes what it set up in the environment:
   DEAD_LETTER_ID                   a dead letter whose subscription is not queued
   DEAD_LETTERS                     how many dead letters there are (more than a page, of two kinds)
   ACCOUNT_ID                       an account id linked to the subscription below
+  ORDER_ID, ORDER_SUBSCRIPTION_ID  an order id Apple's Look Up Order ID knows, and its subscription's id
   SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
   RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
@@ -219,6 +220,13 @@ def main():
         submit(driver, driver.find_element(By.ID, "look-up"))
         assert "/console/subscriptions/" in driver.current_url and text(driver, "subscription-title").startswith("Subscription "), driver.current_url
         print("looked a subscription up by its account id")
+
+        # And by the order id a customer quotes from Apple's receipt email (Look Up Order ID).
+        driver.get(URL + "/console/subscriptions")
+        driver.find_element(By.ID, "q").send_keys(os.environ["ORDER_ID"])
+        submit(driver, driver.find_element(By.ID, "look-up"))
+        assert driver.current_url.endswith("/console/subscriptions/" + os.environ["ORDER_SUBSCRIPTION_ID"]), driver.current_url
+        print("looked a subscription up by its order id")
 
         # The workers and what waits for a time; the audit trail of what was done above.
         driver.get(URL + "/console/workers")

@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import EventRelay
 import Foundation
 import JobQueue
@@ -6,7 +7,8 @@ import Testing
 
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
 /// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
-/// the terminal showing on the open overview, replay a dead letter, look a subscription up; every
+/// the terminal showing on the open overview, replay a dead letter, look a subscription up (by its
+/// ids, an account id, and the order id on Apple's receipt email); every
 /// page at 1280 px and 375 px without sideways scrolling, with screenshots under
 /// .run/console-screenshots for review.
 @Suite struct ConsoleBrowserTests {
@@ -20,10 +22,11 @@ import Testing
         for program in [Self.python, "/usr/bin/chromium", "/usr/bin/chromedriver"] {
             try #require(FileManager.default.isExecutableFile(atPath: program), "\(program) is missing: run scripts/bootstrap")
         }
-        try await ConsoleHarness.with(sampleInterval: .seconds(1)) { console in
+        try await ConsoleHarness.with(sampleInterval: .seconds(1), serverAPI: true) { console in
             let (letter, _) = try await console.queueWithADeadLetter()
             let record = try await console.subscriptionWithHistory()
             try await console.onLedger { _ = try $0.linkAccount("browser-account-1", to: [record.id]) }
+            let order = try #require(UInt64(record.originalTransactionID).flatMap(SimulatedOrder.orderID(ofTransactionID:)))
             // More dead letters than a page holds, of another kind; and a worker process holding jobs.
             try await console.onQueue { queue in
                 // Manual jobs take the high-priority stream, which reserve reads first: these 104 alone.
@@ -51,7 +54,7 @@ import Testing
             environment.merge([
                 "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
                 "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "105", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
-                "ACCOUNT_ID": "browser-account-1",
+                "ACCOUNT_ID": "browser-account-1", "ORDER_ID": order, "ORDER_SUBSCRIPTION_ID": "\(record.id)",
                 "RECEIPTFLEET_BINARY": FleetProcess.binary.path, "RECEIPTFLEET_LOG_LEVEL": "error",
                 "SCREENSHOTS": TestServers.repositoryRoot + "/.run/console-screenshots",
             ]) { $1 }
