@@ -8,7 +8,7 @@ import VerificationUseCase
 /// to its time slot.
 ///
 /// A granted call sleeps here until its slot, so calls reach Apple at the limit's pace however
-/// many threads wait, and a waiting thread asks Redis once per call. When calls are quick (Apple
+/// many threads wait, and a waiting thread asks Redis at most once per call. When calls are quick (Apple
 /// near, the limit far), one admission books several calls: the caller's upcoming ones it can make
 /// back to back within `slotTolerance`, or as many as the process's workers took in the last such
 /// window, one more; the slots it does not use itself go to the process's `SlotPool`, where its
