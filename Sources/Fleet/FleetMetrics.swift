@@ -102,6 +102,9 @@ public final class FleetMetrics: VerificationMetrics {
     /// The slots given up since the last call, for the heartbeat to tell the fleet.
     func takeSlotsGivenUp() -> Int { slotsGivenUpUntold.exchange(0, ordering: .relaxed) }
 
+    /// Puts back slots the heartbeat took but could not tell (Redis failed): the next one tells them.
+    func putBackSlotsGivenUp(_ slots: Int) { slotsGivenUpUntold.add(slots, ordering: .relaxed) }
+
     public func persisted(in duration: Duration) { persistDuration.record(duration: duration) }
 
     func published(_ events: Int) { eventsPublished.increment(by: Int64(events)) }

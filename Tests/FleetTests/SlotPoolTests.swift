@@ -93,3 +93,25 @@ import Testing
         }
     }
 }
+
+/// The slots a process gave up reach the fleet's count through the heartbeat, even across a Redis failure.
+@Suite struct SlotsGivenUpTests {
+    @Test func slotsTheHeartbeatCouldNotTellAreToldByTheNextOne() throws {
+        let metrics = FleetMetrics()
+        for _ in 0..<3 { metrics.gaveUpSlot() }
+        // Nothing listens on port 1: the report fails as when Redis is down.
+        let deadRedis = try RedisConnection(RedisConfiguration(url: "redis://127.0.0.1:1"), connectingNow: false)
+        let keys = try QueueKeys(prefix: "{\(uniqueName("given-up"))}")
+        let down = try JobQueue(connection: deadRedis, keys: keys, consumer: "given-up-0", preparingGroups: false)
+        #expect(throws: QueueError.self) { try Heartbeat.tellSlotsGivenUp(metrics, through: down) }
+
+        metrics.gaveUpSlot()
+        let live = try JobQueue(
+            connection: try RedisConnection(RedisConfiguration(url: TestServers.redisURL)), keys: keys, consumer: "given-up-0",
+            preparingGroups: false)
+        try Heartbeat.tellSlotsGivenUp(metrics, through: live)
+        #expect(try live.starvedWorkers().map(\.slotsGivenUp) == [4], "the 3 the failed heartbeat took, and the one since")
+        try Heartbeat.tellSlotsGivenUp(metrics, through: live)
+        #expect(try live.starvedWorkers().map(\.slotsGivenUp) == [4], "each told once")
+    }
+}

@@ -35,13 +35,26 @@ public struct Heartbeat: ProcessDuty {
                     try queues[0].reportProcess(WorkerProcess(
                         name: JobQueue.processName, host: JobQueue.hostName, pid: Int(getpid()), threads: settings.concurrency,
                         startedAt: startedAt, jobsDone: metrics.jobsDone))
-                    let givenUp = metrics.takeSlotsGivenUp()
-                    if givenUp > 0 { try queues[0].reportSlotsGivenUp(givenUp, by: JobQueue.processName) }
+                    try Self.tellSlotsGivenUp(metrics, through: queues[0])
                 } catch {
                     logger.error("heartbeat failed; trying again", metadata: ["error": "\(error)"])
                     queues = []
                 }
             } while stop.sleep(Self.interval)
         }.run()
+    }
+
+    /// Tells the fleet the slots this process gave up since the last time. When Redis fails they
+    /// wait for the next heartbeat instead of being lost: a starved process is often one whose
+    /// Redis calls time out too.
+    static func tellSlotsGivenUp(_ metrics: FleetMetrics, through queue: JobQueue) throws(QueueError) {
+        let givenUp = metrics.takeSlotsGivenUp()
+        guard givenUp > 0 else { return }
+        do {
+            try queue.reportSlotsGivenUp(givenUp, by: JobQueue.processName)
+        } catch {
+            metrics.putBackSlotsGivenUp(givenUp)
+            throw error
+        }
     }
 }
