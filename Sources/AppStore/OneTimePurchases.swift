@@ -7,11 +7,16 @@ import Foundation
 public struct OneTimePurchases: Sendable, Equatable {
     /// Oldest purchase first.
     public let purchases: [Purchase]
+    /// The moment Apple judged the receipt (its `request_date`): what the purchases say is true
+    /// then, so the ledger stamps their last verification with it, as it does a subscription's.
+    /// nil when the answer carries none.
+    public let readAt: Instant?
 
     /// Reads `response`; an error status holds no purchases.
     /// - Parameter nonRenewingProductIDs: products sold as non-renewing subscriptions, whose
     ///   entries carry an `expires_date` of the app's own making.
     public init(_ response: VerifyReceiptResponse, nonRenewingProductIDs: Set<String> = []) {
+        readAt = response.receipt?.requestDate
         guard response.status == 0 || response.status == 21006 else {
             purchases = []
             return

@@ -66,7 +66,7 @@ extension Ledger {
             stored: stored.map(\.purchase), announcingPurchasesAfter: write.announcingPurchasesAfter)
         let records = try connection.query(upsert, [
             .text(write.app), try jsonb(analysis.purchases.map(PurchaseRow.init)), write.accountID.map(PostgresValue.text) ?? .null,
-            try jsonb(analysis.events),
+            try jsonb(analysis.events), write.found.readAt.map { .timestamptz($0.date) } ?? .null,
         ]).map(purchaseRecord)
         let order = Dictionary(uniqueKeysWithValues: write.found.transactionIDs.enumerated().map { ($1, $0) })
         return RecordedPurchases(
@@ -96,7 +96,8 @@ extension Ledger {
         """
 
     /// Inserts new purchases and updates what Apple changes later (a refund, its reversal), linking
-    /// the account where none is linked; then the events, each joined to its purchase's row.
+    /// the account where none is linked, stamped with the moment Apple judged ($5; the clock when
+    /// the answer has none); then the events, each joined to its purchase's row.
     private static let upsert = """
         WITH input AS (
             SELECT * FROM jsonb_to_recordset($2) AS p(
@@ -106,16 +107,16 @@ extension Ledger {
         saved AS (
             INSERT INTO purchases AS s (
                 app, transaction_id, original_transaction_id, account_id, product_id, quantity, ownership, environment,
-                status, purchased_at, cancelled_at, cancellation_reason)
+                status, purchased_at, cancelled_at, cancellation_reason, last_verified_at)
             SELECT $1, p.transaction_id, p.original_transaction_id, $3, p.product_id, p.quantity, p.ownership,
                 coalesce(p.environment, 'Production'), CASE WHEN p.cancelled_at IS NULL THEN 'owned' ELSE 'refunded' END,
-                p.purchased_at, p.cancelled_at, p.cancellation_reason
+                p.purchased_at, p.cancelled_at, p.cancellation_reason, coalesce($5::timestamptz, now())
             FROM input p
             ON CONFLICT (app, transaction_id) DO UPDATE SET
                 account_id = coalesce(s.account_id, excluded.account_id),
                 status = excluded.status, cancelled_at = excluded.cancelled_at,
                 cancellation_reason = excluded.cancellation_reason, ownership = coalesce(excluded.ownership, s.ownership),
-                last_verified_at = now(), updated_at = now()
+                last_verified_at = excluded.last_verified_at, updated_at = now()
             RETURNING s.*
         ),
         events_saved AS (

@@ -11,7 +11,7 @@ import Testing
     static let bought = S.day(2, 3, hour: 9)
 
     /// A response holding January's subscription period and a lifetime purchase (no expires_date).
-    static func response(refundedAt refund: Instant? = nil) throws -> VerifyReceiptResponse {
+    static func response(refundedAt refund: Instant? = nil, judgedAt: Instant? = nil) throws -> VerifyReceiptResponse {
         var lifetime: [String: Any] = [
             "quantity": "1", "transaction_id": "5001", "original_transaction_id": "5001",
             "product_id": "com.example.lifetime", "purchase_date_ms": String(bought.millisecondsSince1970),
@@ -20,9 +20,10 @@ import Testing
             lifetime["cancellation_date_ms"] = String(refund.millisecondsSince1970)
             lifetime["cancellation_reason"] = "1"
         }
+        var receipt: [String: Any] = ["receipt_type": "Production", "in_app": [lifetime]]
+        if let judgedAt { receipt["request_date_ms"] = String(judgedAt.millisecondsSince1970) }
         let body: [String: Any] = [
-            "status": 0, "environment": "Production",
-            "receipt": ["receipt_type": "Production", "in_app": [lifetime]],
+            "status": 0, "environment": "Production", "receipt": receipt,
             "latest_receipt_info": S.months("1000", 2).map(\.json),
         ]
         return try VerifyReceiptResponse(body: JSONSerialization.data(withJSONObject: body), httpStatus: 200)
@@ -56,6 +57,20 @@ import Testing
                 "SELECT purchase_id, subscription_id FROM events")[0]
             #expect(try linked["purchase_id"].int64() == record.id)
             #expect(try linked["subscription_id"].isNull)
+        }
+    }
+
+    /// A purchase is true as of the moment Apple judged the receipt, not of when the ledger wrote
+    /// it: the night's other writes (a subscription's `last_verified_at`) are stamped the same way.
+    @Test func aPurchaseIsStampedWithTheMomentAppleJudgedTheReceipt() async throws {
+        try await withLedger { ledger, _ in
+            let firstLook = S.day(2, 5)
+            let created = try ledger.recordPurchases(Self.write(Self.response(judgedAt: firstLook)))
+            #expect(created.records.first.map { Instant($0.lastVerifiedAt) } == firstLook)
+            let refundLook = S.day(3, 5)
+            let refunded = try ledger.recordPurchases(Self.write(Self.response(refundedAt: S.day(3, 1), judgedAt: refundLook)))
+            #expect(refunded.records.first.map { Instant($0.lastVerifiedAt) } == refundLook)
+            #expect(try ledger.purchase(transactionID: "5001").map { Instant($0.lastVerifiedAt) } == refundLook)
         }
     }
 
