@@ -36,7 +36,7 @@ enum ConnectionFaults {
     }
 
     /// Lingering for zero seconds makes the close send RST instead of FIN. Only a real socket has
-    /// the option (HummingbirdTesting's router mode has none); there the close stays a FIN.
+    /// the option (an in-memory channel has none); there the close stays a FIN.
     private static func reset(_ channel: any Channel) async throws {
         if let socket = channel as? any SocketOptionProvider {
             try await socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).get()

@@ -89,7 +89,7 @@ public final class SimulatedAppStore: Sendable {
         await sender.send(due.map { ($0.uuid, $0.signedPayload(signing: signing)) }, nowMs: now)
     }
 
-    /// The simulator's routes, for an `Application` (or HummingbirdTesting).
+    /// The simulator's routes, for an `Application`.
     public func router() -> Router<SimulatorRequestContext> {
         let router = Router(context: SimulatorRequestContext.self)
         router.post("verifyReceipt") { request, context in

@@ -8,8 +8,8 @@ import Redaction
 /// lookup through the layers (`ResolvedConfiguration`), `config check`'s row, and the table in
 /// docs/operations.md (`config reference`).
 ///
-/// Why not swift-configuration (apple/swift-configuration, already in the build through
-/// Hummingbird): it would replace only the layering, some forty lines here, and bend what the
+/// Why not swift-configuration (apple/swift-configuration, which Hummingbird offers behind its
+/// `ConfigurationSupport` trait, switched off in Package.swift): it would replace only the layering, some forty lines here, and bend what the
 /// fleet promises. Its JSON provider is typed (a file's `"rate-limit": "50"` fails to read as a
 /// number, and `"concurrency": 8` as a string), its environment provider takes an empty variable
 /// as a value where the fleet takes it as unset, its file provider is async where most commands

@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @Suite("Fault knobs and statistics")
@@ -8,7 +9,7 @@ struct FaultTests {
     @Test("an outage answers 21005 for its length, then the service recovers")
     func outage() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let renewing = receipt(.renewing).receiptData
             let started = try await control(client, "/control/outage", #"{"seconds": 30}"#)
             #expect(started.status == .ok)
@@ -25,7 +26,7 @@ struct FaultTests {
     @Test("requests beyond the rate limit in one second are counted, and still answered")
     func rateLimit() async throws {
         let simulator = try makeSimulator(FaultKnobs(rateLimit: 10))
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let renewing = receipt(.renewing).receiptData
             let statuses = try await withThrowingTaskGroup(of: Int?.self) { group in
                 for _ in 0..<25 {
@@ -61,7 +62,7 @@ struct FaultTests {
     @Test("503 pages and garbage bodies come at roughly their configured rates")
     func garbageAndServiceUnavailable() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let set = try await control(client, "/control/knobs", #"{"http_503_rate": 0.2, "garbage_rate": 0.3}"#)
             #expect(set.status == .ok)
             let requests = 600
@@ -92,7 +93,7 @@ struct FaultTests {
     @Test("a share of receipts gets garbage on every request, the same receipts each time")
     func garbageReceipts() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             #expect(try await control(client, "/control/knobs", #"{"garbage_receipt_share": 0.5}"#).status == .ok)
             let receipts = (0..<40).map { receipt(.renewing, round: $0) }
             func broken() async throws -> [Bool] {
@@ -116,7 +117,7 @@ struct FaultTests {
     @Test("rates that cannot hold together are refused")
     func invalidKnobs() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let response = try await control(client, "/control/knobs", #"{"http_503_rate": 0.7, "garbage_rate": 0.6}"#)
             #expect(response.status == .badRequest)
             #expect(String(buffer: response.body).contains("add up to at most 1"))
@@ -128,7 +129,7 @@ struct FaultTests {
     @Test("the drop and reset knobs are set and shown, and count toward the rates' sum")
     func connectionFaultKnobs() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let set = try await control(client, "/control/knobs", #"{"drop_rate": 0.25, "reset_rate": 0.5}"#)
             #expect(set.status == .ok)
             #expect(jsonObject(set.body)?["drop_rate"] as? Double == 0.25)
@@ -143,7 +144,7 @@ struct FaultTests {
     @Test("the latency knob delays answers")
     func latency() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let clock = ContinuousClock()
             let renewing = receipt(.renewing).receiptData
             try await control(client, "/control/knobs", #"{"latency": "300ms±20ms"}"#)
@@ -158,11 +159,10 @@ struct FaultTests {
         #expect(Latency(parsing: "soon") == nil)
     }
 
-    @Test("over real TCP: verifyReceipt, the sandbox redirect and stats", .timeLimit(.minutes(1)))
+    @Test("verifyReceipt, the sandbox redirect and stats together", .timeLimit(.minutes(1)))
     func live() async throws {
         let simulator = try makeSimulator()
-        try await Application(router: simulator.router()).test(.live) { client in
-            #expect(client.port != nil)
+        try await withClient(simulator) { client in
             let json = try await verifyJSON(client, receipt(.renewing))
             #expect(json["status"] as? Int == 0)
             let redirected = try await verify(client, receipt(.sandbox).receiptData)

@@ -17,7 +17,7 @@ struct GroundTruthTests {
     @Test("each kind's answers read as its ground truth at every moment", arguments: LifecycleKind.allCases)
     func answersMatchTruth(kind: LifecycleKind) async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             var statusesSeen = Set<SubscriptionStatus>()
             for round in 0..<3 {
                 let receipt = receipt(kind, round: round)

@@ -7,7 +7,7 @@ struct LifecycleTests {
     @Test("a renewal appears after advancing the clock a month")
     func renewal() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let before = try await verifyJSON(client, receipt(.renewing))
             let lastExpiry = try #require(before.latestEntries.newest?.number("expires_date_ms"))
             try await control(client, "/control/clock", #"{"advance_seconds": 2678400}"#)  // 31 days
@@ -25,7 +25,7 @@ struct LifecycleTests {
     @Test("a refund appears with its cancellation date and reason, and ends renewals")
     func refund() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.refunded), from: anchorMs - 40 * day, through: anchorMs + 120 * day, every: day)
             let refundedAt = try #require(answers.firstIndex { $0.json.latestEntries.contains { $0["cancellation_date"] != nil } })
             #expect(refundedAt > 0, "not refunded yet at the start")
@@ -44,7 +44,7 @@ struct LifecycleTests {
     @Test("auto-renew off: still active until the period ends, then expired with intent 1")
     func autoRenewOff() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.autoRenewOff), from: anchorMs - 60 * day, through: anchorMs + 90 * day, every: day)
             let switchedOff = try #require(answers.firstIndex { $0.json.renewals[0].text("auto_renew_status") == "0" })
             #expect(switchedOff > 0)
@@ -60,7 +60,7 @@ struct LifecycleTests {
     @Test("billing retry with grace, then recovery with a new transaction")
     func billingRecovered() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.billingRecovered), from: anchorMs - 35 * day, through: anchorMs + 100 * day, every: day)
             let inGrace = try #require(answers.firstIndex { answer in
                 let renewal = answer.json.renewals[0]
@@ -81,7 +81,7 @@ struct LifecycleTests {
     @Test("billing retry without grace gives up: expired with intent 2")
     func billingExpired() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.billingExpired), from: anchorMs - 30 * day, through: anchorMs + 120 * day, every: 2 * day)
             let retrying = try #require(answers.first { $0.json.renewals[0].text("is_in_billing_retry_period") == "1" })
             #expect(retrying.json.renewals[0]["grace_period_expires_date_ms"] == nil)
@@ -96,7 +96,7 @@ struct LifecycleTests {
     @Test("an upgrade marks the old entry and starts the new product at once")
     func upgrade() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let json = try await scan(client, receipt(.upgrade), from: anchorMs + 40 * day, through: anchorMs + 40 * day, every: day)[0].json
             let old = try #require(json.latestEntries.first { $0.text("is_upgraded") == "true" })
             let upgradedAt = try #require(old.number("cancellation_date_ms"))
@@ -112,7 +112,7 @@ struct LifecycleTests {
     @Test("a plan change is scheduled (auto_renew_product_id differs) and happens at the renewal")
     func planChange() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.planChange), from: anchorMs - 40 * day, through: anchorMs + 80 * day, every: day)
             let scheduled = try #require(answers.firstIndex { $0.json.renewals[0].text("auto_renew_product_id") != $0.json.renewals[0].text("product_id") })
             let target = try #require(answers[scheduled].json.renewals[0].text("auto_renew_product_id"))
@@ -127,7 +127,7 @@ struct LifecycleTests {
     @Test("a free trial converts to paid periods")
     func trial() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let json = try await scan(client, receipt(.trialConversion), from: anchorMs + 60 * day, through: anchorMs + 60 * day, every: day)[0].json
             let entries = json.latestEntries.sorted { $0.number("purchase_date_ms")! < $1.number("purchase_date_ms")! }
             #expect(entries.first?.text("is_trial_period") == "true")
@@ -139,7 +139,7 @@ struct LifecycleTests {
     @Test("Family Sharing entries say FAMILY_SHARED")
     func familyShared() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let json = try await verifyJSON(client, receipt(.familyShared))
             #expect(!json.latestEntries.isEmpty && json.latestEntries.allSatisfy { $0.text("in_app_ownership_type") == "FAMILY_SHARED" })
         }
@@ -148,7 +148,7 @@ struct LifecycleTests {
     @Test("a re-subscription after a lapse reuses the original_transaction_id")
     func resubscribed() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let answers = try await scan(client, receipt(.resubscribed), from: anchorMs - 90 * day, through: anchorMs + 60 * day, every: day)
             let lapsed = try #require(answers.firstIndex { $0.json.renewals[0].text("expiration_intent") == "1" })
             let lapsedJSON = answers[lapsed].json
@@ -166,7 +166,7 @@ struct LifecycleTests {
     @Test("a receipt with two subscription groups lists both")
     func twoGroups() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let json = try await verifyJSON(client, receipt(.twoGroups))
             #expect(Set(json.renewals.compactMap { $0.text("original_transaction_id") }).count == 2)
             #expect(Set(json.latestEntries.compactMap { $0.text("subscription_group_identifier") }).count == 2)

@@ -17,7 +17,7 @@ import Testing
         let purchase = try #require(receipt.lifetimePurchase)
         #expect(receipt.subscriptions.count == (purchase.isAlone ? 0 : 1))
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             for now in stride(from: anchorMs - 10 * day, through: anchorMs + 40 * day, by: Int(5 * day)) {
                 try await setClock(client, to: now)
                 let response = try await verify(client, receipt.receiptData)

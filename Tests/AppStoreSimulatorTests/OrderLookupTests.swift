@@ -1,7 +1,7 @@
 @testable import AppStoreSimulator
 import Foundation
-import Hummingbird
-import HummingbirdTesting
+import HTTPTypes
+import NIOCore
 import Testing
 
 /// The simulator's orders: each transaction's order id leads back to it, and Look Up Order ID is
@@ -24,7 +24,7 @@ import Testing
     @Test func onlyProductionLooksOrdersUp() async throws {
         let first = try #require(receipt(.renewing, seed: ServerAPITests.seed).subscriptions.first).originalTransactionID
         let order = try #require(UInt64(first).flatMap(SimulatedOrder.orderID(ofTransactionID:)))
-        let (production, sandbox, body) = try await withRouter(try ServerAPITests.simulator()) { client in
+        let (production, sandbox, body) = try await withClient(try ServerAPITests.simulator()) { client in
             let production = try await ServerAPITests.get(client, "/inApps/v1/lookup/\(order)", token: try ServerAPITests.token())
             let sandbox = try await ServerAPITests.get(client, "/sandbox/inApps/v1/lookup/\(order)", token: try ServerAPITests.token())
             return (production.status.code, sandbox.status.code, String(buffer: production.body))

@@ -2,8 +2,8 @@ import AppStore
 @testable import AppStoreSimulator
 import Crypto
 import Foundation
-import Hummingbird
-import HummingbirdTesting
+import HTTPTypes
+import NIOCore
 import Testing
 
 /// The simulator's App Store Server API: the bearer token as Apple checks it, transaction ids
@@ -23,7 +23,7 @@ import Testing
             .token(issuedAt: issuedAt, lifetime: .seconds(1_200))
     }
 
-    static func get(_ client: any TestClientProtocol, _ uri: String, token: String?) async throws -> TestResponse {
+    static func get(_ client: SimulatorClient, _ uri: String, token: String?) async throws -> SimulatorClient.Answer {
         var headers = HTTPFields()
         if let token { headers[.authorization] = "Bearer " + token }
         return try await client.execute(uri: uri, method: .get, headers: headers)
@@ -46,7 +46,7 @@ import Testing
     @Test func onlyATokenAppleWouldTakeIsAnswered() async throws {
         let id = try #require(receipt(.renewing, seed: Self.seed).subscriptions.first).originalTransactionID
         let uri = "/inApps/v1/subscriptions/\(id)"
-        let statuses = try await withRouter(try Self.simulator()) { client in
+        let statuses = try await withClient(try Self.simulator()) { client in
             [
                 try await Self.get(client, uri, token: try Self.token()).status.code,
                 try await Self.get(client, uri, token: nil).status.code,
@@ -63,7 +63,7 @@ import Testing
         let sandbox = try #require(receipt(.sandbox, seed: Self.seed).subscriptions.first).originalTransactionID
         let deleted = receipt(.deletedAccount, seed: Self.seed)
         let deletedID = deleted.identifiers.transactionID(chain: 0, sequence: 0)
-        let answers = try await withRouter(try Self.simulator()) { client in
+        let answers = try await withClient(try Self.simulator()) { client in
             let token = try Self.token()
             var answers: [String: Int] = [:]
             for (name, path) in [("production here", "/inApps/v1/subscriptions/\(production)"),
@@ -86,7 +86,7 @@ import Testing
         let id = try #require(twoGroups.subscriptions.first).originalTransactionID
         let simulator = try Self.simulator()
         simulator.clock.set(nowMs: anchorMs + 700 * day, stopped: true)
-        let bodies = try await withRouter(simulator) { client in
+        let bodies = try await withClient(simulator) { client in
             var bodies: [Data] = []
             var revision: String?
             repeat {
@@ -125,7 +125,7 @@ import Testing
             knobs: FaultKnobs(rateLimit: 1), clock: SimulatorClock(startMs: anchorMs),
             serverAPI: ServerAPISimulation(publicKey: Self.key.publicKey, seeds: [Self.seed], anchorMs: anchorMs))
         let token = try Self.token()
-        let answers = try await withRouter(simulator) { client in
+        let answers = try await withClient(simulator) { client in
             try await withThrowingTaskGroup(of: String.self) { group in
                 for _ in 0..<10 {
                     group.addTask {

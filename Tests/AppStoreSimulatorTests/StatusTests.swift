@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
-import Hummingbird
+import HTTPTypes
+import NIOCore
 import Testing
 
 @Suite("verifyReceipt status codes")
@@ -8,7 +9,7 @@ struct StatusTests {
     @Test("sandbox receipts: 21007 from production, status 0 from the sandbox with 5-minute months")
     func sandbox() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let sandboxReceipt = receipt(.sandbox)
             let production = try await verify(client, sandboxReceipt.receiptData, sandbox: false)
             #expect(production.status == .ok)
@@ -31,7 +32,7 @@ struct StatusTests {
     @Test("production receipts get 21008 from the sandbox")
     func productionToSandbox() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let response = try await verify(client, receipt(.renewing).receiptData, sandbox: true)
             #expect(String(buffer: response.body) == #"{"status":21008}"#)
         }
@@ -40,7 +41,7 @@ struct StatusTests {
     @Test("malformed receipts get 21002, deleted accounts 21010, unreadable requests 21000")
     func failures() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let cases: [(String, String)] = [
                 (receipt(.malformed).receiptData, #"{"status":21002}"#),
                 ("bm90IGEgcmVjZWlwdA==", #"{"status":21002}"#),
@@ -63,7 +64,7 @@ struct StatusTests {
     @Test("a wrong or missing password gets 21004 when a shared secret is configured")
     func sharedSecret() async throws {
         let simulator = try makeSimulator(FaultKnobs(sharedSecret: "correct-horse"))
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             let renewing = receipt(.renewing).receiptData
             #expect(String(buffer: try await verify(client, renewing, password: "wrong").body) == #"{"status":21004}"#)
             #expect(String(buffer: try await verify(client, renewing).body) == #"{"status":21004}"#)
@@ -81,7 +82,7 @@ struct StatusTests {
     @Test("latest_receipt is a newer receipt for the same subscriptions, holding every transaction")
     func latestReceipt() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             try await setClock(client, to: anchorMs + 90 * day)
             let original = try await verifyJSON(client, receipt(.renewing))
             let latestData = try #require(original.text("latest_receipt"))
@@ -98,7 +99,7 @@ struct StatusTests {
     @Test("transaction ids are unique across a fleet and not in purchase order")
     func identifiers() async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             try await setClock(client, to: anchorMs + 90 * day)
             var ids: [String] = []
             var receiptsOutOfOrder = 0

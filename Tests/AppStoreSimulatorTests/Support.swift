@@ -1,7 +1,7 @@
 import AppStoreSimulator
 import Foundation
-import Hummingbird
-import HummingbirdTesting
+import NIOCore
+import TestSupport
 import Testing
 
 /// The moment every test fleet is centred on: 2025-11-20 09:00:00 UTC.
@@ -13,10 +13,10 @@ func makeSimulator(_ knobs: FaultKnobs = FaultKnobs()) throws -> SimulatedAppSto
     try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: anchorMs))
 }
 
-/// Runs `body` against the simulator's router in memory (HummingbirdTesting `.router`).
-func withRouter<Value: Sendable>(_ simulator: SimulatedAppStore,
-                                 _ body: @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
-    try await Application(router: simulator.router()).test(.router, body)
+/// Runs `body` with a client of `simulator`, served on a free loopback port.
+func withClient<Value: Sendable>(_ simulator: SimulatedAppStore,
+                                 _ body: @Sendable (SimulatorClient) async throws -> Value) async throws -> Value {
+    try await LiveSimulator.serving(simulator) { live in try await body(SimulatorClient(port: live.port)) }
 }
 
 /// Receipt `index` of seed 1, its lifecycle centred on `anchorMs`.
@@ -33,8 +33,8 @@ func requestBody(_ receiptData: String, password: String? = nil, excludeOld: Boo
 }
 
 /// Posts to verifyReceipt and returns the HTTP response.
-func verify(_ client: any TestClientProtocol, _ receiptData: String, sandbox: Bool = false,
-            password: String? = nil, excludeOld: Bool = false) async throws -> TestResponse {
+func verify(_ client: SimulatorClient, _ receiptData: String, sandbox: Bool = false,
+            password: String? = nil, excludeOld: Bool = false) async throws -> SimulatorClient.Answer {
     try await client.execute(
         uri: sandbox ? "/sandbox/verifyReceipt" : "/verifyReceipt", method: .post,
         headers: [.contentType: "application/json"],
@@ -42,7 +42,7 @@ func verify(_ client: any TestClientProtocol, _ receiptData: String, sandbox: Bo
 }
 
 /// Posts and decodes the body as a JSON object (failing the test when it is not one).
-func verifyJSON(_ client: any TestClientProtocol, _ receipt: SimulatedReceipt, password: String? = nil,
+func verifyJSON(_ client: SimulatorClient, _ receipt: SimulatedReceipt, password: String? = nil,
                 excludeOld: Bool = false) async throws -> [String: Any] {
     let response = try await verify(client, receipt.receiptData, sandbox: receipt.token.environment == .sandbox,
                                     password: password, excludeOld: excludeOld)
@@ -55,7 +55,7 @@ func jsonObject(_ buffer: ByteBuffer) -> [String: Any]? {
 }
 
 /// Sets the simulator clock through the control route.
-func setClock(_ client: any TestClientProtocol, to milliseconds: Int64) async throws {
+func setClock(_ client: SimulatorClient, to milliseconds: Int64) async throws {
     let response = try await client.execute(
         uri: "/control/clock", method: .post, headers: [.contentType: "application/json"],
         body: ByteBuffer(string: #"{"now_ms": \#(milliseconds)}"#))
@@ -63,21 +63,21 @@ func setClock(_ client: any TestClientProtocol, to milliseconds: Int64) async th
 }
 
 /// Reads `GET /stats`.
-func fetchStats(_ client: any TestClientProtocol) async throws -> SimulatorStatistics {
+func fetchStats(_ client: SimulatorClient) async throws -> SimulatorStatistics {
     let response = try await client.execute(uri: "/stats", method: .get)
     return try JSONDecoder().decode(SimulatorStatistics.self, from: Data(response.body.readableBytesView))
 }
 
 /// Posts a JSON body to a control route.
 @discardableResult
-func control(_ client: any TestClientProtocol, _ path: String, _ json: String) async throws -> TestResponse {
+func control(_ client: SimulatorClient, _ path: String, _ json: String) async throws -> SimulatorClient.Answer {
     try await client.execute(uri: path, method: .post, headers: [.contentType: "application/json"],
                              body: ByteBuffer(string: json))
 }
 
 /// The status-0 answers for `receipt` at each moment from `start` through `end`, moving the clock
 /// between them; moments before the first purchase (answered 21002) are left out.
-func scan(_ client: any TestClientProtocol, _ receipt: SimulatedReceipt, from start: Int64, through end: Int64,
+func scan(_ client: SimulatorClient, _ receipt: SimulatedReceipt, from start: Int64, through end: Int64,
           every step: Int64) async throws -> [(now: Int64, json: [String: Any])] {
     var answers: [(now: Int64, json: [String: Any])] = []
     for now in stride(from: start, through: end, by: Int(step)) {

@@ -40,7 +40,7 @@ struct WireFormatTests {
     @Test("answers use Apple's names and string encodings", arguments: validKinds)
     func appleShape(kind: LifecycleKind) async throws {
         let simulator = try makeSimulator()
-        try await withRouter(simulator) { client in
+        try await withClient(simulator) { client in
             for now in stride(from: anchorMs, through: anchorMs + 90 * day, by: Int(30 * day)) {
                 try await setClock(client, to: now)
                 let json = try await verifyJSON(client, receipt(kind))

@@ -17,7 +17,11 @@ public struct LiveSimulator: Sendable {
         knobs: FaultKnobs = FaultKnobs(), startMs: Int64? = nil, serverAPI: ServerAPISimulation? = nil,
         _ body: (LiveSimulator) async throws -> T
     ) async throws -> T {
-        let store = try SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs), serverAPI: serverAPI)
+        try await serving(SimulatedAppStore(knobs: knobs, clock: SimulatorClock(startMs: startMs), serverAPI: serverAPI), body)
+    }
+
+    /// Runs `body` while `store` serves on a free port.
+    public static func serving<T: Sendable>(_ store: SimulatedAppStore, _ body: (LiveSimulator) async throws -> T) async throws -> T {
         let (ports, listening) = AsyncStream.makeStream(of: Int.self)
         let server = RunningServices([store.server(host: "127.0.0.1", port: 0) { listening.yield($0) }])
         return try await server.whileRunning {
