@@ -223,7 +223,7 @@ import Testing
             worker.send(SIGTERM)
             #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
 
-            // The limit and its burst, and 1% for calls up to `slotTolerance` late.
+            // The limit and its burst, and the calls up to `slotTolerance` late.
             #expect(busiest <= 22, "\(busiest) requests in the busiest second after the worker woke, for a limit of 20")
             let starved = try #require(status.queue.starvedWorkers.first, "status names no starved worker")
             #expect(status.queue.starvedWorkers.count == 1)

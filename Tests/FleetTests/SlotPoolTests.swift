@@ -34,7 +34,7 @@ import Testing
     }
 
     /// Eight workers asking for calls as fast as they can, through one process's pool: the
-    /// admissions book what the process took in the last 10 ms, so Redis is asked a small share
+    /// admissions book what the process took in the last 5 ms, so Redis is asked a small share
     /// of the times (booking one slot each, as one-at-a-time calls did, it was asked every time).
     @Test func workersAskingAtOnceShareOneAdmissionsSlots() async throws {
         try await TestDatabase.with { database in

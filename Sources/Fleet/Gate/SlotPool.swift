@@ -4,7 +4,7 @@ import Synchronization
 /// The time slots this process booked and has not used yet, by endpoint, shared by its workers:
 /// an admission books, besides the admitted worker's call, the calls the process's other workers
 /// will make within `PacedGate.slotTolerance`, so that Redis sees one admission for a handful of
-/// the process's calls rather than one for each (a worker alone makes few calls within 10 ms).
+/// the process's calls rather than one for each (a worker alone makes few calls within 5 ms).
 ///
 /// A slot is good from its time until `slotTolerance` after it: the limit's promise is about when
 /// calls reach Apple. One that nobody took in time is given up, one call less for the fleet; how
