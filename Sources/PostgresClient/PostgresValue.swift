@@ -67,7 +67,7 @@ struct EncodedParameters {
                 try appendText(PostgresTimestamp.text(date), type: PostgresType.timestamptz, index: index)
             case .jsonb(let json):
                 try appendText(String(decoding: json, as: UTF8.self), type: PostgresType.jsonb, index: index)
-            case .bytea(let data): append(Array(data), type: PostgresType.bytea, format: 1)
+            case .bytea(let data): append(data, type: PostgresType.bytea, format: 1)
             case .null:
                 types.append(0)
                 offsets.append(nil)
@@ -78,17 +78,19 @@ struct EncodedParameters {
     }
 
     private mutating func appendText(_ text: String, type: UInt32, index: Int) throws {
+        var text = text
         // libpq reads text parameters up to the first NUL; PostgreSQL text cannot hold one anyway.
-        guard !text.utf8.contains(0) else {
+        // Searched with memchr and copied once: a receipt or a state is kilobytes, on every write.
+        guard !text.withUTF8({ $0.count > 0 && memchr($0.baseAddress!, 0, $0.count) != nil }) else {
             throw PostgresError(
                 kind: .misuse,
                 message: "parameter $\(index + 1) contains a NUL byte, which PostgreSQL text cannot store; "
                     + "send binary data as .bytea")
         }
-        append(Array(text.utf8), type: type, format: 0)
+        text.withUTF8 { append($0, type: type, format: 0) }
     }
 
-    private mutating func append(_ value: [UInt8], type: UInt32, format: Int32) {
+    private mutating func append(_ value: some Collection<UInt8>, type: UInt32, format: Int32) {
         types.append(type)
         offsets.append(bytes.count)
         lengths.append(Int32(value.count))

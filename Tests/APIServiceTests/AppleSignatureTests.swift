@@ -74,6 +74,13 @@ import X509
         #expect(performing: { try verifier.payloadOfKnownChain(of: forged, at: Self.signedDate) }, throws: { error in
             "\(error)".contains("signature does not verify")
         })
+        // A header is known by its exact text: one character changed, the length kept, is a chain not seen.
+        let header = Array(parts[0].utf8)
+        let middle = header.count / 2
+        let changed = header[..<middle] + [header[middle] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")]
+            + header[(middle + 1)...]
+        let otherHeader = String(decoding: changed, as: UTF8.self) + "." + parts[1] + "." + parts[2]
+        #expect(try verifier.payloadOfKnownChain(of: otherHeader, at: Self.signedDate) == nil)
     }
 
     @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
