@@ -129,10 +129,8 @@ public final class FleetGate: ClockedScriptRunner {
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     private static let admitScript = ClockedScript(ScriptPrologue.reserve + """
         redis.call('INCR', KEYS[9])
-        -- The halts, the pause and the two counted streaks in one read: every admission asks, so
-        -- each command counts, and those streaks are ended below only when there is one.
-        local halted, groupHalted, appHalted, paused, unavailable, recurring =
-            unpack(redis.call('MGET', KEYS[1], KEYS[10], KEYS[12], KEYS[2], KEYS[6], KEYS[8]))
+        -- The halts and the pause in one read: every admission asks, so each command counts.
+        local halted, groupHalted, appHalted, paused = unpack(redis.call('MGET', KEYS[1], KEYS[10], KEYS[12], KEYS[2]))
         local reason = halted or groupHalted
         if reason then return {'halted', reason} end
         if appHalted then return {'app-halted', appHalted} end
@@ -147,14 +145,8 @@ public final class FleetGate: ClockedScriptRunner {
             -- (not when its lease ends, which would keep the fleet idle long after Apple is back).
             return {'paused', math.min(math.max(redis.call('PTTL', KEYS[3]), 1), 1000)}
         end
-        local ended = {}
-        if ARGV[5] == '1' or ARGV[5] == '2' then
-            if unavailable then ended[#ended + 1] = KEYS[6] end
-            if recurring then ended[#ended + 1] = KEYS[8] end
-        end
-        -- The configuration streak is a set (of subscriptions), which MGET cannot read.
-        if ARGV[5] == '2' then ended[#ended + 1] = KEYS[7] end
-        if #ended > 0 then redis.call('DEL', unpack(ended)) end
+        if ARGV[5] == '1' then redis.call('DEL', KEYS[6], KEYS[8]) end
+        if ARGV[5] == '2' then redis.call('DEL', KEYS[6], KEYS[8], KEYS[7]) end
         if KEYS[11] ~= KEYS[1] then
             local throttled = redis.call('PTTL', KEYS[11])
             if throttled > 0 then return {'throttled', throttled} end
