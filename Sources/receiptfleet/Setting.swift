@@ -9,13 +9,14 @@ import Redaction
 /// docs/operations.md (`config reference`).
 ///
 /// Why not swift-configuration (apple/swift-configuration, which Hummingbird offers behind its
-/// `ConfigurationSupport` trait, switched off in Package.swift): it would replace only the layering, some forty lines here, and bend what the
-/// fleet promises. Its JSON provider is typed (a file's `"rate-limit": "50"` fails to read as a
-/// number, and `"concurrency": 8` as a string), its environment provider takes an empty variable
-/// as a value where the fleet takes it as unset, its file provider is async where most commands
-/// are not, and errors name its providers rather than "flag --rate-limit" or "environment
-/// RECEIPTFLEET_RATE_LIMIT". The registry, the validation and its wording, the flags, the docs and
-/// `config check` would all still be ours. Worth another look if the fleet wants reloading.
+/// `ConfigurationSupport` trait, switched off in Package.swift): it would replace only the
+/// layering, some forty lines here, and bend what the fleet promises. Its JSON provider is typed (a
+/// file's `"rate-limit": "50"` fails to read as a number, and `"concurrency": 8` as a string), its
+/// environment provider takes an empty variable as a value where the fleet takes it as unset, its
+/// file provider is async where most commands are not, and errors name its providers rather than
+/// "flag --rate-limit" or "environment RECEIPTFLEET_RATE_LIMIT". The registry, the validation and
+/// its wording, the flags, the docs and `config check` would all still be ours. Worth another look
+/// if the fleet wants reloading.
 struct Setting<Value: Sendable>: Sendable {
     let key: String
     let rule: Rule<Value>
