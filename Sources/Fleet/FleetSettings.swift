@@ -38,7 +38,7 @@ public struct FleetSettings: Sendable {
     /// Worker threads in one process, each with its own connections.
     public var concurrency: Int
     /// Jobs a worker takes at once; their results are written in one transaction.
-    public var batchSize: Int
+    public var jobsPerBatch: Int
     /// How long a reserved job may go without an ack before another worker takes it over.
     public var visibilityTimeout: Duration
     /// Deliveries without an ack after which a job is a dead letter (it keeps killing workers).
@@ -100,7 +100,7 @@ public struct FleetSettings: Sendable {
     public init(
         redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
         sharedSecret: SharedSecret? = nil, rateLimit: RateLimit, pausePolicy: PausePolicy = .standard,
-        retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, batchSize: Int = 8,
+        retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, jobsPerBatch: Int = 16,
         visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
         appleTimeout: Duration = .seconds(30), redisTimeout: Duration = .seconds(10),
         postgresTimeout: Duration = .seconds(10), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
@@ -116,7 +116,7 @@ public struct FleetSettings: Sendable {
         self.pausePolicy = pausePolicy
         self.retryPolicy = retryPolicy
         self.concurrency = concurrency
-        self.batchSize = batchSize
+        self.jobsPerBatch = jobsPerBatch
         self.visibilityTimeout = visibilityTimeout
         self.maxDeliveries = maxDeliveries
         self.drainGrace = drainGrace

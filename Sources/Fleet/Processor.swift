@@ -65,7 +65,7 @@ final class Processor {
     private func nextBatch() throws -> [ReservedJob] {
         let reclaimed = jobs.takeReclaimed(for: index)
         if !reclaimed.isEmpty { return reclaimed }
-        return try connections.queue.reserve(count: settings.batchSize, block: .seconds(1))
+        return try connections.queue.reserve(count: settings.jobsPerBatch, block: .seconds(1))
     }
 
     private func process(_ batch: [ReservedJob]) throws {

@@ -30,6 +30,7 @@ struct FleetOptions: SettingFlags {
     @Option(Settings.rateLimit) var rateLimit: String?
     @Option(Settings.rateBurst) var rateBurst: String?
     @Option(Settings.concurrency) var concurrency: String?
+    @Option(Settings.jobsPerBatch) var jobsPerBatch: String?
     @Option(Settings.visibilityTimeout) var visibilityTimeout: String?
     @Option(Settings.drainGrace) var drainGrace: String?
     @Option(Settings.haltAfterTransportFailures) var haltAfterTransportFailures: String?
@@ -110,6 +111,7 @@ struct ResolvedConfiguration {
             rateLimit: RateLimit(perSecond: self[Settings.rateLimit], burst: self[Settings.rateBurst]),
             retryPolicy: RetryPolicy(base: self[Settings.retryBase], cap: self[Settings.retryCap], maxAttempts: self[Settings.retryMaxAttempts]),
             concurrency: self[Settings.concurrency],
+            jobsPerBatch: self[Settings.jobsPerBatch],
             visibilityTimeout: self[Settings.visibilityTimeout],
             drainGrace: self[Settings.drainGrace],
             redisTimeout: self[Settings.redisTimeout],

@@ -122,6 +122,10 @@ struct SettingsRegistry: Sendable {
         help: "How many requests may go at once after a quiet spell: no second sees more than rate-limit + rate-burst."
     ) { RateLimit.defaultBurst(perSecond: try $0[Settings.rateLimit]) }
     let concurrency = Setting<Int>("concurrency", .whole(1...512), default: 8, .flag, help: "Worker threads in this process, each with its own connections.")
+    let jobsPerBatch = Setting<Int>(
+        "jobs-per-batch", .whole(1...100), default: 16, .flag,
+        help: "Jobs a worker thread reserves at once: verified one after another, written in one transaction, settled in one round trip.",
+        details: "Fewer lets a small backlog spread over more threads; more costs Redis and PostgreSQL less per job.")
     let visibilityTimeout = Setting<Duration>(
         "visibility-timeout", .wholeSeconds("a whole number of seconds ≥ 5") { $0 >= 5 }, default: .seconds(60), .flag,
         help: "Seconds before a dead worker's jobs are reclaimed; a live worker's jobs keep their lease however long they take.",

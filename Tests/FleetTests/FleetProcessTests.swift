@@ -193,6 +193,7 @@ import Testing
                 var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 450)
                 setup.settings.rateLimit = try RateLimit(perSecond: 20, burst: 1)
                 setup.settings.concurrency = 64
+                setup.settings.jobsPerBatch = 8
                 _ = try await setup.load()
                 try await body(setup, simulator)
             }
@@ -244,8 +245,9 @@ import Testing
         let nowMs = Self.nowMs
         try await TestDatabase.with { database in
             try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 1_500)), startMs: nowMs) { simulator in
-                let setup = try FleetSetup(
+                var setup = try FleetSetup(
                     database: database, simulator: simulator, nowMs: nowMs, receipts: 16, visibilityTimeout: .seconds(5))
+                setup.settings.jobsPerBatch = 8
                 // Fewer jobs than the 2 × 4 threads' batches hold: some threads are free to reclaim.
                 #expect(setup.subscriptions.count > 8 && setup.subscriptions.count <= 40)
                 _ = try await setup.load()
@@ -266,6 +268,26 @@ import Testing
                     == setup.subscriptions.count, "one verdict per job")
                 let mismatches = try await setup.groundTruthMismatches()
                 #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+            }
+        }
+    }
+
+    /// A worker thread reserves jobs-per-batch jobs at once: while Apple answers slowly, the one
+    /// thread holds 3 of the 10 jobs, and the others wait ready for its next batch.
+    @Test func aThreadReservesJobsPerBatchAtOnce() async throws {
+        let nowMs = Self.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 2_000)), startMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 10)
+                setup.settings.concurrency = 1
+                setup.settings.jobsPerBatch = 3
+                _ = try await setup.load()
+                let worker = try FleetProcess(["worker"], environment: setup.environment)
+                let holding = try await setup.status(within: .seconds(30)) { $0.queue.reserved > 0 }
+                worker.send(SIGKILL)
+                #expect(try await worker.exitStatus(within: .seconds(5)) != nil)
+                #expect(holding.queue.reserved == 3, "\(holding.queue.reserved) jobs reserved at once")
+                #expect(holding.queue.ready + holding.queue.reserved == setup.subscriptions.count)
             }
         }
     }

@@ -65,6 +65,7 @@ struct FleetSetup: Sendable {
             "RECEIPTFLEET_RETRY_CAP": "0.2",
             "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
             "RECEIPTFLEET_CONCURRENCY": "\(settings.concurrency)",
+            "RECEIPTFLEET_JOBS_PER_BATCH": "\(settings.jobsPerBatch)",
             "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
             "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
             // Several processes on one host: each takes a free port for its metrics.

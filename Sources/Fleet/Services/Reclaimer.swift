@@ -39,7 +39,7 @@ public struct Reclaimer: ProcessDuty {
                 connection: connection, keys: keys, consumer: Processors.consumer(index), retryPolicy: settings.retryPolicy,
                 preparingGroups: false)
             let reclaimed = try queue.reclaim(
-                idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries, limit: settings.batchSize)
+                idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries, limit: settings.jobsPerBatch)
             if reclaimed.buried > 0 {
                 metrics.settled(.dead, count: reclaimed.buried)
                 logger.warning("jobs delivered too often went to the dead letters", metadata: ["count": "\(reclaimed.buried)"])
