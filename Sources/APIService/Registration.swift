@@ -297,6 +297,7 @@ extension VerificationOutcome {
         case .unreadableBody(let httpStatus): "HTTP \(httpStatus) with an unreadable body"
         case .serverAPI(let status): "the App Store Server API's \(status.name)"
         case .transportFailure(let failure): "\(failure)"
+        case .notSent: "not sent: the fleet stopped calling Apple meanwhile"
         }
     }
 }

@@ -25,6 +25,10 @@ public enum VerificationOutcome: Sendable, Hashable {
     case transportFailure(TransportFailure)
     /// The App Store Server API answered with an error, or with signed data that is not believed.
     case serverAPI(ServerAPIStatus)
+    /// The call was not made: its time slot passed before it could leave (the worker was starved
+    /// of CPU), and no other could be had at once (the fleet paused or halted, or the endpoint's
+    /// budget was spent, since it was admitted).
+    case notSent
 
     public init(_ response: VerifyReceiptResponse) {
         self = .status(response.status, isRetryable: response.isRetryable)
@@ -155,7 +159,7 @@ public struct StatusPolicy: Sendable, Equatable {
             .retryable(upstreamUnavailable: true)
 
         // The redirect to the other environment was not made now (it needs leave of its own).
-        case .serverAPI(.notFound), .serverAPI(.unfinished): .retryable(upstreamUnavailable: false)
+        case .serverAPI(.notFound), .serverAPI(.unfinished), .notSent: .retryable(upstreamUnavailable: false)
         case .serverAPI(.notFoundAnywhere):
             .permanent(reason: "the App Store knows this transaction in neither environment")
         // Apple's Retry-After, within reason: a garbled header must not stop an endpoint for days.

@@ -44,6 +44,13 @@ public struct VerificationExchange: Sendable {
         self.latency = latency
         self.problem = problem
     }
+
+    /// A call the caller's `leave` refused as it was about to leave: nothing was sent.
+    public static func notSent(to endpoint: AppleEndpoint, in environment: AppStoreEnvironment) -> VerificationExchange {
+        VerificationExchange(
+            environment: environment, outcome: .notSent, latency: .zero, problem: "its time slot passed before it could leave",
+            endpoint: endpoint)
+    }
 }
 
 /// The result of `AppStoreClient.verify`: one exchange, or two when Apple redirected to the

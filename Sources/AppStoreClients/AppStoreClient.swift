@@ -16,17 +16,23 @@ public final class AppStoreClient {
 
     /// Verifies `receipt`, starting in `environment` (production, unless the subscription is known
     /// to live in the sandbox), and following Apple's redirects: 21007 from production goes on to
-    /// the sandbox, 21008 from the sandbox goes on to production. At most one redirect is taken,
-    /// and only once `mayRedirect` agrees: the redirect is one more request to Apple, so it takes
-    /// a rate-limit token of its own (false ends the verification with the first answer).
+    /// the sandbox, 21008 from the sandbox goes on to production. At most one redirect is taken.
+    /// `leave` is asked right before each request leaves, its body built: the first must still be
+    /// on time, and the redirect is one more request to Apple, which takes a rate-limit token of its
+    /// own. Refused, the request is not sent: the verification ends with the first answer, or
+    /// (the first refused) with `.notSent`.
     public func verify(
         _ receipt: ReceiptData, sharedSecret: SharedSecret?, excludeOldTransactions: Bool = true,
-        startingIn environment: AppStoreEnvironment = .production, mayRedirect: () -> Bool
+        startingIn environment: AppStoreEnvironment = .production, leave: () -> Bool
     ) -> Verification {
         let body = VerifyReceiptRequest.body(receipt, sharedSecret, excludeOldTransactions)
         var verification = Verification(exchanges: [], response: nil)
         var next: AppStoreEnvironment? = environment
-        while let current = next, verification.exchanges.isEmpty || mayRedirect() {
+        while let current = next {
+            guard leave() else {
+                if verification.exchanges.isEmpty { verification.exchanges = [.notSent(to: .verifyReceipt, in: current)] }
+                break
+            }
             let (exchange, response) = send(body, to: current)
             verification.exchanges.append(exchange)
             if let response { verification.response = response }

@@ -52,15 +52,17 @@ public final class ServerAPIClient {
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
     /// receipt shows it; otherwise, when `refunds` are due, its refunded transactions (a refund of
-    /// an earlier period changes no status). Every call after the first needs `mayCallAgain`'s leave for
-    /// its endpoint; without it the verification ends there, unfinished, to be tried again. A quiet
+    /// an earlier period changes no status). `leave` is asked right before each call leaves: the first
+    /// must still be on time, and every further one needs leave of its own from its endpoint's
+    /// budget. Refused, the call is not made: the verification ends there, unfinished, to be tried
+    /// again (the first refused: `.notSent`). A quiet
     /// subscription costs one call, two on the nights its refunds are due.
     ///
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
     public func verify(
         originalTransactionID: String, knownLatestTransactionID: String?, refunds: RefundCheck, onlyIn: AppStoreEnvironment? = nil,
-        startingIn environment: AppStoreEnvironment = .production, mayCallAgain: (AppleEndpoint) -> Bool
+        startingIn environment: AppStoreEnvironment = .production, leave: (AppleEndpoint) -> Bool
     ) -> Verification {
         let environment = onlyIn ?? environment
         var verification = Verification(exchanges: [], response: nil)
@@ -74,7 +76,11 @@ public final class ServerAPIClient {
         }
         var signed = SignedAnswer()
         var next: AppStoreEnvironment? = environment
-        while let current = next, verification.exchanges.isEmpty || mayCallAgain(.subscriptionStatuses) {
+        while let current = next {
+            guard leave(.subscriptionStatuses) else {
+                if verification.exchanges.isEmpty { verification.exchanges = [.notSent(to: .subscriptionStatuses, in: current)] }
+                break
+            }
             next = nil
             var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, .subscriptionStatuses, in: current)
             if let answer { signed = statuses(answer, into: &exchange) ?? signed }
@@ -98,7 +104,7 @@ public final class ServerAPIClient {
                 verification.response = statuses  // a quiet night: the statuses are the whole answer
                 return verification
             }
-            guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, mayCallAgain: mayCallAgain)
+            guard readHistory(of: originalTransactionID, revokedOnly: !changed, into: &signed, &verification, leave: leave)
             else { return verification }
             signed.showsEveryRefund = true
             verification.response = try read(signed)
@@ -115,11 +121,11 @@ public final class ServerAPIClient {
     /// that could not be used (its exchange says why).
     private func readHistory(
         of originalTransactionID: String, revokedOnly: Bool, into signed: inout SignedAnswer, _ verification: inout Verification,
-        mayCallAgain: (AppleEndpoint) -> Bool
+        leave: (AppleEndpoint) -> Bool
     ) -> Bool {
         var revision: String?
         for _ in 0..<Self.historyPageLimit {
-            guard mayCallAgain(.transactionHistory) else {
+            guard leave(.transactionHistory) else {
                 verification.exchanges[verification.exchanges.count - 1].outcome = .serverAPI(.unfinished)
                 return false
             }

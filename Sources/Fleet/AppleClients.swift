@@ -31,7 +31,7 @@ public final class AppleClients: AppleVerifier {
 
     public func verify(
         _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
-        mayCallAgain: (AppleEndpoint) -> Bool
+        leave: (AppleEndpoint) -> Bool
     ) -> Verification {
         switch subject {
         case .receipt(let receipt):
@@ -39,13 +39,14 @@ public final class AppleClients: AppleVerifier {
             func ask(with secret: SharedSecret?) -> Verification {
                 verifyReceipt.verify(
                     receipt, sharedSecret: secret, excludeOldTransactions: true, startingIn: environment,
-                    mayRedirect: { mayCallAgain(.verifyReceipt) })
+                    leave: { leave(.verifyReceipt) })
             }
             let secrets = sharedSecrets[app] ?? settings.sharedSecrets(forApp: app)
             var verification = ask(with: secrets.first)
             for (index, secret) in secrets.enumerated().dropFirst() {
-                guard verification.response?.status == 21004, mayCallAgain(.verifyReceipt) else { break }
+                guard verification.response?.status == 21004 else { break }
                 let other = ask(with: secret)
+                guard other.outcome != .notSent else { break }  // no leave for it: the job tries again later
                 verification.exchanges += other.exchanges
                 verification.response = other.response ?? verification.response
                 if other.response?.status != 21004 {
@@ -64,7 +65,7 @@ public final class AppleClients: AppleVerifier {
             }
             return serverAPI.verify(
                 originalTransactionID: originalTransactionID, knownLatestTransactionID: knownLatestTransactionID,
-                refunds: refunds, onlyIn: onlyIn, startingIn: environment, mayCallAgain: mayCallAgain)
+                refunds: refunds, onlyIn: onlyIn, startingIn: environment, leave: leave)
         }
     }
 

@@ -173,6 +173,7 @@ extension VerificationOutcome {
         case .transportFailure(.timeout): "timeout"
         case .transportFailure: "transport"
         case .serverAPI(let status): "server_api_\(status.name)"
+        case .notSent: "not_sent"
         }
     }
 }

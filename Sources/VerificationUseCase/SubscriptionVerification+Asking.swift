@@ -7,7 +7,8 @@ import Logging
 /// The use case's call to Apple and its verdict, the same for every way in.
 extension SubscriptionVerification {
     /// Asks Apple about `subject`, a receipt or transaction of `app`, for a caller that was admitted
-    /// (a further call, to the other environment or for more history, asks the gate itself); judges
+    /// (the call leaves only if still on time, `AppleGate.departing`; a further call, to the other
+    /// environment or for more history, asks the gate itself); judges
     /// the answer by the status policy, and tells the fleet what it must know: a recovery after
     /// `probing`, an unavailable Apple (a pause, a halt), a spent endpoint, a configuration error.
     /// `attempt` counts this one (for 21002's last chance). `app` decides the shared secret; it is
@@ -19,31 +20,39 @@ extension SubscriptionVerification {
         probing: Bool, subscriptionID: Int64?
     ) throws -> Answer {
         var probing = probing
-        // A further call refused because its endpoint's budget is spent: the job waits that long.
-        var throttled: Duration?
+        // A call refused because its endpoint's budget is spent or the fleet paused: the job waits that long.
+        var refusedFor: Duration?
+        var departed = false
         let calling = ContinuousClock.now
         let verification = verifier.verify(
             subject, ofApp: app, startingIn: environment,
-            mayCallAgain: { endpoint in
-                // Another environment or another page is one more call: it needs leave of its own.
-                switch try? gate.admit(upcoming: 1, to: endpoint, forApp: app) {
+            leave: { endpoint in
+                // The admitted call leaves only on time; another environment or another page is one
+                // more call: it needs leave of its own.
+                let leave = departed
+                    ? try? gate.admit(upcoming: 1, to: endpoint, forApp: app) : try? gate.departing(to: endpoint, forApp: app)
+                departed = true
+                switch leave {
                 case .granted?: return true
                 case .probe?:
                     probing = true
                     return true
-                case .throttled(let wait)?:
-                    throttled = wait
+                case .throttled(let wait)?, .paused(let wait)?:
+                    refusedFor = wait
                     return false
                 default: return false  // the job is retried, the call with it
                 }
             })
-        let callDuration = calling.duration(to: .now) / verification.exchanges.count
-        for exchange in verification.exchanges { metrics.answered(exchange) }
-        let action = statusPolicy.action(for: verification.outcome, attempt: attempt)
-        gate.called(action.lastAnswer, by: verification.lastExchange.endpoint, forApp: app, taking: callDuration)
-        if probing, action.meansAppleAnswered { try gate.reportRecovered() }
-        var verdict = try verdict(action, verification, subscription: subscriptionID.map { ($0, app ?? policy.defaultApp) })
-        if case .retry = verdict, let throttled { verdict = .unavailable(pause: throttled) }  // not the job's fault
+        var verdict = Verdict.retry
+        if verification.outcome != .notSent {  // else Apple heard nothing, and the fleet has nothing to hear
+            let callDuration = calling.duration(to: .now) / verification.exchanges.count
+            for exchange in verification.exchanges { metrics.answered(exchange) }
+            let action = statusPolicy.action(for: verification.outcome, attempt: attempt)
+            gate.called(action.lastAnswer, by: verification.lastExchange.endpoint, forApp: app, taking: callDuration)
+            if probing, action.meansAppleAnswered { try gate.reportRecovered() }
+            verdict = try self.verdict(action, verification, subscription: subscriptionID.map { ($0, app ?? policy.defaultApp) })
+        }
+        if case .retry = verdict, let refusedFor { verdict = .unavailable(pause: refusedFor) }  // not the job's fault
         return Answer(verification: verification, verdict: verdict, backend: subject.backend)
     }
 
@@ -148,6 +157,7 @@ extension VerificationOutcome {
         case .unreadableBody(let httpStatus): "http.\(httpStatus)"
         case .transportFailure(let failure): "\(failure)"
         case .serverAPI(let status): "server_api.\(status.name)"
+        case .notSent: "not_sent"
         }
     }
 

@@ -11,6 +11,10 @@ public protocol AppleGate {
     /// `.throttled`, `.halted` or `.appHalted` (do not call). `upcoming` counts this call and the
     /// caller's further ones that may be booked with it.
     func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission
+    /// The admitted call to `endpoint` is about to leave: `.granted` when its time slot still
+    /// holds; otherwise (the caller was preempted after it woke for its slot) the slot is given up,
+    /// and the answer is `admit`'s for another, waited for: a call never leaves late.
+    func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission
     /// What the last call (to `endpoint`, about a subject of `app`) got and how long it took: told
     /// with the next admission.
     func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration)
@@ -32,12 +36,15 @@ public protocol AppleGate {
 
 /// Asks Apple about a receipt or a transaction: `AppleClients`, or a fake.
 public protocol AppleVerifier {
-    /// `mayCallAgain` is asked before every further call (the other environment, another page of
-    /// history): each needs leave of its own, from its endpoint's budget. `app` decides the shared
-    /// secret; nil for a receipt whose app is not known yet (a registration that names none).
+    /// `leave` is asked right before every call leaves, for its endpoint: for the first, whether
+    /// the admitted call is still on time (`AppleGate.departing`); for each further one (the other
+    /// environment, another page of history, another secret), for leave of its own from its
+    /// endpoint's budget. Refused, the call is not made and the verification ends there (the
+    /// first: `.notSent`). `app` decides the shared secret; nil for a receipt whose app is not
+    /// known yet (a registration that names none).
     func verify(
         _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
-        mayCallAgain: (AppleEndpoint) -> Bool
+        leave: (AppleEndpoint) -> Bool
     ) -> Verification
 }
 

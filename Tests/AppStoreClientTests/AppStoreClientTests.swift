@@ -21,13 +21,17 @@ import Testing
     static func verify(
         _ receipt: SimulatedReceipt, on simulator: LiveSimulator, secret: SharedSecret? = secret,
         timeout: Duration = .seconds(30), startingIn environment: AppStoreEnvironment = .production,
-        mayRedirect: @escaping @Sendable () -> Bool = { true }
+        leave: @escaping @Sendable (_ call: Int) -> Bool = { _ in true }
     ) async throws -> Verification {
         let endpoints = AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL)
         let data = ReceiptData(base64: receipt.receiptData)
         return try await onOwnThread {
             let client = try AppStoreClient(endpoints: endpoints, http: HTTPClientConfiguration(totalTimeout: timeout))
-            return client.verify(data, sharedSecret: secret, startingIn: environment, mayRedirect: mayRedirect)
+            var calls = 0
+            return client.verify(data, sharedSecret: secret, startingIn: environment, leave: {
+                calls += 1
+                return leave(calls)
+            })
         }
     }
 
@@ -60,11 +64,22 @@ import Testing
     @Test func aRedirectThatGetsNoTokenIsNotSent() async throws {
         let receipt = try Self.receipt(.sandbox)
         let (verification, statistics) = try await LiveSimulator.with(startMs: Self.anchorMs) {
-            (try await Self.verify(receipt, on: $0, mayRedirect: { false }), $0.store.statistics)
+            (try await Self.verify(receipt, on: $0, leave: { $0 == 1 }), $0.store.statistics)
         }
         #expect(verification.exchanges.map(\.environment) == [.production])
         #expect(verification.outcome == .status(21007, isRetryable: nil))
         #expect(statistics.requestsTotal == 1, "the sandbox was not asked")
+    }
+
+    /// A first request refused as it is about to leave (its time slot passed) is not sent at all.
+    @Test func aRequestRefusedAsItLeavesIsNotSent() async throws {
+        let receipt = try Self.receipt(.renewing)
+        let (verification, statistics) = try await LiveSimulator.with(startMs: Self.anchorMs) {
+            (try await Self.verify(receipt, on: $0, leave: { _ in false }), $0.store.statistics)
+        }
+        #expect(verification.exchanges.map(\.outcome) == [.notSent])
+        #expect(verification.response == nil)
+        #expect(statistics.requestsTotal == 0, "Apple was not asked")
     }
 
     @Test func aProductionReceiptSentToTheSandboxGoesOnToProductionAfter21008() async throws {

@@ -47,7 +47,8 @@ import Testing
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
         _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, knownLatest: String? = "1001",
-        refundsDue: Bool = true, onlyIn: AppStoreEnvironment? = nil, mayRedirect: @escaping @Sendable () -> Bool = { true }
+        refundsDue: Bool = true, onlyIn: AppStoreEnvironment? = nil,
+        leave: @escaping @Sendable (_ call: Int) -> Bool = { _ in true }
     ) async throws -> Verification {
         let key = try key ?? Self.key()
         let endpoints = ServerAPIEndpoints(
@@ -56,10 +57,14 @@ import Testing
             let client = try ServerAPIClient(
                 endpoints: endpoints, tokens: try ServerAPITokens(key: key),
                 signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
+            var calls = 0
             return client.verify(
                 originalTransactionID: "1000", knownLatestTransactionID: knownLatest,
                 refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7), onlyIn: onlyIn,
-                mayCallAgain: { _ in mayRedirect() })
+                leave: { _ in
+                    calls += 1
+                    return leave(calls)
+                })
         }
     }
 
@@ -105,7 +110,7 @@ import Testing
 
         let refused = try TestHTTPServer(.respond([Self.error(404, code: 4_040_010)]))
         defer { refused.stop() }
-        let alone = try await Self.ask(refused, trusting: ca, mayRedirect: { false })
+        let alone = try await Self.ask(refused, trusting: ca, leave: { $0 == 1 })
         #expect(alone.exchanges.map(\.outcome) == [.serverAPI(.notFound)], "the redirect needs leave of its own")
         let nowhere = try await Self.ask(refused, trusting: ca)
         #expect(nowhere.exchanges.map(\.outcome) == [.serverAPI(.notFound), .serverAPI(.notFoundAnywhere)])
@@ -216,9 +221,14 @@ import Testing
         // A page the fleet gives no leave for leaves the answer unfinished, to be tried again.
         let refused = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
         defer { refused.stop() }
-        let unfinished = try await Self.ask(refused, trusting: ca, knownLatest: nil, mayRedirect: { false })
+        let unfinished = try await Self.ask(refused, trusting: ca, knownLatest: nil, leave: { $0 == 1 })
         #expect(unfinished.outcome == .serverAPI(.unfinished))
         #expect(refused.requests.count == 1)
+
+        // A first call refused as it is about to leave (its time slot passed) is not made at all.
+        let late = try await Self.ask(refused, trusting: ca, leave: { _ in false })
+        #expect(late.exchanges.map(\.outcome) == [.notSent])
+        #expect(refused.requests.count == 1, "nothing more was sent")
     }
 
     /// Each call's time goes into the verification log; a slow answer must not read as instant.

@@ -72,11 +72,11 @@ import Testing
                             let id = subscription.originalTransactionID
                             let viaReceipt = receiptClient.verify(
                                 ReceiptData(base64: receipt.receiptData), sharedSecret: nil, excludeOldTransactions: false,
-                                mayRedirect: { true })
+                                leave: { true })
                             let before = stored[id] ?? (nil, nil)
                             let viaSigned = signedClient.verify(
                                 originalTransactionID: id, knownLatestTransactionID: before.signed?.latestTransactionID,
-                                refunds: .due, mayCallAgain: { _ in true })
+                                refunds: .due, leave: { _ in true })
                             let a = Self.analyse(viaReceipt, id, stored: before.receipt, at: now)
                             let b = Self.analyse(viaSigned, id, stored: before.signed, at: now)
                             stored[id] = (a?.state ?? before.receipt, b?.state ?? before.signed)

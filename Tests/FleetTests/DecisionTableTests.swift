@@ -12,9 +12,10 @@ import Testing
 /// postponed, paused, halted, buried — and what the fleet and the ledger hear of it. The end-to-end
 /// suites run the same use case against the real servers.
 @Suite struct DecisionTableTests {
-    /// The gate: admits as scripted (then grants), and records what it is told.
+    /// The gate: admits, and lets admitted calls leave, as scripted (then grants), and records what it is told.
     final class FakeGate: AppleGate {
         var admissions: [Admission] = []
+        var departures: [Admission] = []
         var unanswered = RecurringFailureVerdict.counted(pause: .zero)
         var confirmsConfigurationError = false
         private(set) var heard: [String] = []
@@ -26,6 +27,9 @@ import Testing
             endpoints.append(endpoint)
             apps.append(app)
             return admissions.isEmpty ? .granted(slots: [.zero]) : admissions.removeFirst()
+        }
+        func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+            departures.isEmpty ? .granted(slots: [.zero]) : departures.removeFirst()
         }
         func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {
             heard.append("answer \(answer)")
@@ -67,12 +71,15 @@ import Testing
 
         func verify(
             _ subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment,
-            mayCallAgain: (AppleEndpoint) -> Bool
+            leave: (AppleEndpoint) -> Bool
         ) -> Verification {
-            calls += 1
             subjects.append(subject)
             apps.append(app)
-            let allowed = furtherCall.map(mayCallAgain) ?? true
+            guard leave(subject.firstEndpoint) else {
+                return Verification(exchanges: [.notSent(to: subject.firstEndpoint, in: environment)], response: nil)
+            }
+            calls += 1
+            let allowed = furtherCall.map(leave) ?? true
             return Verification(
                 exchanges: [VerificationExchange(
                     environment: environment, outcome: allowed ? outcome : .serverAPI(.unfinished), httpStatus: 200,
@@ -385,6 +392,25 @@ import Testing
         paging.furtherCall = .transactionHistory
         #expect(try Self.run(paging, gate: historySpent, subscription: Self.onServerAPI).settlement == "postpone")
         #expect(historySpent.endpoints == [.subscriptionStatuses, .transactionHistory])
+    }
+
+    /// A call whose slot passed before it left (its thread preempted) books another as it leaves;
+    /// when the fleet paused meanwhile, nothing is sent and the job waits for the pause, uncharged,
+    /// with nothing told to the fleet (Apple heard nothing).
+    @Test func aCallTooLateForItsSlotIsNotSentWhenNoOtherCanBeHad() throws {
+        let gate = FakeGate()
+        gate.departures = [.paused(.seconds(20))]
+        let verifier = FakeVerifier(.status(0, isRetryable: nil), response: try Self.activeResponse())
+        let (settlement, _, store) = try Self.run(verifier, gate: gate)
+        #expect(settlement == "postpone")
+        #expect(verifier.calls == 0, "Apple was not asked")
+        #expect(gate.heard.isEmpty, "no answer to tell")
+        #expect(store.written.map(\.attempt.outcome) == [.retryable] && store.written.allSatisfy { $0.change == nil })
+
+        let rebooked = FakeGate()
+        rebooked.departures = [.granted(slots: [.zero])]
+        #expect(try Self.run(verifier, gate: rebooked).settlement == "ack verified")
+        #expect(verifier.calls == 1)
     }
 
     /// A transaction Apple knows in neither environment is no purchase: invalid, as 21010 makes it.

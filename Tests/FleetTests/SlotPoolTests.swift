@@ -70,6 +70,41 @@ import Testing
         }
     }
 
+    /// A call leaves on its slot, or not at all: one that would leave more than the tolerance after
+    /// it (its thread preempted after it woke) gives the slot up as it leaves and books another.
+    @Test func aCallPreemptedAfterItsSlotBooksAnotherAsItLeaves() async throws {
+        try await TestDatabase.with { database in
+            let settings = FleetSettings(
+                redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("depart"))}",
+                rateLimit: try RateLimit(perSecond: 1_000, burst: 1))
+            try await onOwnThread {
+                let connections = try Connections(settings: settings, consumer: "depart-0")
+                let metrics = FleetMetrics()
+                let gate = PacedGate(
+                    connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(),
+                    slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
+                let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+                let key = try QueueKeys(prefix: settings.keyPrefix).gateAdmissions
+                func admissions() throws -> Int { try redis.command("GET", key).string.flatMap { Int($0) } ?? 0 }
+                func admitted() throws -> Bool {
+                    if case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) { true } else { false }
+                }
+
+                #expect(try admitted())
+                #expect(try gate.departing(to: .verifyReceipt, forApp: nil) == .granted(slots: [.zero]))
+                #expect(try admissions() == 1, "on time: it leaves on its slot")
+
+                Thread.sleep(forTimeInterval: 0.05)  // the slots the admission booked for others go stale
+                #expect(try admitted())
+                #expect(try admissions() == 2)
+                Thread.sleep(forTimeInterval: 0.05)  // preempted after it woke for its slot
+                #expect(try gate.departing(to: .verifyReceipt, forApp: nil) == .granted(slots: [.zero]))
+                #expect(try admissions() == 3, "the late call booked another slot as it left")
+                #expect(metrics.takeSlotsGivenUp() == 1)
+            }
+        }
+    }
+
     /// The same through a worker process's pool, verifying receipts against the simulator: fewer
     /// admissions than calls (each worker booking for itself asked once a call here), and every
     /// call Apple saw had a slot.

@@ -31,6 +31,9 @@ public final class LaneGate: AppleGate {
         return admission
     }
 
+    /// A lane's call leaves once its caller waited for the slot and took the lane: it is not paced again.
+    public func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission { .granted(slots: [.zero]) }
+
     /// A lane makes no batches, so there is no next call to tell.
     public func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {}
 

@@ -45,6 +45,8 @@ final class PacedGate: AppleGate {
     private var lastApp: String?
     /// What this worker's last call to Apple took: how many calls it can make back to back.
     private var lastCallDuration = Duration.seconds(1)
+    /// The time slot of the call admitted last, until it leaves (`departing`).
+    private var admittedSlot: ContinuousClock.Instant?
     /// Set when an admission found the fleet paused or halted: how long to rest before reserving
     /// more jobs, so a stopped fleet does not churn its backlog through the delayed set.
     private(set) var restBeforeNextBatch: Duration?
@@ -67,6 +69,7 @@ final class PacedGate: AppleGate {
     }
 
     func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+        admittedSlot = nil
         let admission = try slot(upcoming: upcoming, endpoint: endpoint, app: app)
         guard !stop.isSet else { return .paused(.zero) }  // woke to stop: the job goes back at once
         switch admission {
@@ -95,6 +98,7 @@ final class PacedGate: AppleGate {
             while let slot = slots.take(endpoint) {
                 guard reached(slot) else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
+                admittedSlot = slot
                 return .granted(slots: [.zero])
             }
             let asked = ContinuousClock.now
@@ -118,6 +122,7 @@ final class PacedGate: AppleGate {
                 metrics.waitedForToken(asked.duration(to: .now))
                 guard reachedFirst else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
+                admittedSlot = times[0]
             case .paused(let wait): pauses.note(pausedFor: wait)
             case .halted:
                 slots.drop(endpoint)
@@ -140,6 +145,16 @@ final class PacedGate: AppleGate {
         guard ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else { return true }
         metrics.gaveUpSlot()
         return false
+    }
+
+    /// The last check of the slot, right before the call leaves (its body built, its connection
+    /// chosen): a thread preempted after it woke, for longer than `slotTolerance` past its slot,
+    /// gives the slot up here and books another, as `reached` does on waking.
+    func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
+        defer { admittedSlot = nil }
+        guard let slot = admittedSlot, ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else { return .granted(slots: [.zero]) }
+        metrics.gaveUpSlot()
+        return try admit(upcoming: 1, to: endpoint, forApp: app)
     }
 
     func called(_ answer: LastAnswer, by endpoint: AppleEndpoint, forApp app: String?, taking duration: Duration) {
