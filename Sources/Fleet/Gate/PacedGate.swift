@@ -147,12 +147,15 @@ final class PacedGate: AppleGate {
         return false
     }
 
-    /// The last check of the slot, right before the call leaves (its body built, its connection
-    /// chosen): a thread preempted after it woke, for longer than `slotTolerance` past its slot,
-    /// gives the slot up here and books another, as `reached` does on waking.
+    /// The last check of the slot, right before the call leaves (its body built): a thread
+    /// preempted after it woke, for longer than `slotTolerance` past its slot, gives the slot up
+    /// here and books another, as `reached` does on waking. (A worker told to stop meanwhile
+    /// finishes the call in hand rather than book again.)
     func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
         defer { admittedSlot = nil }
-        guard let slot = admittedSlot, ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else { return .granted(slots: [.zero]) }
+        guard let slot = admittedSlot, ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else {
+            return .granted(slots: [.zero])
+        }
         metrics.gaveUpSlot()
         return try admit(upcoming: 1, to: endpoint, forApp: app)
     }
