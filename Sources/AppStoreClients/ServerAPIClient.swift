@@ -52,11 +52,11 @@ public final class ServerAPIClient {
     /// (something happened since the fleet last looked), the customer's transaction history too, so
     /// that what came between (a renewal, a trial's end, an upgrade, the first purchase) is seen as a
     /// receipt shows it; otherwise, when `refunds` are due, its refunded transactions (a refund of
-    /// an earlier period changes no status). `leave` is asked right before each call leaves: the first
-    /// must still be on time, and every further one needs leave of its own from its endpoint's
-    /// budget. Refused, the call is not made: the verification ends there, unfinished, to be tried
-    /// again (the first refused: `.notSent`). A quiet
-    /// subscription costs one call, two on the nights its refunds are due.
+    /// an earlier period changes no status). A quiet subscription costs one call, two on the nights
+    /// its refunds are due. `leave` is asked right before each call leaves: the first must still be
+    /// on time, and every further one needs leave of its own from its endpoint's budget. Refused,
+    /// the call is not made: the verification ends there, unfinished, to be tried again (the first
+    /// refused: `.notSent`).
     ///
     /// Apple's answer, once every signed payload in it verified and named the app, reads as
     /// verifyReceipt's status 0 (`Verification.response`).
