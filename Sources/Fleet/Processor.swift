@@ -12,6 +12,11 @@ import VerificationUseCase
 /// A job leaves Redis only after its result is durable, or atomically moved to the delayed set or
 /// the dead letters; a worker that dies holding jobs leaves them to be reclaimed.
 final class Processor {
+    /// How long a batch should take at the last call's pace: quick calls share a batch's round trips
+    /// (up to `jobs-per-batch` of them), while slow ones leave a small backlog to the other threads
+    /// and bring a retried job back sooner.
+    static let batchSpan = Duration.seconds(1)
+
     /// Which of the process's processors this is (`Processors.consumer(index)` names it).
     private let index: Int
     private let settings: FleetSettings
@@ -65,7 +70,14 @@ final class Processor {
     private func nextBatch() throws -> [ReservedJob] {
         let reclaimed = jobs.takeReclaimed(for: index)
         if !reclaimed.isEmpty { return reclaimed }
-        return try connections.queue.reserve(count: settings.jobsPerBatch, block: .seconds(1))
+        return try connections.queue.reserve(
+            count: Self.batchSize(upTo: settings.jobsPerBatch, lastCall: gate.lastCallDuration), block: .seconds(1))
+    }
+
+    /// As many jobs as the thread verifies within `batchSpan` at the last call's pace: at least one,
+    /// at most `limit`.
+    static func batchSize(upTo limit: Int, lastCall: Duration) -> Int {
+        max(1, min(limit, Int(batchSpan / max(lastCall, .microseconds(1)))))
     }
 
     private func process(_ batch: [ReservedJob]) throws {

@@ -124,8 +124,8 @@ struct SettingsRegistry: Sendable {
     let concurrency = Setting<Int>("concurrency", .whole(1...512), default: 8, .flag, help: "Worker threads in this process, each with its own connections.")
     let jobsPerBatch = Setting<Int>(
         "jobs-per-batch", .whole(1...100), default: 16, .flag,
-        help: "Jobs a worker thread reserves at once: verified one after another, written in one transaction, settled in one round trip.",
-        details: "Fewer lets a small backlog spread over more threads; more costs Redis and PostgreSQL less per job.")
+        help: "The most jobs a worker thread reserves at once: verified one after another, written in one transaction, settled in one round trip.",
+        details: "A thread takes what it verifies in about a second at Apple's pace, up to this many: quick answers share a batch, slow ones spread over the threads.")
     let visibilityTimeout = Setting<Duration>(
         "visibility-timeout", .wholeSeconds("a whole number of seconds ≥ 5") { $0 >= 5 }, default: .seconds(60), .flag,
         help: "Seconds before a dead worker's jobs are reclaimed; a live worker's jobs keep their lease however long they take.",

@@ -16,4 +16,15 @@ import Testing
     func callsBookedAtOnce(upcoming: Int, lastCallMicroseconds: Int64, booked: Int) {
         #expect(PacedGate.callsToBook(upcoming: upcoming, lastCall: .microseconds(lastCallMicroseconds)) == booked)
     }
+
+    /// How many jobs a thread reserves: what it verifies in about a second, up to jobs-per-batch.
+    @Test(arguments: [
+        (lastCallMicroseconds: 300, reserved: 16),  // Apple answers at once: the whole batch
+        (lastCallMicroseconds: 150_000, reserved: 6),  // Apple's usual pace
+        (lastCallMicroseconds: 2_000_000, reserved: 1),  // slower than a second: one at a time
+        (lastCallMicroseconds: 0, reserved: 16),  // no measurement yet is not a division by zero
+    ])
+    func jobsReservedAtOnce(lastCallMicroseconds: Int64, reserved: Int) {
+        #expect(Processor.batchSize(upTo: 16, lastCall: .microseconds(lastCallMicroseconds)) == reserved)
+    }
 }

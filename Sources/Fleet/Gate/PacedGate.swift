@@ -43,8 +43,9 @@ final class PacedGate: AppleGate {
     /// The app whose receipt the last call was about (nil for the Server API's): its streak of
     /// configuration errors is the one that answer ends.
     private var lastApp: String?
-    /// What this worker's last call to Apple took: how many calls it can make back to back.
-    private var lastCallDuration = Duration.seconds(1)
+    /// What this worker's last call to Apple took: how many calls it can make back to back, and
+    /// how many jobs its next batch holds.
+    private(set) var lastCallDuration = Duration.seconds(1)
     /// The time slot of the call admitted last, until it leaves (`departing`).
     private var admittedSlot: ContinuousClock.Instant?
     /// Set when an admission found the fleet paused or halted: how long to rest before reserving
