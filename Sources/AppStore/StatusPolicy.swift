@@ -159,7 +159,9 @@ public struct StatusPolicy: Sendable, Equatable {
             .retryable(upstreamUnavailable: true)
 
         // The redirect to the other environment was not made now (it needs leave of its own).
-        case .serverAPI(.notFound), .serverAPI(.unfinished), .notSent: .retryable(upstreamUnavailable: false)
+        case .serverAPI(.notFound), .serverAPI(.unfinished): .retryable(upstreamUnavailable: false)
+        // Nothing reached Apple, so the use case judges it without this table; retried, as here.
+        case .notSent: .retryable(upstreamUnavailable: false)
         case .serverAPI(.notFoundAnywhere):
             .permanent(reason: "the App Store knows this transaction in neither environment")
         // Apple's Retry-After, within reason: a garbled header must not stop an endpoint for days.

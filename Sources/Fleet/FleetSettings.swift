@@ -37,7 +37,8 @@ public struct FleetSettings: Sendable {
     public var retryPolicy: RetryPolicy
     /// Worker threads in one process, each with its own connections.
     public var concurrency: Int
-    /// Jobs a worker takes at once; their results are written in one transaction.
+    /// The most jobs a worker thread takes at once (it takes what it verifies in about a second,
+    /// `Processor.batchSize`); their results are written in one transaction.
     public var jobsPerBatch: Int
     /// How long a reserved job may go without an ack before another worker takes it over.
     public var visibilityTimeout: Duration

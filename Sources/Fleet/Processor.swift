@@ -77,7 +77,7 @@ final class Processor {
     /// As many jobs as the thread verifies within `batchSpan` at the last call's pace: at least one,
     /// at most `limit`.
     static func batchSize(upTo limit: Int, lastCall: Duration) -> Int {
-        max(1, min(limit, Int(batchSpan / max(lastCall, .microseconds(1)))))
+        lastCall.callsFitting(in: batchSpan, atMost: limit)
     }
 
     private func process(_ batch: [ReservedJob]) throws {

@@ -8,13 +8,13 @@ import Logging
 extension SubscriptionVerification {
     /// Asks Apple about `subject`, a receipt or transaction of `app`, for a caller that was admitted
     /// (the call leaves only if still on time, `AppleGate.departing`; a further call, to the other
-    /// environment or for more history, asks the gate itself); judges
-    /// the answer by the status policy, and tells the fleet what it must know: a recovery after
-    /// `probing`, an unavailable Apple (a pause, a halt), a spent endpoint, a configuration error.
-    /// `attempt` counts this one (for 21002's last chance). `app` decides the shared secret; it is
-    /// nil for a registration's receipt whose app is not known yet. `subscriptionID` is nil for a
-    /// subject the ledger does not know yet (a registration): its configuration error is one
-    /// client's, perhaps another app's receipt, and never halts anything.
+    /// environment or for more history, asks the gate itself); judges the answer by the status
+    /// policy, and tells the fleet what it must know: a recovery after `probing`, an unavailable
+    /// Apple (a pause, a halt), a spent endpoint, a configuration error. `attempt` counts this one
+    /// (for 21002's last chance). `app` decides the shared secret; it is nil for a registration's
+    /// receipt whose app is not known yet. `subscriptionID` is nil for a subject the ledger does not
+    /// know yet (a registration): its configuration error is one client's, perhaps another app's
+    /// receipt, and never halts anything.
     public func ask(
         about subject: VerificationSubject, ofApp app: String?, startingIn environment: AppStoreEnvironment, attempt: Int,
         probing: Bool, subscriptionID: Int64?

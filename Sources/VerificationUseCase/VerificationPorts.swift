@@ -13,7 +13,7 @@ public protocol AppleGate {
     func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission
     /// The admitted call to `endpoint` is about to leave: `.granted` when its time slot still
     /// holds; otherwise (the caller was preempted after it woke for its slot) the slot is given up,
-    /// and the answer is `admit`'s for another, waited for: a call never leaves late.
+    /// and the answer is `admit`'s for another, waited for.
     func departing(to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission
     /// What the last call (to `endpoint`, about a subject of `app`) got and how long it took: told
     /// with the next admission.

@@ -66,7 +66,7 @@ final class PacedGate: AppleGate {
     /// How many of `upcoming` calls to book in one admission: as many as fit back to back, at the
     /// last call's pace, within `slotTolerance` of the first one's slot; at least one.
     static func callsToBook(upcoming: Int, lastCall: Duration) -> Int {
-        max(1, min(upcoming, Int(slotTolerance / max(lastCall, .microseconds(1)))))
+        lastCall.callsFitting(in: slotTolerance, atMost: upcoming)
     }
 
     func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
@@ -196,5 +196,13 @@ final class PacedGate: AppleGate {
     func halt(reason: String, backend: VerificationBackend) throws {
         try connections.gate.halt(reason: reason, group: settings.haltGroup(for: backend))
         if backend == .verifyReceipt { pauses.note(pausedFor: Self.haltedRest) }
+    }
+}
+
+extension Duration {
+    /// How many calls that each take this long fit back to back in `span`: at least one, at most
+    /// `limit` (a call measured at zero counts as a microsecond).
+    func callsFitting(in span: Duration, atMost limit: Int) -> Int {
+        max(1, min(limit, Int(span / max(self, .microseconds(1)))))
     }
 }
