@@ -26,6 +26,8 @@ extension RedisConnection {
     /// error replies are `.error` values in their place. Calls the server answered with NOSCRIPT
     /// (it lost the script: nothing of theirs ran) are run again, once, with EVAL and the whole
     /// source, which loads and runs in one step: another SCRIPT FLUSH cannot slip in between.
+    /// They then run after the rest: should another client load the script again while the
+    /// pipeline is in flight, calls behind the lost ones have run first.
     public func run(
         _ script: RedisScript, pipelining calls: [RedisScriptCall]
     ) throws(RedisError) -> [RedisValue] {

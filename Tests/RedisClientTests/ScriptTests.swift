@@ -12,7 +12,7 @@ struct ScriptTests {
     @Test("a script runs with KEYS and ARGV, and still runs after SCRIPT FLUSH (NOSCRIPT reloads it)")
     func runsAfterScriptFlush() async throws {
         let key = uniqueName("rc_script")
-        let (first, second, stored) = try await withConnection { connection in
+        let (first, second, stored) = try await withPrivateServer { connection in
             defer { _ = try? connection.command("DEL", key) }
             let first = try connection.run(Self.setAndEcho, keys: [key, "\(key):other"], arguments: ["one", 21])
             // Empties the server's script cache while this connection still holds the SHA: the
@@ -47,7 +47,7 @@ struct ScriptTests {
     @Test("many runs of a script go in one pipeline, and survive SCRIPT FLUSH in between")
     func pipelinedRuns() async throws {
         let key = uniqueName("rc_script_pipeline")
-        let (before, after) = try await withConnection { connection in
+        let (before, after) = try await withPrivateServer { connection in
             defer { _ = try? connection.command("DEL", key) }
             let calls = (1...3).map { RedisScriptCall(keys: [key, "b"], arguments: ["v\($0)", $0]) }
             let before = try connection.run(Self.setAndEcho, pipelining: calls)
@@ -59,5 +59,15 @@ struct ScriptTests {
         }
         #expect(before == expected)
         #expect(after == expected)
+    }
+}
+
+/// Runs `body` with a connection to a Redis server of its own: SCRIPT FLUSH on the shared server
+/// would empty the script cache under every other test's pipelines.
+private func withPrivateServer<T: Sendable>(_ body: @escaping @Sendable (RedisConnection) throws -> T) async throws -> T {
+    try await onOwnThread {
+        let server = try PrivateRedis()
+        defer { server.stop() }
+        return try body(RedisConnection(RedisConfiguration(endpoint: .unixSocket(path: server.socket))))
     }
 }
