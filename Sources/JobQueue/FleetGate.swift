@@ -37,7 +37,8 @@ public struct PausePolicy: Sendable, Hashable {
 public enum Admission: Sendable, Hashable {
     /// Call Apple once per time slot (1...wanted of them), each no sooner than its delay from when
     /// the admission arrived. Sending at the slot, not before, is what keeps the fleet's calls
-    /// within the limit in every second as Apple counts them.
+    /// within the limit in every second as Apple counts them. (Placed by a `RedisClock`, a delay
+    /// counts from when a prompt reading would have arrived: negative for a slot already past.)
     case granted(slots: [Duration])
     /// The fleet's slots are booked beyond the horizon asked for: ask again after this long.
     case wait(Duration)
@@ -125,7 +126,7 @@ public final class FleetGate: ClockedScriptRunner {
     /// and recurring-failure streaks end), 2 when about the receipt (the configuration streak ends
     /// too), ARGV[6] how far ahead slots may be booked, µs.
     /// Returns {'halted', reason} | {'app-halted', reason} | {'paused', ms to wait} | {'probe', 1} |
-    /// {'throttled', ms to wait} | {'granted', {µs until each slot}} | {'wait', µs until a slot is within reach}.
+    /// {'throttled', ms to wait} | {'granted', {µs until each slot}, now in µs} | {'wait', µs until a slot is within reach}.
     /// Once a pause has run out, exactly one caller per lease gets the probe; the rest wait for its verdict.
     private static let admitScript = ClockedScript(ScriptPrologue.reserve + """
         redis.call('INCR', KEYS[9])
@@ -153,20 +154,23 @@ public final class FleetGate: ClockedScriptRunner {
         end
         local slots, wait = reserve(KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),
                                     tonumber(ARGV[6]))
-        if #slots > 0 then return {'granted', slots} end
+        if #slots > 0 then return {'granted', slots, nowus} end
         return {'wait', wait}
         """)
 
     /// Asks to call Apple up to `wanted` times, at slots no further ahead than `horizon` (zero: now
     /// or not at all), for a receipt of `app` (nil: any app's), against `budget` (nil: the fleet's
     /// first), telling what this caller's last call got: when it was an answer about a receipt of
-    /// `lastApp`, that app's streak of configuration errors ends (nil: the fleet's streak).
+    /// `lastApp`, that app's streak of configuration errors ends (nil: the fleet's streak). With a
+    /// `redisClock`, the slots count from when the reply would have been read promptly, so a reply
+    /// read late does not place them late (on Redis's clock only: a driven one stands still).
     public func admit(
         upTo wanted: Int = 1, within horizon: Duration = .zero, after lastAnswer: LastAnswer = .none, lastApp: String? = nil,
-        budget: GateBudget? = nil, app: String? = nil
+        budget: GateBudget? = nil, app: String? = nil, placingSlotsBy redisClock: RedisClock? = nil
     ) throws(QueueError) -> Admission {
         guard wanted >= 1 else { throw .invalidArgument("admit at least 1 call, not \(wanted)") }
         let limit = budget?.limit ?? limit
+        let asked = ContinuousClock.now
         let reply = try evaluate(
             Self.admitScript,
             keys: [keys.halted, keys.paused, keys.probe, budget.map { keys.limiter($0.name) } ?? keys.limiter,
@@ -176,17 +180,24 @@ public final class FleetGate: ClockedScriptRunner {
                    budget.map { keys.throttled($0.name) } ?? keys.halted, app.map { keys.halted(app: $0) } ?? keys.halted],
             arguments: [limit.intervalMicroseconds, limit.burst, wanted, pausePolicy.probeLease.wholeMilliseconds,
                         lastAnswer.rawValue, max(horizon.wholeMicroseconds, 0)])
+        let read = ContinuousClock.now
         // Built only when thrown: describing the reply on every admission cost 6% of a worker's instructions.
         var unexpected: QueueError { .unexpectedReply(operation: "admit", reply: "\(reply)") }
-        guard let parts = reply.array, parts.count == 2, let verdict = parts[0].string else { throw unexpected }
+        guard let parts = reply.array, parts.count >= 2, let verdict = parts[0].string else { throw unexpected }
         switch (verdict, parts[1].int) {
         case ("halted", _): return .halted(reason: parts[1].string ?? "")
         case ("app-halted", _): return .appHalted(reason: parts[1].string ?? "")
         case ("paused", let ms?): return .paused(.milliseconds(ms))
         case ("probe", _): return .probe
         case ("granted", _):
-            guard let slots = parts[1].array?.compactMap(\.int), !slots.isEmpty else { throw unexpected }
-            return .granted(slots: slots.map { .microseconds($0) })
+            guard let slots = parts[1].array?.compactMap(\.int), !slots.isEmpty, parts.count == 3, let stamp = parts[2].int else {
+                throw unexpected
+            }
+            var late = Duration.zero
+            if let redisClock, clock == .redis {
+                late = redisClock.promptReading(ofReplyAt: stamp, asked: asked, read: read).duration(to: read)
+            }
+            return .granted(slots: slots.map { .microseconds($0) - late })
         case ("wait", let µs?): return .wait(.microseconds(µs))
         case ("throttled", let ms?): return .throttled(.milliseconds(ms))
         default: throw unexpected

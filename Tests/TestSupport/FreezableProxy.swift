@@ -16,6 +16,8 @@ public final class FreezableProxy: Sendable {
     private let freezes = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
     private let resetsPending = Atomic<Int>(0)
+    /// How long each of the server's replies is held before it is passed on, in µs (0: not held).
+    private let replyHold = Atomic<Int>(0)
     private let resetsDone = Atomic<Int>(0)
     private let threads = DispatchGroup()
 
@@ -46,6 +48,10 @@ public final class FreezableProxy: Sendable {
     }
 
     public func thaw() { frozen.store(false, ordering: .relaxed) }
+
+    /// Holds each reply of the server `delay` before passing it on (`.zero`: no longer), while
+    /// requests pass at once: as if the client read its replies that much late.
+    public func holdReplies(for delay: Duration) { replyHold.store(Int(delay / .microseconds(1)), ordering: .relaxed) }
 
     /// The next connection gets a TCP reset once the client's first bytes (a TLS ClientHello, say)
     /// arrive, and those bytes never reach the server.
@@ -89,6 +95,8 @@ public final class FreezableProxy: Sendable {
             for (from, to) in [(client, server), (server, client)] {
                 guard readable(from, within: 5) else { continue }
                 let count = read(from, &buffer, buffer.count)
+                let hold = replyHold.load(ordering: .relaxed)
+                if from == server, hold > 0 { Thread.sleep(forTimeInterval: Double(hold) / 1e6) }
                 guard count > 0, sendAll(buffer[..<count], to) else { return }
             }
         }

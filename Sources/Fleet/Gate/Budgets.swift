@@ -35,14 +35,16 @@ extension AppleEndpoint {
 
 extension Connections {
     /// Leave to call `endpoint`, through its budget, for a subject of `app` (nil: not known yet);
-    /// `lastApp` is the app whose receipt the caller's last call was about (see `FleetGate.admit`).
+    /// `lastApp` is the app whose receipt the caller's last call was about, and `redisClock` places
+    /// the slots (see `FleetGate.admit`).
     public func admit(
         _ endpoint: AppleEndpoint, forApp app: String?, upTo wanted: Int = 1, within horizon: Duration = .zero,
-        after lastAnswer: LastAnswer = .none, lastApp: String? = nil, settings: FleetSettings
+        after lastAnswer: LastAnswer = .none, lastApp: String? = nil, placingSlotsBy redisClock: RedisClock? = nil,
+        settings: FleetSettings
     ) throws(QueueError) -> Admission {
         try gate.admit(
             upTo: wanted, within: horizon, after: lastAnswer, lastApp: lastApp, budget: settings.budget(for: endpoint),
-            app: endpoint.haltingApp(app))
+            app: endpoint.haltingApp(app), placingSlotsBy: redisClock)
     }
 
     /// One subscription of `app` answered a configuration error from `backend`: counted toward

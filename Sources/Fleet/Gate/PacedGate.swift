@@ -106,7 +106,7 @@ final class PacedGate: AppleGate {
             let wanted = max(Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration), slots.recentDemand(for: endpoint) + 1)
             let admission = try connections.admit(
                 endpoint, forApp: app, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp,
-                settings: settings)
+                placingSlotsBy: slots.redisClock, settings: settings)
             (lastAnswer, lastApp) = (.none, nil)
             switch admission {
             case .wait(let wait):

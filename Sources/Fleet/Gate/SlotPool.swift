@@ -1,4 +1,5 @@
 import AppStore
+import JobQueue
 import Synchronization
 
 /// The time slots this process booked and has not used yet, by endpoint, shared by its workers:
@@ -24,6 +25,9 @@ final class SlotPool: Sendable {
 
     private let tolerance: Duration
     private let shelves = Mutex<[AppleEndpoint: Shelf]>([:])
+    /// Where Redis's clock stands against the process's, learned from all its workers' admissions:
+    /// it places each admission's slots by the reply's own time, however late it was read.
+    let redisClock = RedisClock()
 
     init(tolerance: Duration) {
         self.tolerance = tolerance
