@@ -206,7 +206,7 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
+            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Lanes", "Ledger", "Observability", "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),

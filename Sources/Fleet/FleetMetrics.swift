@@ -92,8 +92,8 @@ public final class FleetMetrics: VerificationMetrics {
 
     func probed() { pauseProbes.increment() }
 
-    /// A worker thread woke too late for its slot and gave it up (`PacedGate`): many mean the
-    /// process is starved of CPU.
+    /// A worker thread was too late for its slot (it read the admission, woke, or was about to
+    /// send after it had passed) and gave it up (`PacedGate`): many mean the process is starved of CPU.
     func gaveUpSlot() {
         slotsGivenUp.increment()
         slotsGivenUpUntold.add(1, ordering: .relaxed)

@@ -5,6 +5,7 @@ import Foundation
 import JobQueue
 import Ledger
 import Logging
+import Observability
 import PostgresClient
 import TestSupport
 import Testing
@@ -108,11 +109,13 @@ struct FleetSetup: Sendable {
         #expect(events.isEmpty, "\(events.count) of \(subscriptions.count) differ: \(events.prefix(10))", sourceLocation: sourceLocation)
     }
 
-    /// Runs a worker pool in this process until `done` says so (or 60 s pass), then drains it.
+    /// Runs a worker pool in this process until `done` says so (or 60 s pass), then drains it; it
+    /// records into `metrics`.
     func work(
-        logger: Logger = Logger(label: "e2e"), until done: @escaping @Sendable (FleetStatus) -> Bool = \.isSettled
+        logger: Logger = Logger(label: "e2e"), metrics: ProcessMetrics = ProcessMetrics(),
+        until done: @escaping @Sendable (FleetStatus) -> Bool = \.isSettled
     ) async throws -> FleetStatus {
-        let worker = RunningServices.worker(settings: settings, logger: logger)
+        let worker = RunningServices.worker(settings: settings, metrics: metrics, logger: logger)
         do {
             let status = try await status(within: .seconds(60), until: done)
             try await worker.stop()

@@ -12,10 +12,13 @@ import VerificationUseCase
 /// near, the limit far), one admission books several calls: the caller's upcoming ones it can make
 /// back to back within `slotTolerance`, or as many as the process's workers took in the last such
 /// window, one more; the slots it does not use itself go to the process's `SlotPool`, where its
-/// other workers take them. None is made much later than its slot (late calls could bunch above
-/// the limit): a slot the thread comes too late for, or wakes too late for, is given up: the limit
-/// is a promise about when calls reach Apple, not about when they were booked. A pause or halt that another thread of the process learned of (`PauseBoard`) cancels a
-/// call, and so does the worker's stop signal (then the job goes back at once).
+/// other workers take them. Slots are placed by the admission's own Redis time (the pool's
+/// `RedisClock`), not by when this thread happened to read it. None is made much later than its
+/// slot (late calls could bunch above the limit): a slot that had passed when the admission was
+/// read, or that the thread comes or wakes too late for, is given up: the limit is a promise about
+/// when calls reach Apple, not about when they were booked. A pause or halt that another thread of
+/// the process learned of (`PauseBoard`) cancels a call, and so does the worker's stop signal (then
+/// the job goes back at once).
 final class PacedGate: AppleGate {
     /// How far ahead a worker may book its time slot. Far enough that every thread of a large
     /// fleet holds one (3 processes × 512 threads at 400/s book 3.8 s ahead), so waiting threads
@@ -124,6 +127,7 @@ final class PacedGate: AppleGate {
                 guard reachedFirst else { continue }
                 if let pause = pauses.remaining() { return .paused(pause) }
                 admittedSlot = times[0]
+                return .granted(slots: [.zero])  // its slot has come: the call goes now
             case .paused(let wait): pauses.note(pausedFor: wait)
             case .halted:
                 slots.drop(endpoint)
