@@ -4,12 +4,12 @@ import Synchronization
 /// so that a reply read late (its thread waiting for a CPU while the reply sat in its socket) is
 /// placed where a prompt reading would have placed it, not when it happened to be read.
 ///
-/// The rate limit books time slots on Redis's clock. A worker used to count them from when it read
-/// the admission's reply; a worker starved of CPU read it late, placed its slots late by as much,
-/// and called Apple then, on top of the slots that came after. With this clock its slots are placed
-/// by the reply's own time: a slot that had passed while the reply waited is seen to have passed.
+/// The rate limit books time slots on Redis's clock. Counted from when a worker reads the
+/// admission's reply, the slots of a worker starved of CPU would be placed late by its wait, and
+/// its calls would land on top of the slots booked after them. Placed by the reply's own time, a
+/// slot that passed while the reply waited is seen to have passed.
 ///
-/// The reference is the quickest round trip lately (`replyTime`): its Redis time and when it was
+/// The reference is the reply with the quickest round trip lately: its Redis time and when it was
 /// read. A reply's Redis time, less the reference's, after the reference's reading, is when the
 /// reply would have been read had it come back as quickly. A reference ages, so that a clock that
 /// steps (NTP, a failover to another host) or a network that got slower is followed within
