@@ -202,6 +202,25 @@ import Testing
         try Heartbeat.tellSlotsGivenUp(metrics, through: live)
         #expect(try live.starvedWorkers().map(\.slotsGivenUp) == [4], "each told once")
     }
+
+    /// A process stopped between two beats (5 s apart) tells the slots it gave up since the last one.
+    @Test func aStoppingProcessTellsTheSlotsItGaveUpSinceItsLastBeat() async throws {
+        try await TestDatabase.with { database in
+            let settings = FleetSettings(
+                redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("last-beat"))}",
+                rateLimit: try RateLimit(perSecond: 100, burst: 1))
+            let queue = try JobQueue(
+                connection: try RedisConnection(RedisConfiguration(url: settings.redisURL)),
+                keys: try QueueKeys(prefix: settings.keyPrefix), consumer: "last-beat", preparingGroups: false)
+            let metrics = ProcessMetrics()
+            let worker = RunningServices.worker(settings: settings, metrics: metrics)
+            try await worker.whileRunning {
+                while try queue.processes().isEmpty { try await Task.sleep(for: .milliseconds(20)) }  // its first beat
+                for _ in 0..<3 { metrics.fleet.gaveUpSlot() }
+            }
+            #expect(try starvedWorkersSlots(settings) == 3)
+        }
+    }
 }
 
 /// The slots the processes of `settings`' deployment told the fleet they gave up (their heartbeats).

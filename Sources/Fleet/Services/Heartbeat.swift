@@ -8,7 +8,8 @@ import ServiceLifecycle
 /// Tells the fleet every 5 s that this process's processors are alive (`QueueStats.liveWorkers`,
 /// the live-worker gauge), what the process is (`WorkerProcess`: the console's workers page), and
 /// how many rate-limit slots they gave up since (`StarvedWorker`: `status` and the console name a
-/// starved process). It stops before the processors drain, so that their deregistration is the last word.
+/// starved process). It stops before the processors drain, so that their deregistration is the last
+/// word; as it stops, it tells the slots given up since its last beat.
 public struct Heartbeat: ProcessDuty {
     static let interval = Duration.seconds(5)
 
@@ -41,6 +42,14 @@ public struct Heartbeat: ProcessDuty {
                     queues = []
                 }
             } while stop.sleep(Self.interval)
+            // Stopping: the slots given up since the last beat, or a process that ran for a few
+            // seconds would never have its count told.
+            guard let queue = queues.first else { return }
+            do {
+                try Self.tellSlotsGivenUp(metrics, through: queue)
+            } catch {
+                logger.warning("could not tell the fleet the slots given up since the last heartbeat", metadata: ["error": "\(error)"])
+            }
         }.run()
     }
 
