@@ -37,12 +37,15 @@ import Testing
     /// Eight workers asking for calls as fast as they can, through one process's pool: the
     /// admissions book what the process took in the last 5 ms, so Redis is asked a small share
     /// of the times (booking one slot each, as one-at-a-time calls did, it was asked every time).
+    /// On a loaded machine some admissions are read too late for their slots and asked again:
+    /// those are counted apart, as slots given up.
     @Test func workersAskingAtOnceShareOneAdmissionsSlots() async throws {
         try await TestDatabase.with { database in
             let settings = FleetSettings(
                 redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("pool"))}",
                 rateLimit: try RateLimit(perSecond: 100_000, burst: 100))
             let pool = SlotPool(tolerance: PacedGate.slotTolerance)
+            let metrics = FleetMetrics()
             let (workers, calls) = (8, 200)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<workers {
@@ -51,7 +54,7 @@ import Testing
                             let connections = try Connections(settings: settings, consumer: "pool-\(index)")
                             let gate = PacedGate(
                                 connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), slots: pool,
-                                metrics: FleetMetrics())
+                                metrics: metrics)
                             for _ in 0..<calls {
                                 guard case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) else {
                                     throw QueueError.invalidArgument("not granted")
@@ -67,7 +70,10 @@ import Testing
             let admissions = try #require(try redis.command("GET", keys.gateAdmissions).string.flatMap { Int($0) })
             let granted = try #require(try redis.command("GET", keys.limiterGranted).string.flatMap { Int($0) })
             #expect(granted >= workers * calls, "every call had a slot")
-            #expect(admissions * 4 < workers * calls, "\(admissions) admissions for \(workers * calls) calls")
+            let givenUp = metrics.takeSlotsGivenUp()
+            #expect(
+                (admissions - givenUp) * 4 < workers * calls,
+                "\(admissions) admissions, \(givenUp) slots given up, for \(workers * calls) calls")
         }
     }
 
