@@ -37,8 +37,8 @@ public struct PausePolicy: Sendable, Hashable {
 public enum Admission: Sendable, Hashable {
     /// Call Apple once per time slot (1...wanted of them), each no sooner than its delay from when
     /// the admission arrived. Sending at the slot, not before, is what keeps the fleet's calls
-    /// within the limit in every second as Apple counts them. (Placed by a `RedisClock`, a delay
-    /// counts from when a prompt reading would have arrived: negative for a slot already past.)
+    /// within the limit in every second as Apple counts them. (Placed by a `RedisClock`, the delays
+    /// allow for a reply read late: one is negative when its slot had passed by the reading.)
     case granted(slots: [Duration])
     /// The fleet's slots are booked beyond the horizon asked for: ask again after this long.
     case wait(Duration)

@@ -224,14 +224,15 @@ import Testing
                 while try queue.processes().isEmpty { try await Task.sleep(for: .milliseconds(20)) }  // its first beat
                 for _ in 0..<3 { metrics.fleet.gaveUpSlot() }
             }
-            #expect(try starvedWorkersSlots(settings) == 3)
+            #expect(try queue.starvedWorkers().map(\.slotsGivenUp) == [3])
         }
     }
 }
 
 /// The slots the processes of `settings`' deployment told the fleet they gave up (their heartbeats).
 private func starvedWorkersSlots(_ settings: FleetSettings) throws -> Int {
-    let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
-    let counts = try redis.command("HVALS", QueueKeys(prefix: settings.keyPrefix).slotsGivenUp).array ?? []
-    return counts.compactMap { $0.string.flatMap { Int($0) } }.reduce(0, +)
+    let queue = try JobQueue(
+        connection: try RedisConnection(RedisConfiguration(url: settings.redisURL)), keys: try QueueKeys(prefix: settings.keyPrefix),
+        consumer: "given-up-reader", preparingGroups: false)
+    return Int(try queue.starvedWorkers().map(\.slotsGivenUp).reduce(0, +))
 }

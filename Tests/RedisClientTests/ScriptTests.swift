@@ -13,7 +13,6 @@ struct ScriptTests {
     func runsAfterScriptFlush() async throws {
         let key = uniqueName("rc_script")
         let (first, second, stored) = try await withPrivateServer { connection in
-            defer { _ = try? connection.command("DEL", key) }
             let first = try connection.run(Self.setAndEcho, keys: [key, "\(key):other"], arguments: ["one", 21])
             // Empties the server's script cache while this connection still holds the SHA: the
             // next EVALSHA meets NOSCRIPT and must load the script again.
@@ -48,7 +47,6 @@ struct ScriptTests {
     func pipelinedRuns() async throws {
         let key = uniqueName("rc_script_pipeline")
         let (before, after) = try await withPrivateServer { connection in
-            defer { _ = try? connection.command("DEL", key) }
             let calls = (1...3).map { RedisScriptCall(keys: [key, "b"], arguments: ["v\($0)", $0]) }
             let before = try connection.run(Self.setAndEcho, pipelining: calls)
             try connection.command("SCRIPT", "FLUSH")
