@@ -22,7 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         // Without the default trait ConfigurationSupport, which would build swift-configuration for
-        // nothing: the fleet's settings have their own registry (Sources/receiptfleet/Setting.swift).
+        // nothing: the fleet's settings have their own registry (Sources/FleetConfiguration/Setting.swift).
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.0.0", traits: ["FullFoundation"]),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
@@ -83,17 +83,26 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Every setting, declared once (SettingsRegistry), resolved through flag, environment, file
+        // and default, and the typed settings the fleet, the API and the console read from it.
+        .target(name: "FleetConfiguration", dependencies: [
+            "AccessTokens", "AppStore", "AppStoreClients", "EventRelay", "JobQueue", "Ledger", "PostgresClient", "Redaction",
+            "RedisClient", "VerificationUseCase",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "X509", package: "swift-certificates"),
+        ]),
+
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
-            "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "JobQueue", "Lanes", "Ledger", "HTTPClient", "PostgresClient",
-            "RedisClient", "VerificationUseCase",
+            "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "HTTPClient",
+            "PostgresClient", "RedisClient", "VerificationUseCase",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The metrics server of every fleet process; keeps Hummingbird and Prometheus out of Fleet.
         .target(name: "Observability", dependencies: [
-            "Fleet", "Lanes",
+            "Fleet", "FleetConfiguration", "Lanes",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -105,7 +114,8 @@ let package = Package(
         // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
         // (under /console in receiptfleet serve, or alone in receiptfleet console).
         .target(name: "Console", dependencies: [
-            "AccessTokens", "AppStore", "EventRelay", "Fleet", "JobQueue", "Lanes", "Ledger", "PostgresClient", "Redaction", "RedisClient",
+            "AccessTokens", "AppStore", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "PostgresClient",
+            "Redaction", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Mustache", package: "swift-mustache"),
@@ -116,7 +126,8 @@ let package = Package(
 
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
-            "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "JobQueue", "Lanes", "Ledger", "RedisClient", "VerificationUseCase",
+            "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "RedisClient", "VerificationUseCase",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
@@ -128,7 +139,7 @@ let package = Package(
 
         // The composition root: each long-running process's services, by role, in one ServiceGroup.
         .target(name: "ProcessRoot", dependencies: [
-            "APIService", "Console", "Fleet", "Observability",
+            "APIService", "Console", "Fleet", "FleetConfiguration", "Observability",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -146,15 +157,16 @@ let package = Package(
         // The demo (receiptfleet demo, scripts/demo, scripts/faults): the whole fleet on this machine
         // against the simulator, two nights, checked against its ground truth.
         .target(name: "Demo", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Lanes", "Ledger",
-            "PostgresClient", "RedisClient", "Terminal",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "Lanes", "Ledger", "PostgresClient", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo", "EventRelay", "Fleet", "JobQueue", "Lanes",
+            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo", "EventRelay",
+            "Fleet", "FleetConfiguration", "JobQueue", "Lanes",
             "Ledger", "Observability", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -167,8 +179,8 @@ let package = Package(
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "Lanes", "Ledger", "Observability",
-            "PostgresClient", "ProcessRoot", "RedisClient",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "Observability", "PostgresClient", "ProcessRoot", "RedisClient",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
@@ -206,7 +218,8 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "Fleet", "JobQueue", "Lanes", "Ledger", "Observability", "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
+            "AppStore", "AppStoreSimulator", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "Observability", "PostgresClient",
+            "RedisClient", "TestSupport", "VerificationUseCase",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -214,21 +227,21 @@ let package = Package(
         // schema validators that scripts/bootstrap installs.
         .testTarget(name: "DeployTests", dependencies: ["BuildInfo", "JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
-            "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "Observability",
-            "PostgresClient", "ProcessRoot", "RedisClient", "TestSupport",
+            "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue", "Ledger",
+            "Observability", "PostgresClient", "ProcessRoot", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [
-            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
-            "RedisClient", "TestSupport",
+            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
             .product(name: "Logging", package: "swift-log"),
         ], resources: [.copy("Fixtures")]),
         // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
         .testTarget(name: "ConsoleTests", dependencies: [
-            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "HTTPClient", "JobQueue", "Ledger", "PostgresClient",
-            "RedisClient", "TestSupport",
+            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "AppStoreSimulatorTests", dependencies: [

@@ -1,5 +1,6 @@
 import AppStore
 import Console
+import FleetConfiguration
 import Metrics
 import Fleet
 import Foundation

@@ -2,6 +2,7 @@ import AccessTokens
 import AppStore
 import Crypto
 import Fleet
+import FleetConfiguration
 import Foundation
 
 /// What an App Store Server Notification says, once it has been authenticated: which

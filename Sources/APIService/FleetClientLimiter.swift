@@ -1,4 +1,5 @@
 import Fleet
+import FleetConfiguration
 import JobQueue
 import Lanes
 import Logging

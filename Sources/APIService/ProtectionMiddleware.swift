@@ -1,4 +1,5 @@
 import AccessTokens
+import FleetConfiguration
 import HTTPTypes
 import Hummingbird
 import Logging

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreClients
 import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Ledger

@@ -1,5 +1,6 @@
 import AppStore
 import Fleet
+import FleetConfiguration
 import Foundation
 
 /// `POST /v1/transactions`: a StoreKit 2 app's purchase, which has no receipt. The app's back end

@@ -1,5 +1,6 @@
 import EventRelay
 import Fleet
+import FleetConfiguration
 import JobQueue
 import Ledger
 import PostgresClient

@@ -1,5 +1,6 @@
 import AppStore
 import Fleet
+import FleetConfiguration
 import Foundation
 import Hummingbird
 import Ledger

@@ -1,6 +1,7 @@
 import AccessTokens
 import Crypto
 import Fleet
+import FleetConfiguration
 import Foundation
 import Hummingbird
 

@@ -1,4 +1,5 @@
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreSimulator
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import Lanes

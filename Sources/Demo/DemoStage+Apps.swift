@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import AppStore
 import Fleet
+import FleetConfiguration
 import Foundation
 
 /// The demo's two apps on one Apple account: `default`, the simulator's first app, whose receipts

@@ -1,4 +1,5 @@
 import ArgumentParser
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import PostgresClient
@@ -50,8 +51,8 @@ extension DemoStage {
     private func startServe() throws {
         let token = (0..<4).map { _ in String(format: "%016llx", UInt64.random(in: 0...UInt64.max)) }.joined()
         try start("serve", ["serve", "--address", "127.0.0.1:\(servePort)"], environment: [
-            "RECEIPTFLEET_API_TOKENS": "demo:\(token)", "RECEIPTFLEET_NOTIFICATION_ENVIRONMENTS": "Production,Sandbox",
-            "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
+            Settings.apiTokens: "demo:\(token)", Settings.notificationEnvironments: "Production,Sandbox",
+            Settings.metricsAddress: "127.0.0.1:0",
         ])
         let http = try HTTPClient()
         for _ in 0..<100 {
@@ -71,7 +72,7 @@ extension DemoStage {
     /// Runs `receiptfleet arguments…` to its end with the demo's settings (its output in `name`.log)
     /// and returns its exit status.
     private func run(_ name: String, _ arguments: [String]) throws -> Int32 {
-        try start(name, arguments, environment: ["RECEIPTFLEET_NOTIFICATION_ENVIRONMENTS": "Production,Sandbox"])
+        try start(name, arguments, environment: [Settings.notificationEnvironments: "Production,Sandbox"])
         let process = children.removeLast().process
         process.waitUntilExit()
         return process.terminationStatus

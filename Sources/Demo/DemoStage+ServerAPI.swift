@@ -2,6 +2,7 @@ import AppStore
 import AppStoreClients
 import AppStoreSimulator
 import Fleet
+import FleetConfiguration
 import Foundation
 
 /// `demo --backend server-api`: a key of the demo's own for the simulated App Store Server API,
@@ -19,17 +20,17 @@ extension DemoStage {
     }
 
     /// The Server API's settings as the child processes read them; none for verifyReceipt.
-    var serverAPIEnvironment: [String: String] {
+    var serverAPIEnvironment: SettingValues {
         guard let serverAPI = settings.serverAPI else { return [:] }
         return [
-            "RECEIPTFLEET_BACKEND": "\(settings.defaultBackend)",
-            "RECEIPTFLEET_SERVER_API_ISSUER_ID": serverAPI.key.issuerID,
-            "RECEIPTFLEET_SERVER_API_KEY_ID": serverAPI.key.keyID,
-            "RECEIPTFLEET_SERVER_API_KEY_FILE": serverAPIFiles.key.path,
-            "RECEIPTFLEET_APPLE_BUNDLE_ID": serverAPI.key.bundleID,
-            "RECEIPTFLEET_APPLE_ROOT_CERTIFICATE": serverAPIFiles.root.path,
-            "RECEIPTFLEET_SERVER_API_PRODUCTION_URL": serverAPI.endpoints.production,
-            "RECEIPTFLEET_SERVER_API_SANDBOX_URL": serverAPI.endpoints.sandbox,
+            Settings.backend: "\(settings.defaultBackend)",
+            Settings.serverAPIIssuerID: serverAPI.key.issuerID,
+            Settings.serverAPIKeyID: serverAPI.key.keyID,
+            Settings.serverAPIKeyFile: serverAPIFiles.key.path,
+            Settings.appleBundleID: serverAPI.key.bundleID,
+            Settings.appleRootCertificate: serverAPIFiles.root.path,
+            Settings.serverAPIProductionURL: serverAPI.endpoints.production,
+            Settings.serverAPISandboxURL: serverAPI.endpoints.sandbox,
         ]
     }
 }

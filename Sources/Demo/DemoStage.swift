@@ -3,6 +3,7 @@ import AppStoreSimulator
 import ArgumentParser
 import EventRelay
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import JobQueue
@@ -44,7 +45,7 @@ final class DemoStage {
     /// The first worker's metrics port (`demo --metrics-port`); the others take the next ports.
     var metricsPort = 9464
     /// The processes it started, by name, with what they were started with (to start them again).
-    var children: [(name: String, arguments: [String], environment: [String: String], process: Process)] = []
+    var children: [(name: String, arguments: [String], environment: SettingValues, process: Process)] = []
     /// The nights run so far: run id and jobs enqueued.
     private var nights: [(runID: String, enqueued: Int)] = []
     private var fleet: [SimulatedSubscription] = []
@@ -214,7 +215,7 @@ final class DemoStage {
         if garbageSpell { try control("/control/knobs", Self.brokenReceipts) }
         for index in 0..<workers {
             try start("worker-\(index + 1)", ["worker", "--concurrency", "\(threads)"] + (index == 0 ? ["--with-relay"] : []),
-                      environment: ["RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:\(metricsPort + index)"])
+                      environment: [Settings.metricsAddress: "127.0.0.1:\(metricsPort + index)"])
         }
         var steps = fault.map { $0.0.steps(seconds: $0.seconds) } ?? (garbageSpell ? Self.garbageSpell : [])
         let mishap = fault.map { "fault \($0.0.rawValue)" } ?? "a spell of garbage answers (a third of them, for 6 s)"
@@ -386,7 +387,7 @@ final class DemoStage {
         let lines = [
             "Look further, while the demo runs (the file holds the demo's settings, passwords included; mode 0600):",
             "  set -a; . '\(environment)'; set +a",
-            "  psql \"$RECEIPTFLEET_POSTGRES_URL\"",
+            "  psql \"$\(Settings.postgresURL.variable)\"",
             "  redis-cli \(try redisCLIArguments()) XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
             "  '\(binary)' status",
             "  '\(binary)' subscriptions show 1",
@@ -418,7 +419,7 @@ final class DemoStage {
         let file = logDirectory.appendingPathComponent("env")
         // redis-cli reads its password from REDISCLI_AUTH (its -u takes no URL without a user name).
         let redisPassword = try settings.redisConfiguration().password.map { ["REDISCLI_AUTH": $0] } ?? [:]
-        let text = environment.merging(redisPassword) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }
+        let text = environment.environment.merging(redisPassword) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }
         FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
         try Data((text.joined(separator: "\n") + "\n").utf8).write(to: file)
         return file.path
@@ -430,7 +431,7 @@ final class DemoStage {
     func startConsole(port: Int) throws -> String {
         let token = (0..<4).map { _ in String(format: "%016llx", UInt64.random(in: 0...UInt64.max)) }.joined()
         try start("console", ["console", "--address", "127.0.0.1:\(port)"], environment: [
-            "RECEIPTFLEET_CONSOLE_TOKENS": "demo:\(token)", "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
+            Settings.consoleTokens: "demo:\(token)", Settings.metricsAddress: "127.0.0.1:0",
         ])
         let http = try HTTPClient()
         for _ in 0..<100 {
@@ -455,13 +456,13 @@ final class DemoStage {
     }
 
     /// Starts `receiptfleet arguments…` with the demo's settings; its output goes to `name`.log.
-    func start(_ name: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    func start(_ name: String, _ arguments: [String], environment extra: SettingValues = [:]) throws {
         let log = logDirectory.appendingPathComponent(name + ".log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment.merging(extra) { $1 }) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment.merging(extra).environment) { $1 }
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = process.standardOutput
         try process.run()
@@ -469,27 +470,28 @@ final class DemoStage {
     }
 
     /// The demo's settings as the child processes read them.
-    private var environment: [String: String] {
-        [
-            "RECEIPTFLEET_REDIS_URL": settings.redisURL,
-            "RECEIPTFLEET_POSTGRES_URL": settings.postgresURL,
-            "RECEIPTFLEET_RELAY_POSTGRES_URL": settings.relayPostgresURL ?? settings.postgresURL,
-            "RECEIPTFLEET_KEY_PREFIX": settings.keyPrefix,
-            "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": settings.endpoints.production,
-            "RECEIPTFLEET_APPSTORE_SANDBOX_URL": settings.endpoints.sandbox,
-            "RECEIPTFLEET_SHARED_SECRET": Self.sharedSecret,
-            "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
-            "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
-            "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
-            "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
-            "RECEIPTFLEET_REDIS_TIMEOUT": "\(settings.redisTimeout.seconds)",
-            "RECEIPTFLEET_POSTGRES_TIMEOUT": "\(settings.postgresTimeout.seconds)",
-            "RECEIPTFLEET_RETRY_BASE": "\(settings.retryPolicy.base.seconds)",
-            "RECEIPTFLEET_RETRY_CAP": "\(settings.retryPolicy.cap.seconds)",
-            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
-            "RECEIPTFLEET_WEBHOOK_SECRET_KEY": webhookSecretKey, "RECEIPTFLEET_ALLOW_PRIVATE_WEBHOOKS": "true",
-        ].merging(serverAPIEnvironment) { $1 }
-            .merging(hasTwoApps ? ["RECEIPTFLEET_APPS_FILE": appsFile.path] : [:]) { $1 }
+    private var environment: SettingValues {
+        var values: SettingValues = [
+            Settings.redisURL: settings.redisURL,
+            Settings.postgresURL: settings.postgresURL,
+            Settings.relayPostgresURL: settings.relayPostgresURL ?? settings.postgresURL,
+            Settings.keyPrefix: settings.keyPrefix,
+            Settings.appstoreProductionURL: settings.endpoints.production,
+            Settings.appstoreSandboxURL: settings.endpoints.sandbox,
+            Settings.sharedSecret: Self.sharedSecret,
+            Settings.rateLimit: "\(settings.rateLimit.perSecond)",
+            Settings.rateBurst: "\(settings.rateLimit.burst)",
+            Settings.visibilityTimeout: "\(settings.visibilityTimeout.components.seconds)",
+            Settings.drainGrace: "\(settings.drainGrace.components.seconds)",
+            Settings.redisTimeout: "\(settings.redisTimeout.seconds)",
+            Settings.postgresTimeout: "\(settings.postgresTimeout.seconds)",
+            Settings.retryBase: "\(settings.retryPolicy.base.seconds)",
+            Settings.retryCap: "\(settings.retryPolicy.cap.seconds)",
+            Settings.retryMaxAttempts: "\(settings.retryPolicy.maxAttempts)",
+            Settings.webhookSecretKey: webhookSecretKey, Settings.allowPrivateWebhooks: "true",
+        ]
+        if hasTwoApps { values[Settings.appsFile] = appsFile.path }
+        return values.merging(serverAPIEnvironment)
     }
 
     func pause(_ duration: Duration) throws {

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreClients
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Lanes

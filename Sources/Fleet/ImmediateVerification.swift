@@ -1,3 +1,4 @@
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Lanes

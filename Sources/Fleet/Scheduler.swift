@@ -1,3 +1,4 @@
+import FleetConfiguration
 import Lanes
 import AppStore
 import Foundation

@@ -1,6 +1,7 @@
 import APIService
 import Console
 import Fleet
+import FleetConfiguration
 import Logging
 import Observability
 import ServiceLifecycle

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import Ledger
 import PostgresClient

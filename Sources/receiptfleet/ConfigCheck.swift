@@ -1,6 +1,8 @@
 import APIService
+import AccessTokens
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 
 /// `receiptfleet config check`, `receiptfleet config reference`

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Console
 import Fleet
+import FleetConfiguration
 import Foundation
 import Observability
 import ProcessRoot
@@ -29,8 +30,8 @@ struct ConsoleCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = try setUpLogging(options)
         let resolved = try ResolvedConfiguration(options: options, console)
-        let fleet = try resolved.settings()
-        guard let settings = try resolved.consoleSettings() else {
+        let fleet = try FleetSettings(resolved)
+        guard let settings = try ConsoleSettings(resolved) else {
             throw ConfigurationError(key: "console-tokens", source: "default", reason:
                 "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
         }
@@ -52,49 +53,3 @@ struct ConsoleOptions: SettingFlags {
     @Option(Settings.address) var address: String?
 }
 
-extension ResolvedConfiguration {
-    /// The console's settings; nil when no operator token is configured (serve then mounts no console).
-    func consoleSettings() throws -> ConsoleSettings? {
-        guard let operators = try self[Settings.consoleTokens] else { return nil }
-        return ConsoleSettings(operators: operators, secureCookies: try self[Settings.consoleSecureCookies])
-    }
-}
-
-/// Where `serve` or `console` listens (`address`).
-struct ListenAddress: Sendable, CustomStringConvertible {
-    let host: String
-    let port: Int
-
-    var parts: (host: String, port: Int) { (host, port) }
-    var description: String { "\(host):\(port)" }
-
-    /// HOST:PORT or [IPv6]:PORT.
-    init?(_ text: String) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
-              (0...65_535).contains(port), colon > text.startIndex
-        else { return nil }
-        host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        self.port = port
-    }
-
-    private init(host: String, port: Int) {
-        self.host = host
-        self.port = port
-    }
-
-    /// serve's, or console's (beside serve on the same host).
-    static func standard(for command: Commands) -> ListenAddress {
-        ListenAddress(host: "127.0.0.1", port: command == .console ? 8081 : 8080)
-    }
-}
-
-extension Rule where Value == ListenAddress {
-    static var listenAddress: Rule {
-        Rule("HOST:PORT, port 0 for any free one") { text, configuration in
-            guard let address = ListenAddress(text) else {
-                throw Refusal("'\(text)' is not HOST:PORT, e.g. \(ListenAddress.standard(for: configuration.command))")
-            }
-            return address
-        }
-    }
-}

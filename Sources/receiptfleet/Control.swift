@@ -1,5 +1,6 @@
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import JobQueue
 import RedisClient
 

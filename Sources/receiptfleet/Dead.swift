@@ -1,5 +1,6 @@
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import RedisClient

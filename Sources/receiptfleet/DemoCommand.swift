@@ -1,5 +1,6 @@
 import ArgumentParser
 import Demo
+import FleetConfiguration
 import Lanes
 
 /// `receiptfleet demo`: the command line of the demo, which is the `Demo` target's. Its own options

@@ -1,6 +1,7 @@
 import AppStore
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import Ledger
 import PostgresClient

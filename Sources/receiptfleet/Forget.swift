@@ -1,5 +1,6 @@
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Ledger
 import PostgresClient
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventRelay
+import FleetConfiguration
 import Ledger
 import PostgresClient
 

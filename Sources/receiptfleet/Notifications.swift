@@ -3,6 +3,7 @@ import AppStore
 import AppStoreClients
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import Lanes
 import Ledger
@@ -21,7 +22,7 @@ struct Notifications: ParsableCommand {
     static func setUp(_ options: FleetOptions, _ what: String) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
         let logger = try setUpLogging(options, unset: .warning)
         let resolved = try ResolvedConfiguration(options: options)
-        let fleet = try resolved.settings()
+        let fleet = try FleetSettings(resolved)
         guard fleet.serverAPI != nil else {
             throw ValidationError("\(what) through the App Store Server API: configure its key "
                                   + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")

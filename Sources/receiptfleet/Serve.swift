@@ -3,6 +3,7 @@ import APIService
 import AppStore
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Foundation
 import Observability
 import ProcessRoot
@@ -43,8 +44,8 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let logger = try setUpLogging(options)
         let resolved = try ResolvedConfiguration(options: options, api)
-        let fleet = try resolved.settings()
-        let settings = try resolved.apiSettings()
+        let fleet = try FleetSettings(resolved)
+        let settings = try APISettings(resolved)
         // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
         let rootSource = resolved.value("apple-root-certificate").map { "\($0.0) (from \($0.1))" }
             ?? "built in, SHA-256 \(AppleRootCertificate.fingerprint)"
@@ -58,7 +59,7 @@ struct Serve: AsyncParsableCommand {
             logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
         }
         let metrics = ProcessMetrics()
-        let console = try resolved.consoleSettings()
+        let console = try ConsoleSettings(resolved)
         if console == nil {
             logger.notice("the ops console is off: set RECEIPTFLEET_CONSOLE_TOKENS (or console-tokens-file) to serve it under /console")
         }
@@ -89,86 +90,3 @@ struct APIOptions: SettingFlags {
     @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
 }
 
-extension ResolvedConfiguration {
-    func apiSettings() throws -> APISettings {
-        let address = try self[Settings.address]
-        guard let tokens = try self[Settings.apiTokens] else {
-            throw ConfigurationError(key: "api-tokens", source: "default", reason:
-                "serve needs API tokens: set RECEIPTFLEET_API_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with api-tokens-file")
-        }
-        return try APISettings(
-            host: address.host, port: address.port,
-            tokens: tokens, notificationEnvironments: self[Settings.notificationEnvironments],
-            trustedRoots: trustedRoots(),
-            maxBodyBytes: self[Settings.maxBodyBytes],
-            clientRateLimit: self[Settings.clientRateLimit],
-            clientRateBurst: self[Settings.clientRateBurst],
-            notificationRateLimit: self[Settings.notificationRateLimit],
-            notificationRateBurst: self[Settings.notificationRateBurst],
-            trustedProxies: self[Settings.trustedProxies].map { try TrustedProxies(parsing: $0, header: self[Settings.trustedProxyHeader]) }
-                ?? .none,
-            lanes: self[Settings.lanes])
-    }
-}
-
-extension Rule where Value == NamedTokens {
-    /// The API's clients: NAME:TOKEN or NAME(SCOPE+…):TOKEN entries, separated by commas or lines.
-    static var apiTokens: Rule {
-        Rule("NAME:TOKEN or NAME(SCOPE+…):TOKEN entries, comma- or line-separated; scopes: "
-             + APIScope.names.sorted().joined(separator: ", ")) { text, _ in try parsed(text, "API tokens", scopes: APIScope.names) }
-    }
-
-    /// The console's operator tokens: NAME:TOKEN entries, none of them also an API token (an API
-    /// client must not open the console, nor an operator call the API with their console token).
-    static var operatorTokens: Rule {
-        Rule("NAME:TOKEN entries, comma- or line-separated, none of them an API token") { text, configuration in
-            let operators = try parsed(text, "console tokens")
-            if let api = try? configuration[Settings.apiTokens], operators.sharesAToken(with: api) {
-                throw Refusal("a console token is also an API token; give operators tokens of their own (`openssl rand -hex 32`)")
-            }
-            return operators
-        }
-    }
-
-    private static func parsed(_ text: String, _ kind: String, scopes: Set<String> = []) throws -> NamedTokens {
-        do {
-            return try NamedTokens(parsing: text, kind: kind, scopes: scopes)
-        } catch {
-            throw Refusal(error.message)
-        }
-    }
-}
-
-extension Rule where Value == Set<AppStoreEnvironment> {
-    static var environments: Rule {
-        Rule("Production, Sandbox or both, comma-separated") { text, _ in
-            var environments = Set<AppStoreEnvironment>()
-            for name in text.split(separator: ",") {
-                guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
-                    throw Refusal("'\(name)' is neither Production nor Sandbox")
-                }
-                environments.insert(environment)
-            }
-            return environments
-        }
-        .showing { $0.map(\.rawValue).sorted().joined(separator: ",") }.writing { $0.map(\.rawValue).sorted().joined(separator: ",") }
-    }
-}
-
-extension Rule where Value == ForwardedHeader {
-    static var forwardedHeader: Rule {
-        Rule("x-forwarded-for or forwarded") { text, _ in
-            guard let header = ForwardedHeader(rawValue: text.lowercased()) else {
-                throw Refusal("'\(text)' is neither x-forwarded-for nor forwarded: name the header your proxy sets")
-            }
-            return header
-        }
-        .writing(\.rawValue)
-    }
-}
-
-extension Rule where Value == String {
-    static var trustedProxies: Rule {
-        .checked("IP addresses and CIDR networks, comma-separated") { _ = try TrustedProxies(parsing: $0) }
-    }
-}

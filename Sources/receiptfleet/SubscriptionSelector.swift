@@ -1,5 +1,6 @@
 import ArgumentParser
 import Fleet
+import FleetConfiguration
 import Ledger
 
 /// Which subscriptions a command is about: one by its id, every one with an original_transaction_id

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventRelay
 import Fleet
+import FleetConfiguration
 import PostgresClient
 import Redaction
 import Terminal

@@ -4,6 +4,7 @@ import AppStore
 import AppStoreSimulator
 import Console
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import JobQueue
@@ -52,7 +53,7 @@ struct APIHarness: Sendable {
                 serverAPI: serverAPI ? SimulatedServerAPI.simulation(seed: seed, anchorMs: startMs, subscriptions: serverAPIFleet) : nil
             ) { simulator in
                 _ = try await onOwnThread { try Migrator.migrate(try database.connect()) }
-                var fleet = FleetSettings(
+                var fleet = try FleetSettings.forTest(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfapi"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret(sharedSecret), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
@@ -62,9 +63,11 @@ struct APIHarness: Sendable {
                 fleet.apps = .single(bundleIDs: ["com.example.app", Catalog.bundleIDs[0]])
                 configureFleet(&fleet)
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
-                var settings = APISettings(
-                    port: 0, tokens: try NamedTokens(parsing: "tester:\(token)"), notificationEnvironments: [.production],
-                    trustedRoots: [ca.root], maxBodyBytes: 64 * 1024, clientRateLimit: 1_000, clientRateBurst: 1_000, lanes: 2)
+                var settings = try APISettings(.given([
+                    Settings.address: "127.0.0.1:0", Settings.apiTokens: "tester:\(token)", Settings.maxBodyBytes: "\(64 * 1024)",
+                    Settings.clientRateLimit: "1000", Settings.clientRateBurst: "1000", Settings.lanes: "2",
+                ], command: .serve))
+                settings.trustedRoots = [ca.root]
                 configure(&settings)
                 let metrics = TestMetrics()
                 let logger = log.map { log in Logger(label: "api-test") { _ in log.handler } } ?? Logger(label: "api-test")

@@ -1,5 +1,6 @@
 import AccessTokens
 import Console
+import FleetConfiguration
 import Foundation
 import Testing
 
@@ -9,8 +10,7 @@ import Testing
     static let operatorToken = "console-operator-token-0123456789"
 
     @Test func serveMountsTheConsoleBesideTheAPI() async throws {
-        let operators = try NamedTokens(parsing: "night-ops:\(Self.operatorToken)", kind: "console tokens")
-        let console = ConsoleSettings(operators: operators)
+        let console = try #require(try ConsoleSettings(.given([Settings.consoleTokens: "night-ops:\(Self.operatorToken)"], command: .serve)))
         try await APIHarness.with(console: console) { api in
             let login = try await api.get("/console/login", auth: .none)
             #expect(login.status == 200)

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Fleet
+import FleetConfiguration
 import Foundation
 import PostgresClient
 import TestSupport

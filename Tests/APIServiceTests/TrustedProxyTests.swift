@@ -1,4 +1,5 @@
 import APIService
+import FleetConfiguration
 import Testing
 
 /// Behind a proxy every caller has the proxy's address: only a configured proxy's word about the

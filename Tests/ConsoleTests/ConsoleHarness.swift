@@ -3,6 +3,7 @@ import AppStore
 import AppStoreSimulator
 import Console
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import JobQueue
@@ -47,7 +48,7 @@ struct ConsoleHarness: Sendable {
                     try Migrator.migrate(connection)
                     try Ledger(connection).addSubscriptions(receipts.flatMap(\.subscriptions).map(\.newSubscription))
                 }
-                var fleet = FleetSettings(
+                var fleet = try FleetSettings.forTest(
                     redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfcon"))}",
                     endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                     sharedSecret: SharedSecret("console-test-secret"), rateLimit: try RateLimit(perSecond: 1_000, burst: 100),
@@ -60,9 +61,10 @@ struct ConsoleHarness: Sendable {
                 var running: [RunningServices] = []
                 defer { for services in running { services.cancel() } }
                 for replica in 0..<replicas {
-                    let settings = ConsoleSettings(
-                        operators: try NamedTokens(parsing: operators(replica, token), kind: "console tokens"),
-                        secureCookies: secureCookies, sampleInterval: sampleInterval)
+                    guard var settings = try ConsoleSettings(.given([
+                        Settings.consoleTokens: operators(replica, token), Settings.consoleSecureCookies: "\(secureCookies)",
+                    ], command: .console)) else { throw ServerDidNotStart() }
+                    settings.sampleInterval = sampleInterval
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     let server = try ConsoleServer(
                         settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger, onListening: { listening.yield($0) })

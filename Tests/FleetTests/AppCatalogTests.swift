@@ -1,5 +1,6 @@
 import AppStore
 import Fleet
+import FleetConfiguration
 import JobQueue
 import Testing
 
@@ -34,7 +35,7 @@ import Testing
     /// An app's receipts go with its own secret, else the account's; a receipt of an app not
     /// known yet may be any app's, so every secret is a candidate, the account's first.
     @Test func eachAppIsVerifiedWithItsOwnSecretElseTheAccounts() throws {
-        var settings = FleetSettings(redisURL: "redis://localhost", postgresURL: "postgresql://localhost/x", rateLimit: try RateLimit(perSecond: 1, burst: 1))
+        var settings = try FleetSettings.forTest(redisURL: "redis://localhost", postgresURL: "postgresql://localhost/x", rateLimit: try RateLimit(perSecond: 1, burst: 1))
         settings.sharedSecret = SharedSecret("account")
         settings.apps = try AppCatalog([
             AppConfiguration(name: "photos", bundleIDs: ["com.example.photos"], sharedSecrets: [SharedSecret("p2"), SharedSecret("p1")]),

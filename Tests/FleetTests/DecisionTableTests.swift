@@ -1,4 +1,5 @@
 import AppStore
+import FleetConfiguration
 import Foundation
 @testable import Fleet
 import JobQueue
@@ -158,7 +159,7 @@ import Testing
     static func useCase(
         _ verifier: FakeVerifier, gate: FakeGate, store: FakeStore, defaultBackend: VerificationBackend = .verifyReceipt
     ) throws -> SubscriptionVerification {
-        var settings = FleetSettings(
+        var settings = try FleetSettings.forTest(
             redisURL: "redis://unused", postgresURL: "postgresql://unused", keyPrefix: "{t}",
             endpoints: AppStoreEndpoints(production: "http://unused/p", sandbox: "http://unused/s"), sharedSecret: nil,
             rateLimit: try RateLimit(perSecond: 10, burst: 1))

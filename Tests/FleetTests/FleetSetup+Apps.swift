@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Fleet
+import FleetConfiguration
 import Ledger
 import TestSupport
 

@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Ledger
@@ -33,7 +34,7 @@ struct FleetSetup: Sendable {
         subscriptions = fleet.flatMap(\.subscriptions).filter { subscription in
             boughtBy.map { subscription.groundTruth(at: $0).status != .invalid } ?? true
         }
-        settings = FleetSettings(
+        settings = try FleetSettings.forTest(
             redisURL: redisURL, postgresURL: postgresURL ?? database.url, keyPrefix: "{\(uniqueName("rff"))}",
             endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
             sharedSecret: secret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: rateLimit, burst: 100),

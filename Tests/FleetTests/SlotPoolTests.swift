@@ -1,5 +1,6 @@
 import AppStore
 @testable import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Lanes
@@ -41,7 +42,7 @@ import Testing
     /// those are counted apart, as slots given up.
     @Test func workersAskingAtOnceShareOneAdmissionsSlots() async throws {
         try await TestDatabase.with { database in
-            let settings = FleetSettings(
+            let settings = try FleetSettings.forTest(
                 redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("pool"))}",
                 rateLimit: try RateLimit(perSecond: 100_000, burst: 100))
             let pool = SlotPool(tolerance: PacedGate.slotTolerance)
@@ -83,7 +84,7 @@ import Testing
     /// so is one admission more, so the test counts the admissions that kept their slots.)
     @Test func aCallPreemptedAfterItsSlotBooksAnotherAsItLeaves() async throws {
         try await TestDatabase.with { database in
-            let settings = FleetSettings(
+            let settings = try FleetSettings.forTest(
                 redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("depart"))}",
                 rateLimit: try RateLimit(perSecond: 1_000, burst: 1))
             try await onOwnThread {
@@ -131,7 +132,7 @@ import Testing
         let proxy = try FreezableProxy.forTestRedis()
         defer { proxy.stop() }
         try await TestDatabase.with { database in
-            let settings = FleetSettings(
+            let settings = try FleetSettings.forTest(
                 redisURL: proxy.carrying(TestServers.redisURL), postgresURL: database.url,
                 keyPrefix: "{\(uniqueName("late"))}", rateLimit: try RateLimit(perSecond: 1_000, burst: 1))
             try await onOwnThread {
@@ -212,7 +213,7 @@ import Testing
     /// A process stopped between two beats (5 s apart) tells the slots it gave up since the last one.
     @Test func aStoppingProcessTellsTheSlotsItGaveUpSinceItsLastBeat() async throws {
         try await TestDatabase.with { database in
-            let settings = FleetSettings(
+            let settings = try FleetSettings.forTest(
                 redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("last-beat"))}",
                 rateLimit: try RateLimit(perSecond: 100, burst: 1))
             let queue = try JobQueue(

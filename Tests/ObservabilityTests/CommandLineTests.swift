@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import BuildInfo
 import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Observability
@@ -185,7 +186,7 @@ import Testing
         #expect(bad.status != 0)
         #expect(bad.output.contains("configuration 'postgres-timeout' (from flag --postgres-timeout)"))
 
-        let settings = FleetSettings(
+        let settings = try FleetSettings.forTest(
             redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1),
             redisTimeout: .seconds(3), postgresTimeout: .seconds(4))
         #expect(try settings.redisConfiguration().commandTimeout == .seconds(3))

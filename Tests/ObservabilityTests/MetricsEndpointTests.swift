@@ -2,6 +2,7 @@ import AppStore
 import BuildInfo
 import EventRelay
 import Fleet
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Ledger
@@ -270,7 +271,7 @@ import Testing
     }
 
     @Test func offServesNothing() async throws {
-        var settings = FleetSettings(redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
+        var settings = try FleetSettings.forTest(redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
         settings.metricsAddress = try MetricsAddress.parse("off")
         #expect(MetricsServer(settings: settings, metrics: ProcessMetrics(), logger: quietLogger) == nil)
     }

@@ -1,5 +1,6 @@
 import AppStore
 import Fleet
+import FleetConfiguration
 import JobQueue
 import Observability
 import ProcessRoot
@@ -11,7 +12,7 @@ import Testing
     let settings: FleetSettings
 
     init() throws {
-        settings = FleetSettings(
+        settings = try FleetSettings.forTest(
             redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
     }
 

@@ -12,6 +12,10 @@ import Testing
         let flag: Bool
         let secret: Bool
         let commands: Set<String>
+        /// Read from the configuration file too.
+        let inFile: Bool
+        let variable: String
+        let defaultText: String
     }
 
     private func registry() async throws -> [Entry] {
@@ -21,7 +25,9 @@ import Testing
         return try objects.map { object in
             Entry(
                 key: try #require(object["key"] as? String), flag: try #require(object["flag"] as? Bool),
-                secret: try #require(object["secret"] as? Bool), commands: Set(try #require(object["commands"] as? [String])))
+                secret: try #require(object["secret"] as? Bool), commands: Set(try #require(object["commands"] as? [String])),
+                inFile: try #require(object["file"] as? Bool), variable: try #require(object["environment"] as? String),
+                defaultText: try #require(object["default"] as? String))
         }
     }
 
@@ -36,7 +42,7 @@ import Testing
         let stop = try #require(docs.range(of: end, range: start.upperBound..<docs.endIndex), "docs/operations.md has no \(end) line")
         let table = docs[start.upperBound..<stop.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(table == expected, """
-            docs/operations.md's settings table is not the registry's (Sources/receiptfleet/Settings.swift). \
+            docs/operations.md's settings table is not the registry's (Sources/FleetConfiguration/SettingsRegistry.swift). \
             Put this between its \(begin) and \(end) lines (`receiptfleet config reference` prints it):
 
             \(expected)
@@ -109,6 +115,73 @@ import Testing
         #expect(unreadable.status != 0)
         #expect(unreadable.output.contains(
             "configuration 'console-tokens-file' (from environment RECEIPTFLEET_CONSOLE_TOKENS_FILE): cannot read /nonexistent/tokens"))
+    }
+
+    /// Texts every setting accepts, for the settings whose default is prose rather than a value
+    /// (unset, or worked out from others); the rest are given their default's text.
+    private func samples(in directory: URL) throws -> [String: String] {
+        func file(_ name: String, _ text: String) throws -> String {
+            let url = directory.appendingPathComponent(name)
+            try Data(text.utf8).write(to: url)
+            return url.path
+        }
+        let root = TestServers.repositoryRoot + "/Tests/APIServiceTests/Fixtures/AppleRootCA-G3.der"
+        let key = Data(repeating: 7, count: 32).base64EncodedString()
+        return [
+            "config": try file("config.json", "{}"),
+            "relay-postgres-url": "postgresql://relay@localhost/receiptfleet",
+            "apple-ca-file": root,
+            "shared-secret": "account-secret", "shared-secret-file": try file("secret", "account-secret"),
+            "apps-file": try file("apps.json", #"{"photos": {"bundle_ids": ["com.example.photos"]}}"#),
+            "apple-bundle-id": "com.example.photos", "apple-app-id": "1460000001", "refund-preference": "decline",
+            "server-api-issuer-id": "issuer", "server-api-key-id": "SIMKEY",
+            "server-api-key-file": try file("AuthKey_SIMKEY.p8", SimulatedServerAPI.privateKey.pemRepresentation),
+            "server-api-rate-limit": "20", "apple-root-certificate": root, "rate-burst": "3", "retention-events-days": "500",
+            "address": "127.0.0.1:0", "api-tokens": "backend(read):api-token-0123456789", "api-tokens-file": try file("api", "backend(read):api-token-0123456789"),
+            "trusted-proxies": "10.0.0.0/8", "console-tokens": "ops:console-token-0123456789", "console-tokens-file": try file("ops", "ops:console-token-0123456789"),
+            "webhook-proxy": "http://egress.internal:3128", "webhook-secret-key": key, "webhook-secret-previous-keys": key,
+            "non-renewing-products": "com.example.pass",
+        ]
+    }
+
+    /// Every setting reaches the commands through each way it may be given: a flag setting through
+    /// its flag, every setting through its environment variable, every setting of the file through
+    /// the configuration file. `config check` names where each value came from, so a flag bound to
+    /// the wrong property, a variable misspelt or a key the file never reaches fails here, not in
+    /// production.
+    @Test func everySettingArrivesThroughEachOfItsChannels() async throws {
+        let entries = try await registry()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("channels"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let samples = try samples(in: directory)
+        func text(_ entry: Entry) -> String { samples[entry.key] ?? entry.defaultText }
+        // Nothing from the environment this test runs in (scripts/services sets the servers' URLs).
+        let blank = Dictionary(uniqueKeysWithValues: entries.map { ($0.variable, "") })
+        func row(_ key: String, _ source: String, in output: String) -> Bool {
+            output.split(separator: "\n").contains { $0.hasPrefix(key.padding(toLength: 30, withPad: " ", startingAt: 0)) && $0.hasSuffix("(\(source))") }
+        }
+
+        let flags = entries.filter(\.flag)
+        // A switch (allow-private-webhooks) is given bare, to mean true.
+        let arguments = flags.flatMap { $0.defaultText == "false" ? ["--\($0.key)"] : ["--\($0.key)", text($0)] }
+        let byFlag = try await runFleetCommand(["config", "check"] + arguments, environment: blank)
+        #expect(byFlag.status == 0, "\(byFlag.output)")
+        for entry in flags { #expect(row(entry.key, "flag --\(entry.key)", in: byFlag.output), "\(entry.key) did not arrive by its flag") }
+
+        let variables = blank.merging(entries.map { ($0.variable, text($0)) }) { $1 }
+        let byVariable = try await runFleetCommand(["config", "check"], environment: variables)
+        #expect(byVariable.status == 0, "\(byVariable.output)")
+        for entry in entries {
+            #expect(row(entry.key, "environment \(entry.variable)", in: byVariable.output), "\(entry.key) did not arrive by \(entry.variable)")
+        }
+
+        let inFile = entries.filter(\.inFile)
+        let config = directory.appendingPathComponent("every-setting.json")
+        try JSONSerialization.data(withJSONObject: Dictionary(uniqueKeysWithValues: inFile.map { ($0.key, text($0)) })).write(to: config)
+        let byFile = try await runFleetCommand(["config", "check", "--config", config.path], environment: blank)
+        #expect(byFile.status == 0, "\(byFile.output)")
+        for entry in inFile { #expect(row(entry.key, "file", in: byFile.output), "\(entry.key) did not arrive from the file") }
     }
 
     /// serve's settings are checked whether or not API tokens are set, from any layer.

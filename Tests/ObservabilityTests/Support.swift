@@ -1,6 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Fleet
+import FleetConfiguration
 import Foundation
 import HTTPClient
 import JobQueue
@@ -29,7 +30,7 @@ struct Deployment: Sendable {
             try await LiveSimulator.with(knobs: FaultKnobs(sharedSecret: sharedSecret), startMs: nowMs) { simulator in
                 let deployment = Deployment(
                     database: database, simulator: simulator,
-                    settings: FleetSettings(
+                    settings: try FleetSettings.forTest(
                         redisURL: TestServers.redisURL, postgresURL: database.url, keyPrefix: "{\(uniqueName("rfm"))}",
                         endpoints: AppStoreEndpoints(production: simulator.productionURL, sandbox: simulator.sandboxURL),
                         sharedSecret: sharedSecret.map(SharedSecret.init), rateLimit: try RateLimit(perSecond: 5_000, burst: 100),

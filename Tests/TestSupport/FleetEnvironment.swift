@@ -1,5 +1,6 @@
 import EventRelay
 import Fleet
+import FleetConfiguration
 
 extension FleetSettings {
     /// Where these settings point (servers, key prefix, Apple's endpoints) as the RECEIPTFLEET_*

@@ -1,4 +1,5 @@
 import Fleet
+import FleetConfiguration
 import Logging
 import Observability
 import ProcessRoot

@@ -1,3 +1,4 @@
+import FleetConfiguration
 import Foundation
 import AppStore
 import AppStoreClients

@@ -1,4 +1,5 @@
 import AppStore
+import FleetConfiguration
 import JobQueue
 
 /// Which of the gate's budgets and halts each of Apple's endpoints answers to. verifyReceipt is the

@@ -1,4 +1,5 @@
 import AppStore
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Lanes

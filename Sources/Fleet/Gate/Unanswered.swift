@@ -1,4 +1,5 @@
 import AppStore
+import FleetConfiguration
 import JobQueue
 
 extension Connections {

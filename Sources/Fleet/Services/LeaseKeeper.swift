@@ -1,3 +1,4 @@
+import FleetConfiguration
 import JobQueue
 import Lanes
 import Logging

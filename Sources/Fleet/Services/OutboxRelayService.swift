@@ -30,14 +30,18 @@ public struct OutboxRelayService: ProcessDuty {
     }
 }
 
-/// Runs `body` until `stop` is set, starting it again (after 2 s) when it cannot connect.
+/// How long a loop that cannot connect waits before it tries again: soon enough that a server
+/// back from a restart is used within seconds, rarely enough not to flood the log.
+let reconnectPause: Duration = .seconds(2)
+
+/// Runs `body` until `stop` is set, starting it again (after `reconnectPause`) when it cannot connect.
 func keepRunning(_ what: String, _ stop: StopSignal, _ logger: Logger, _ body: () throws -> Void) {
     while !stop.isSet {
         do {
             try body()
         } catch {
-            logger.error("\(what) cannot start; retrying in 2 s", metadata: ["error": "\(error)"])
-            stop.sleep(.seconds(2))
+            logger.error("\(what) cannot start; retrying in \(reconnectPause)", metadata: ["error": "\(error)"])
+            stop.sleep(reconnectPause)
         }
     }
 }

@@ -25,17 +25,12 @@ public struct Processors: ProcessDuty {
             [settings, jobs, metrics, logger] index, stop in
             var logger = logger
             logger[metadataKey: "consumer"] = "\(Self.consumer(index))"
-            while !stop.isSet {
-                do {
-                    let connections = try Connections(settings: settings, consumer: Self.consumer(index))
-                    Processor(
-                        index: index, settings: settings, connections: connections, stop: stop, pauses: pauses, slots: slots,
-                        jobs: jobs, metrics: metrics, logger: logger
-                    ).run()
-                } catch {
-                    logger.error("worker cannot connect; retrying in 2 s", metadata: ["error": "\(error)"])
-                    stop.sleep(.seconds(2))
-                }
+            keepRunning("worker", stop, logger) {
+                let connections = try Connections(settings: settings, consumer: Self.consumer(index))
+                Processor(
+                    index: index, settings: settings, connections: connections, stop: stop, pauses: pauses, slots: slots,
+                    jobs: jobs, metrics: metrics, logger: logger
+                ).run()
             }
         }.runThreads()
         if drained {

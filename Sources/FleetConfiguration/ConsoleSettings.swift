@@ -7,23 +7,19 @@ public struct ConsoleSettings: Sendable {
     /// Mark the session cookie Secure: set it when the console is reached over TLS (a proxy in front).
     public var secureCookies: Bool
     /// How long a login lasts.
-    public var sessionLifetime: Duration
+    public var sessionLifetime: Duration = .seconds(12 * 3_600)
     /// How often a sample of the fleet is taken for the charts (one per period across all replicas).
-    public var sampleInterval: Duration
+    public var sampleInterval: Duration = .seconds(10)
     /// The ledger's app whose subscriptions an operator looks up by original_transaction_id.
-    public var app: String
+    public var app = AppCatalog.defaultAppName
     /// Threads with their own Redis and PostgreSQL connections serving the pages.
-    public var lanes: Int
+    public var lanes = 2
 
-    public init(
-        operators: NamedTokens, secureCookies: Bool = false, sessionLifetime: Duration = .seconds(12 * 3_600),
-        sampleInterval: Duration = .seconds(10), app: String = "default", lanes: Int = 2
-    ) {
+    /// The console's settings as `configuration` resolves them; nil when no operator token is
+    /// configured (serve then mounts no console).
+    public init?(_ configuration: ResolvedConfiguration) throws {
+        guard let operators = try configuration[Settings.consoleTokens] else { return nil }
         self.operators = operators
-        self.secureCookies = secureCookies
-        self.sessionLifetime = sessionLifetime
-        self.sampleInterval = sampleInterval
-        self.app = app
-        self.lanes = lanes
+        secureCookies = try configuration[Settings.consoleSecureCookies]
     }
 }

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Foundation
 import Redaction
 
@@ -17,25 +16,25 @@ import Redaction
 /// "flag --rate-limit" or "environment RECEIPTFLEET_RATE_LIMIT". The registry, the validation and
 /// its wording, the flags, the docs and `config check` would all still be ours. Worth another look
 /// if the fleet wants reloading.
-struct Setting<Value: Sendable>: Sendable {
-    let key: String
-    let rule: Rule<Value>
+public struct Setting<Value: Sendable>: Sendable {
+    public let key: String
+    public let rule: Rule<Value>
     /// The value when none is given; it may depend on other settings (rate-burst on rate-limit).
-    let fallback: @Sendable (ResolvedConfiguration) throws -> Value
+    public let fallback: @Sendable (ResolvedConfiguration) throws -> Value
     /// The default, as the docs and `--help` say it.
-    let defaultText: String
-    let exposure: Exposure
-    let commands: Commands
+    public let defaultText: String
+    public let exposure: Exposure
+    public let commands: Commands
     /// One sentence: the flag's help, and the start of the docs' meaning.
-    let help: String
+    public let help: String
     /// More for the docs.
-    let details: String?
+    public let details: String?
     /// The value as `config check` shows it (masked for secrets).
-    let show: @Sendable (Value) -> String
+    public let show: @Sendable (Value) -> String
     /// Also read from the file named by KEY-file (secrets: RECEIPTFLEET_SHARED_SECRET or a file).
-    let orFile: Bool
+    public let orFile: Bool
     /// Read from the configuration file too (all but `config`, which names it).
-    let inFile: Bool
+    public let inFile: Bool
 
     private init(
         key: String, rule: Rule<Value>, fallback: @escaping @Sendable (ResolvedConfiguration) throws -> Value,
@@ -57,7 +56,7 @@ struct Setting<Value: Sendable>: Sendable {
     }
 
     /// A setting with a default value.
-    init(
+    public init(
         _ key: String, _ rule: Rule<Value>, default value: Value, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
         help: String, details: String? = nil, show: (@Sendable (Value) -> String)? = nil
     ) {
@@ -67,7 +66,7 @@ struct Setting<Value: Sendable>: Sendable {
     }
 
     /// A setting whose default is worked out from other settings (or from the command).
-    init(
+    public init(
         _ key: String, _ rule: Rule<Value>, derived defaultText: String, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
         help: String, details: String? = nil, show: (@Sendable (Value) -> String)? = nil,
         _ fallback: @escaping @Sendable (ResolvedConfiguration) throws -> Value
@@ -78,7 +77,7 @@ struct Setting<Value: Sendable>: Sendable {
     }
 
     /// A setting that may be left unset; `unset` says what that means (the docs' default, `config check`'s value).
-    init<Wrapped: Sendable>(
+    public init<Wrapped: Sendable>(
         _ key: String, _ rule: Rule<Wrapped>, unset: String, _ exposure: Exposure = .variable, for commands: Commands = .fleet,
         orFile: Bool = false, inFile: Bool = true, help: String, details: String? = nil, show: (@Sendable (Wrapped) -> String)? = nil
     ) where Value == Wrapped? {
@@ -92,8 +91,16 @@ struct Setting<Value: Sendable>: Sendable {
     }
 }
 
+/// What a shell's completion offers for a setting's flag.
+public enum Completion: Sendable {
+    /// One of these words.
+    case values([String])
+    /// A file's path.
+    case file
+}
+
 /// Where a setting may be given besides RECEIPTFLEET_<NAME> and the configuration file.
-enum Exposure: Sendable {
+public enum Exposure: Sendable {
     /// Also a flag, --KEY.
     case flag
     /// The environment and the file only.
@@ -104,44 +111,45 @@ enum Exposure: Sendable {
 
 /// The commands that read a setting. `fleet` is every command that takes the fleet's settings
 /// (`FleetOptions`); `serve` and `console` add their own (`APIOptions`, `ConsoleOptions`).
-struct Commands: OptionSet, Sendable, Hashable {
-    let rawValue: Int
-    static let fleet = Commands(rawValue: 1)
-    static let serve = Commands(rawValue: 2)
-    static let console = Commands(rawValue: 4)
+public struct Commands: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let fleet = Commands(rawValue: 1)
+    public static let serve = Commands(rawValue: 2)
+    public static let console = Commands(rawValue: 4)
 
-    var names: [String] {
+    public var names: [String] {
         [(Commands.fleet, "fleet"), (.serve, "serve"), (.console, "console")].filter { contains($0.0) }.map(\.1)
     }
 }
 
 /// Why a value is refused; the resolver makes it "configuration 'KEY' (from SOURCE): REASON".
-struct Refusal: Error {
-    let reason: String
-    init(_ reason: String) { self.reason = reason }
+public struct Refusal: Error {
+    public let reason: String
+    public init(_ reason: String) { self.reason = reason }
 }
 
 /// What a setting accepts, how its text becomes a value, and how a value is shown.
-struct Rule<Value: Sendable>: Sendable {
+public struct Rule<Value: Sendable>: Sendable {
     /// What it accepts, for the docs (and the refusal, for the simple rules).
-    let text: String
+    public let text: String
     /// The value of the text, or a `Refusal`; the configuration is there for rules that depend on
     /// another setting (webhook-endpoint-concurrency on webhook-threads).
-    let parse: @Sendable (String, ResolvedConfiguration) throws -> Value
+    public let parse: @Sendable (String, ResolvedConfiguration) throws -> Value
     /// As `config check` shows it.
-    var show: @Sendable (Value) -> String = { "\($0)" }
+    public var show: @Sendable (Value) -> String = { "\($0)" }
     /// As an operator writes it (the docs' default).
-    var written: @Sendable (Value) -> String = { plain("\($0)") }
+    public var written: @Sendable (Value) -> String = { plain("\($0)") }
     /// What a shell's completion offers for its flag: the values it takes, files, or nothing.
-    var completion: CompletionKind?
+    public var completion: Completion?
 
-    init(_ text: String, parse: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) {
+    public init(_ text: String, parse: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) {
         self.text = text
         self.parse = parse
     }
 
     /// A text that `read` takes and `valid` keeps; otherwise "'TEXT' is not RULE".
-    init(_ text: String, read: @escaping @Sendable (String) -> Value?, valid: @escaping @Sendable (Value) -> Bool = { _ in true }) {
+    public init(_ text: String, read: @escaping @Sendable (String) -> Value?, valid: @escaping @Sendable (Value) -> Bool = { _ in true }) {
         self.init(text) { raw, _ in
             guard let value = read(raw), valid(value) else { throw Refusal("'\(raw)' is not \(text)") }
             return value
@@ -149,18 +157,18 @@ struct Rule<Value: Sendable>: Sendable {
     }
 
     /// The same rule, its flag completed from `values` (or `kind`) by the shells.
-    func offering(_ values: [String]) -> Rule { completing(.list(values)) }
+    public func offering(_ values: [String]) -> Rule { completing(.values(values)) }
 
-    func completing(_ kind: CompletionKind) -> Rule { with(completion: kind) }
+    public func completing(_ kind: Completion) -> Rule { with(completion: kind) }
 
-    func with(completion: CompletionKind?) -> Rule {
+    public func with(completion: Completion?) -> Rule {
         var rule = self
         rule.completion = completion
         return rule
     }
 
     /// The value `convert` makes of the text; its error, described, is the reason.
-    static func converting(_ text: String, _ convert: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) -> Rule {
+    public static func converting(_ text: String, _ convert: @escaping @Sendable (String, ResolvedConfiguration) throws -> Value) -> Rule {
         Rule(text) { raw, configuration in
             do {
                 return try convert(raw, configuration)
@@ -172,13 +180,13 @@ struct Rule<Value: Sendable>: Sendable {
         }
     }
 
-    func showing(_ show: @escaping @Sendable (Value) -> String) -> Rule {
+    public func showing(_ show: @escaping @Sendable (Value) -> String) -> Rule {
         var rule = self
         rule.show = show
         return rule
     }
 
-    func writing(_ written: @escaping @Sendable (Value) -> String) -> Rule {
+    public func writing(_ written: @escaping @Sendable (Value) -> String) -> Rule {
         var rule = self
         rule.written = written
         return rule
@@ -186,10 +194,10 @@ struct Rule<Value: Sendable>: Sendable {
 }
 
 /// "50.0" as an operator writes it: "50".
-func plain(_ number: String) -> String { number.hasSuffix(".0") ? String(number.dropLast(2)) : number }
+public func plain(_ number: String) -> String { number.hasSuffix(".0") ? String(number.dropLast(2)) : number }
 
 /// A setting, whatever its type: for the listings (`config check`, `config reference`) and the flags.
-protocol AnySetting: Sendable {
+public protocol AnySetting: Sendable {
     var key: String { get }
     var defaultText: String { get }
     var exposure: Exposure { get }
@@ -200,25 +208,25 @@ protocol AnySetting: Sendable {
     var inFile: Bool { get }
     var accepts: String { get }
     /// What a shell's completion offers for its flag.
-    var completion: CompletionKind? { get }
+    var completion: Completion? { get }
     /// Its value in `configuration`, as `config check` shows it.
     func shown(in configuration: ResolvedConfiguration) throws -> String
 }
 
 extension Setting: AnySetting {
-    var accepts: String { rule.text }
-    var completion: CompletionKind? { rule.completion }
-    func shown(in configuration: ResolvedConfiguration) throws -> String { show(try configuration[self]) }
+    public var accepts: String { rule.text }
+    public var completion: Completion? { rule.completion }
+    public func shown(in configuration: ResolvedConfiguration) throws -> String { show(try configuration[self]) }
 }
 
 extension AnySetting {
-    var isFlag: Bool { exposure == .flag }
-    var variable: String { "RECEIPTFLEET_" + key.uppercased().replacingOccurrences(of: "-", with: "_") }
+    public var isFlag: Bool { exposure == .flag }
+    public var variable: String { Settings.variable(ofKey: key) }
     /// The flag's help: the sentence and the default.
-    var flagHelp: String { "\(help) (default: \(defaultText))" }
+    public var flagHelp: String { "\(help) (default: \(defaultText))" }
 
     /// The setting KEY-file of a secret read from a file too, as a setting of its own.
-    var fileSetting: Setting<String?>? { orFile ? .file(of: self) : nil }
+    public var fileSetting: Setting<String?>? { orFile ? .file(of: self) : nil }
 }
 
 extension Setting where Value == String? {
@@ -229,97 +237,35 @@ extension Setting where Value == String? {
     }
 }
 
-// The option groups name each flag after its setting: `@Option(Settings.rateLimit) var rateLimit: String?`.
-extension Option where Value == String? {
-    init(_ setting: some AnySetting) {
-        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
-        self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp), completion: setting.completion)
-    }
-}
-
-extension Flag where Value == Bool {
-    init(wrappedValue: Bool, _ setting: some AnySetting) {
-        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
-        self.init(wrappedValue: wrappedValue, name: .customLong(setting.key), help: ArgumentHelp(setting.help))
-    }
-}
-
-/// A group of settings' flags: FleetOptions, APIOptions, ConsoleOptions. Its properties are the
-/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read.
-protocol SettingFlags: ParsableArguments {
-    /// Whose flags they are.
-    static var commands: Commands { get }
-}
-
-extension SettingFlags {
-    /// The flags given on the command line, by key.
-    var givenFlags: [String: String] {
-        var flags: [String: String] = [:]
-        for child in Mirror(reflecting: self).children {
-            let property = String((child.label ?? "").drop { $0 == "_" })
-            let value: String? = switch child.value {
-            case let option as Option<String?>: option.wrappedValue
-            case let flag as Flag<Bool>: flag.wrappedValue ? "true" : nil
-            default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String? or @Flag(Settings.…) var … = false")
-            }
-            let key = Self.key(ofProperty: property)
-            guard let setting = Settings.named[key], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
-                preconditionFailure("\(Self.self).\(property): \(key) is no flag setting of \(Self.commands.names) in SettingsRegistry")
-            }
-            flags[key] = value
-        }
-        return flags
-    }
-
-    /// The key a property stands for, by ArgumentParser's rule for long names: appleCAFile → apple-ca-file.
-    static func key(ofProperty name: String) -> String {
-        var key = ""
-        var separate = true
-        for index in name.indices {
-            let character = name[index]
-            if character.isUppercase {
-                if separate, !key.isEmpty { key += "-" }
-                let next = name.index(after: index)
-                separate = next < name.endIndex && name[next].isUppercase
-                    && name.index(after: next) < name.endIndex && name[name.index(after: next)].isLowercase
-            } else {
-                separate = true
-            }
-            key += character.lowercased()
-        }
-        return key
-    }
-}
-
 // The rules most settings share.
 extension Rule where Value: LosslessStringConvertible {
-    static func number(_ text: String, _ valid: @escaping @Sendable (Value) -> Bool) -> Rule {
+    public static func number(_ text: String, _ valid: @escaping @Sendable (Value) -> Bool) -> Rule {
         Rule(text, read: { Value($0) }, valid: valid)
     }
 }
 
 extension Rule where Value == Int {
-    static func whole(_ range: ClosedRange<Int>) -> Rule {
+    public static func whole(_ range: ClosedRange<Int>) -> Rule {
         .number("a whole number from \(range.lowerBound) to \(range.upperBound)") { range.contains($0) }
     }
 
-    static func whole(atLeast minimum: Int) -> Rule { .number("a whole number ≥ \(minimum)") { $0 >= minimum } }
+    public static func whole(atLeast minimum: Int) -> Rule { .number("a whole number ≥ \(minimum)") { $0 >= minimum } }
 }
 
 extension Rule where Value == Double {
-    static var rate: Rule {
+    public static var rate: Rule {
         Rule.number("a rate between 0 and 100000 per second") { $0 > 0 && $0 <= 100_000 }.showing { "\($0)/s" }
     }
 }
 
 extension Rule where Value == Duration {
     /// A whole number of seconds that `valid` keeps.
-    static func wholeSeconds(_ text: String, _ valid: @escaping @Sendable (Int) -> Bool) -> Rule {
+    public static func wholeSeconds(_ text: String, _ valid: @escaping @Sendable (Int) -> Bool) -> Rule {
         Rule(text, read: { Int($0).flatMap { valid($0) ? .seconds($0) : nil } }).writing { "\($0.components.seconds)" }
     }
 
     /// A number of seconds that `valid` keeps, to the millisecond.
-    static func seconds(_ text: String, _ valid: @escaping @Sendable (Double) -> Bool) -> Rule {
+    public static func seconds(_ text: String, _ valid: @escaping @Sendable (Double) -> Bool) -> Rule {
         Rule(text, read: { Double($0).flatMap { valid($0) ? .milliseconds(Int64(1000 * $0)) : nil } })
             .writing { plain("\(Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18)") }
     }
@@ -327,7 +273,7 @@ extension Rule where Value == Duration {
 
 extension Rule where Value == Bool {
     /// true, 1 or yes; false, 0 or no (a JSON file's true reads as 1).
-    static var boolean: Rule {
+    public static var boolean: Rule {
         Rule("true or false", read: {
             switch $0.lowercased() {
             case "true", "1", "yes": true
@@ -339,31 +285,31 @@ extension Rule where Value == Bool {
 }
 
 extension Rule where Value == String {
-    static var text: Rule { Rule("any text") { text, _ in text } }
+    public static var text: Rule { Rule("any text") { text, _ in text } }
     /// The text, when `check` takes it.
-    static func checked(_ text: String, by check: @escaping @Sendable (String) throws -> Void) -> Rule {
+    public static func checked(_ text: String, by check: @escaping @Sendable (String) throws -> Void) -> Rule {
         .converting(text) { value, _ in
             try check(value)
             return value
         }
     }
-    static var path: Rule { Rule("a file's path") { path, _ in path }.completing(.file()) }
+    public static var path: Rule { Rule("a file's path") { path, _ in path }.completing(.file) }
     /// Shown with its password masked.
-    static var connection: Rule { Rule("a URL or conninfo") { text, _ in text }.showing { Redact.connectionString($0) } }
-    static var url: Rule { Rule("a URL") { text, _ in text }.showing { Redact.url($0) } }
+    public static var connection: Rule { Rule("a URL or conninfo") { text, _ in text }.showing { Redact.connectionString($0) } }
+    public static var url: Rule { Rule("a URL") { text, _ in text }.showing { Redact.url($0) } }
     /// Read now, so that a wrong path fails at start.
-    static var readableFile: Rule {
+    public static var readableFile: Rule {
         Rule("a readable file's path") { path, _ in
             guard FileManager.default.isReadableFile(atPath: path) else { throw Refusal("cannot read \(path)") }
             return path
         }
-        .completing(.file())
+        .completing(.file)
     }
 }
 
 extension Rule where Value == [String] {
     /// Comma-separated, blanks dropped.
-    static var list: Rule {
+    public static var list: Rule {
         Rule("a comma-separated list") { text, _ in
             text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }

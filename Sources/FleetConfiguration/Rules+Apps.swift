@@ -1,5 +1,4 @@
 import AppStore
-import Fleet
 import Foundation
 
 /// The deployment's apps. Without `apps-file`, the one app `default`: its bundle ids are
@@ -14,20 +13,20 @@ import Foundation
 /// first, as `shared-secret`); an app without one uses the account's primary shared secret.
 /// `refund_preference` is the app's refund policy (as `refund-preference`; none: Apple decides alone).
 extension Rule where Value == AppCatalog {
-    static var appsFile: Rule {
+    public static var appsFile: Rule {
         Rule("a JSON file of app names to apps") { path, _ in try ResolvedConfiguration.apps(inFile: path) }
     }
 }
 
 extension Rule where Value == [String] {
     /// One shared secret, or two during a rotation (the new one first), comma- or line-separated.
-    static var sharedSecrets: Rule {
+    public static var sharedSecrets: Rule {
         Rule("one secret, or two during a rotation (comma- or line-separated)") { text, _ in try ResolvedConfiguration.sharedSecrets(in: text) }
     }
 }
 
 extension ResolvedConfiguration {
-    static func apps(inFile path: String) throws -> AppCatalog {
+    public static func apps(inFile path: String) throws -> AppCatalog {
         func failure(_ reason: String) -> Refusal { Refusal("\(path): \(reason)") }
         guard let data = FileManager.default.contents(atPath: path) else { throw failure("cannot read it") }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
@@ -78,7 +77,7 @@ extension ResolvedConfiguration {
     }
 
     /// One shared secret, or two during a rotation (the new one first), comma- or line-separated.
-    static func sharedSecrets(in text: String) throws(Refusal) -> [String] {
+    public static func sharedSecrets(in text: String) throws(Refusal) -> [String] {
         let secrets = text.split(whereSeparator: { $0 == "," || $0.isNewline })
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard (1...2).contains(secrets.count) else {
@@ -90,7 +89,7 @@ extension ResolvedConfiguration {
 }
 
 extension Rule where Value == RefundPreference {
-    static var refundPreference: Rule {
+    public static var refundPreference: Rule {
         Rule("decline, grant-full or grant-prorated") { text, _ in
             guard let preference = RefundPreference(argument: text) else {
                 throw Refusal("'\(text)' is not decline, grant-full or grant-prorated (leave it unset for none)")

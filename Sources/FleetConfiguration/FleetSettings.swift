@@ -1,4 +1,3 @@
-import Lanes
 import AppStore
 import EventRelay
 import Foundation
@@ -8,7 +7,8 @@ import PostgresClient
 import RedisClient
 import VerificationUseCase
 
-/// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`).
+/// Everything a fleet process needs to know, resolved and validated (see `receiptfleet config check`):
+/// each property is read from its setting in `SettingsRegistry`, whose default is the only one.
 public struct FleetSettings: Sendable {
     /// Both hold the servers' passwords: show them only through `Redact.connectionString`.
     public var redisURL: String
@@ -26,14 +26,14 @@ public struct FleetSettings: Sendable {
     /// accepted for either, and V1 notifications carry either as their password.
     public var previousSharedSecret: SharedSecret?
     /// The deployment's apps (`apps-file`); see `sharedSecrets(forApp:)` for the secret each uses.
-    public var apps = AppCatalog.single()
+    public var apps: AppCatalog
     /// The App Store Server API's key, hosts and trusted roots; nil when none is configured.
     public var serverAPI: ServerAPISettings?
     /// The backend of subscriptions that name none (`subscriptions.backend` is NULL).
-    public var defaultBackend: VerificationBackend = .verifyReceipt
+    public var defaultBackend: VerificationBackend
     /// Apple's requests per second for the whole fleet, and how many may come at once after a lull.
     public var rateLimit: RateLimit
-    public var pausePolicy: PausePolicy
+    public var pausePolicy = PausePolicy.standard
     public var retryPolicy: RetryPolicy
     /// Worker threads in one process, each with its own connections.
     public var concurrency: Int
@@ -43,11 +43,11 @@ public struct FleetSettings: Sendable {
     /// How long a reserved job may go without an ack before another worker takes it over.
     public var visibilityTimeout: Duration
     /// Deliveries without an ack after which a job is a dead letter (it keeps killing workers).
-    public var maxDeliveries: Int
+    public var maxDeliveries = 5
     /// How long a stopping worker process may take to finish the jobs it holds.
     public var drainGrace: Duration
     /// verifyReceipt timeouts.
-    public var appleTimeout: Duration
+    public var appleTimeout: Duration = .seconds(30)
     /// How long each Redis command, and each PostgreSQL call, may wait for its server before it fails
     /// and its connection is made again: a stopped server's kernel still acknowledges packets, so
     /// only a client-side deadline notices it (see `redisConfiguration()`, `postgresConfiguration()`).
@@ -64,13 +64,13 @@ public struct FleetSettings: Sendable {
     public var nonRenewingProductIDs: Set<String>
     /// How many different subscriptions must answer a configuration error (21004, 21000) in a row
     /// before the fleet halts; a lone one goes to the dead letters.
-    public var haltAfterConfigurationErrors: Int = 3
+    public var haltAfterConfigurationErrors: Int
     /// Days between reads of a quiet Server API subscription's refunded transactions (`RefundCheck`).
-    public var refundCheckDays = 7
+    public var refundCheckDays: Int
     /// How long every call to Apple may fail in a way that usually passes (a broken TLS handshake,
     /// garbled HTTP: `VerificationAction.unavailableUnlessPersistent`) before the fleet halts: by
     /// then it is a misconfiguration, such as https to a plain HTTP port, and no pause will end it.
-    public var haltAfterTransportFailures: Duration = .seconds(600)
+    public var haltAfterTransportFailures: Duration
     /// A PEM file of the CAs that verify the App Store's certificate instead of the system's: for
     /// a test App Store or a TLS-intercepting proxy only.
     public var appleCAFile: String?
@@ -84,13 +84,13 @@ public struct FleetSettings: Sendable {
     public var webhookEndpointConcurrency: Int
     /// Whether webhooks may go to loopback, private and other non-public addresses, and over plain
     /// http (`allow-private-webhooks`): for development and tests only.
-    public var allowPrivateWebhooks = false
+    public var allowPrivateWebhooks: Bool
     /// How long the `{rf}:events` stream keeps an event (`events-stream-retention`). The ledger
     /// keeps every event longer, so `webhooks replay` reaches past the stream.
-    public var eventsStreamRetention: Duration = .seconds(7 * 86_400)
+    public var eventsStreamRetention: Duration
     /// How long the ledger keeps attempts, events, webhook logs and long-expired receipts
     /// (`retention-*-days`; `receiptfleet prune` applies it).
-    public var retention = RetentionPolicy()
+    public var retention: RetentionPolicy
     /// The proxy webhook deliveries go through (`webhook-proxy`); nil goes direct, whatever the
     /// environment's proxy variables say.
     public var webhookProxy: String?
@@ -98,40 +98,56 @@ public struct FleetSettings: Sendable {
     /// `webhook-secret-previous-keys`); nil when none is configured.
     public var webhookSecretKeys: WebhookKeyring?
 
-    public init(
-        redisURL: String, postgresURL: String, keyPrefix: String = "{rf}", endpoints: AppStoreEndpoints = .apple,
-        sharedSecret: SharedSecret? = nil, rateLimit: RateLimit, pausePolicy: PausePolicy = .standard,
-        retryPolicy: RetryPolicy = .standard, concurrency: Int = 8, jobsPerBatch: Int = 16,
-        visibilityTimeout: Duration = .seconds(60), maxDeliveries: Int = 5, drainGrace: Duration = .seconds(25),
-        appleTimeout: Duration = .seconds(30), redisTimeout: Duration = .seconds(10),
-        postgresTimeout: Duration = .seconds(10), nightlyHourUTC: Int = 2, checkSchedule: CheckSchedule = CheckSchedule(),
-        initialPurchaseWindow: TimeInterval = CheckSchedule.day, nonRenewingProductIDs: Set<String> = [],
-        metricsAddress: MetricsAddress? = .standard, webhookThreads: Int = 8, webhookEndpointConcurrency: Int = 2
-    ) {
-        self.redisURL = redisURL
-        self.postgresURL = postgresURL
-        self.keyPrefix = keyPrefix
-        self.endpoints = endpoints
-        self.sharedSecret = sharedSecret
-        self.rateLimit = rateLimit
-        self.pausePolicy = pausePolicy
-        self.retryPolicy = retryPolicy
-        self.concurrency = concurrency
-        self.jobsPerBatch = jobsPerBatch
-        self.visibilityTimeout = visibilityTimeout
-        self.maxDeliveries = maxDeliveries
-        self.drainGrace = drainGrace
-        self.appleTimeout = appleTimeout
-        self.redisTimeout = redisTimeout
-        self.postgresTimeout = postgresTimeout
-        self.nightlyHourUTC = nightlyHourUTC
-        self.checkSchedule = checkSchedule
-        self.initialPurchaseWindow = initialPurchaseWindow
-        self.nonRenewingProductIDs = nonRenewingProductIDs
-        self.metricsAddress = metricsAddress
-        self.webhookThreads = webhookThreads
-        self.webhookEndpointConcurrency = webhookEndpointConcurrency
+    /// Every setting as `configuration` resolves it (flag, environment, file, default), checked.
+    /// Tests start from `try FleetSettings(.defaults)` and change what they need.
+    public init(_ configuration: ResolvedConfiguration) throws {
+        let secrets = try configuration[Settings.sharedSecret] ?? []
+        redisURL = try configuration[Settings.redisURL]
+        postgresURL = try configuration[Settings.postgresURL]
+        relayPostgresURL = try configuration[Settings.relayPostgresURL]
+        keyPrefix = try configuration[Settings.keyPrefix]
+        endpoints = try AppStoreEndpoints(
+            production: configuration[Settings.appstoreProductionURL], sandbox: configuration[Settings.appstoreSandboxURL])
+        sharedSecret = secrets.first.map(SharedSecret.init)
+        previousSharedSecret = secrets.count == 2 ? SharedSecret(secrets[1]) : nil
+        apps = try configuration[Settings.appsFile]
+            ?? .single(
+                bundleIDs: Set(configuration[Settings.appleBundleID]), appleID: configuration[Settings.appleAppID],
+                refundPreference: configuration[Settings.refundPreference])
+        rateLimit = try RateLimit(perSecond: configuration[Settings.rateLimit], burst: configuration[Settings.rateBurst])
+        retryPolicy = try RetryPolicy(
+            base: configuration[Settings.retryBase], cap: configuration[Settings.retryCap],
+            maxAttempts: configuration[Settings.retryMaxAttempts])
+        concurrency = try configuration[Settings.concurrency]
+        jobsPerBatch = try configuration[Settings.jobsPerBatch]
+        visibilityTimeout = try configuration[Settings.visibilityTimeout]
+        drainGrace = try configuration[Settings.drainGrace]
+        redisTimeout = try configuration[Settings.redisTimeout]
+        postgresTimeout = try configuration[Settings.postgresTimeout]
+        nightlyHourUTC = try configuration[Settings.nightlyHour]
+        checkSchedule = try CheckSchedule(
+            refundedOrInvalidInterval: 3_600 * configuration[Settings.refundedRecheckHours],
+            refundedOrInvalidWatchPeriod: 86_400 * configuration[Settings.refundedRecheckDays])
+        initialPurchaseWindow = try 3_600 * configuration[Settings.initialPurchaseHours]
+        nonRenewingProductIDs = try Set(configuration[Settings.nonRenewingProducts])
+        haltAfterConfigurationErrors = try configuration[Settings.haltAfterConfigErrors]
+        haltAfterTransportFailures = try configuration[Settings.haltAfterTransportFailures]
+        appleCAFile = try configuration[Settings.appleCAFile]
+        metricsAddress = try configuration[Settings.metricsAddress]
+        webhookThreads = try configuration[Settings.webhookThreads]
+        webhookEndpointConcurrency = try configuration[Settings.webhookEndpointConcurrency]
+        (allowPrivateWebhooks, webhookProxy, webhookSecretKeys) = try configuration.webhookSettings()
+        eventsStreamRetention = try Duration.seconds(86_400 * configuration[Settings.eventsStreamRetentionDays])
+        retention = try RetentionPolicy(
+            verifications: Self.days(configuration[Settings.retentionVerificationsDays]),
+            events: Self.days(configuration[Settings.retentionEventsDays]),
+            webhookLogs: Self.days(configuration[Settings.retentionWebhookLogsDays]),
+            expiredReceipts: Self.days(configuration[Settings.retentionExpiredReceiptsDays]))
+        (defaultBackend, refundCheckDays, serverAPI) = try configuration.serverAPISettings()
     }
+
+    /// A `retention-*-days` setting; 0 keeps for ever.
+    private static func days(_ days: Double) -> Duration? { days == 0 ? nil : .days(days) }
 
     /// How this process's webhook dispatchers deliver.
     public var webhookConfiguration: WebhookConfiguration {

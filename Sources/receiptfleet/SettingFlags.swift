@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import FleetConfiguration
+
+// The option groups name each flag after its setting: `@Option(Settings.rateLimit) var rateLimit: String?`.
+extension Option where Value == String? {
+    init(_ setting: some AnySetting) {
+        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
+        self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp), completion: setting.completion.map(CompletionKind.init))
+    }
+}
+
+extension Flag where Value == Bool {
+    init(wrappedValue: Bool, _ setting: some AnySetting) {
+        precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
+        self.init(wrappedValue: wrappedValue, name: .customLong(setting.key), help: ArgumentHelp(setting.help))
+    }
+}
+
+/// A group of settings' flags: FleetOptions, APIOptions, ConsoleOptions. Its properties are the
+/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read.
+protocol SettingFlags: ParsableArguments {
+    /// Whose flags they are.
+    static var commands: Commands { get }
+}
+
+extension SettingFlags {
+    /// The flags given on the command line, by key.
+    var givenFlags: [String: String] {
+        var flags: [String: String] = [:]
+        for child in Mirror(reflecting: self).children {
+            let property = String((child.label ?? "").drop { $0 == "_" })
+            let value: String? = switch child.value {
+            case let option as Option<String?>: option.wrappedValue
+            case let flag as Flag<Bool>: flag.wrappedValue ? "true" : nil
+            default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String? or @Flag(Settings.…) var … = false")
+            }
+            let key = Self.key(ofProperty: property)
+            guard let setting = Settings.named[key], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
+                preconditionFailure("\(Self.self).\(property): \(key) is no flag setting of \(Self.commands.names) in SettingsRegistry")
+            }
+            flags[key] = value
+        }
+        return flags
+    }
+
+    /// The key a property stands for, by ArgumentParser's rule for long names: appleCAFile → apple-ca-file.
+    static func key(ofProperty name: String) -> String {
+        var key = ""
+        var separate = true
+        for index in name.indices {
+            let character = name[index]
+            if character.isUppercase {
+                if separate, !key.isEmpty { key += "-" }
+                let next = name.index(after: index)
+                separate = next < name.endIndex && name[next].isUppercase
+                    && name.index(after: next) < name.endIndex && name[name.index(after: next)].isLowercase
+            } else {
+                separate = true
+            }
+            key += character.lowercased()
+        }
+        return key
+    }
+}
+
+extension CompletionKind {
+    init(_ completion: Completion) {
+        switch completion {
+        case .values(let values): self = .list(values)
+        case .file: self = .file()
+        }
+    }
+}
+
+extension ResolvedConfiguration {
+    /// The command line's settings: the fleet's flags, and the command's own groups (serve's
+    /// APIOptions, console's ConsoleOptions), over the environment, the file and the defaults.
+    init(options: FleetOptions, _ groups: any SettingFlags..., environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        try self.init(
+            flags: groups.reduce(options.givenFlags) { $0.merging($1.givenFlags) { $1 } },
+            command: groups.last.map { type(of: $0).commands } ?? .fleet, environment: environment)
+    }
+}
