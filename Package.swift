@@ -218,8 +218,8 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreSimulator", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "Observability", "PostgresClient",
-            "RedisClient", "TestSupport", "VerificationUseCase",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "Observability",
+            "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -232,7 +232,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [
-            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),

@@ -22,6 +22,20 @@ public enum AppleEndpoint: String, Sendable, CaseIterable {
     case transactionHistory = "transaction_history"
     /// Send Consumption Information (the answer to a refund request).
     case consumptionInformation = "consumption_information"
+    /// Extend a Subscription Renewal Date (one subscription).
+    case extendRenewalDate = "extend_renewal_date"
+    /// Extend Subscription Renewal Dates for All Active Subscribers (one product).
+    case extendRenewalDates = "extend_renewal_dates"
+    /// Get Status of Subscription Renewal Date Extensions (a mass extension's progress).
+    case renewalExtensionStatus = "renewal_extension_status"
+    /// Get Notification History.
+    case notificationHistory = "notification_history"
+    /// Request a Test Notification.
+    case testNotification = "test_notification"
+    /// Get Test Notification Status.
+    case testNotificationStatus = "test_notification_status"
+    /// Look Up Order ID.
+    case orderLookup = "order_lookup"
 
     public var backend: VerificationBackend { self == .verifyReceipt ? .verifyReceipt : .serverAPI }
 }

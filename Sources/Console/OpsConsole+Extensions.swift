@@ -2,6 +2,7 @@ import AppStore
 import Fleet
 import FleetConfiguration
 import Foundation
+import Lanes
 import Hummingbird
 import Ledger
 
@@ -40,10 +41,14 @@ extension OpsConsole {
         return Self.redirect(to: "/console/subscriptions/\(id)?done=\(extended ? "extended" : "extension-refused")")
     }
 
+    /// How long a console request waits for Apple's endpoint budget: the operator is looking at the
+    /// page, and its lane serves no other page meanwhile.
+    static let consolePatience = Duration.seconds(10)
+
     /// The extender, or the page that says the Server API's key is missing.
     private static func extender(_ fleet: FleetSettings) throws -> RenewalExtender {
         do {
-            return try RenewalExtender(settings: fleet)
+            return try RenewalExtender(settings: fleet, metrics: FleetMetrics(), clock: SystemClock(), patience: consolePatience)
         } catch let error as ExtensionError {
             throw ConsoleProblem.badRequest(error.description)
         }

@@ -2,6 +2,7 @@ import AppStore
 import Fleet
 import Foundation
 import Hummingbird
+import Lanes
 import Ledger
 
 /// Looking a subscription up by id, original_transaction_id, account id or Apple's order id: its state, entitlement and event
@@ -56,7 +57,10 @@ extension OpsConsole {
     private func lookUpOrder(_ orderID: String, apps: [String]) async throws -> [FoundOrder] {
         try await lanes.run { desk in
             do {
-                return try OrderLookup.find(orderID, apps: apps, apple: try AppleClients(settings: desk.settings), ledger: desk.ledger)
+                let door = AppleDoor(
+                    gate: desk.gate, settings: desk.settings, metrics: FleetMetrics(), clock: SystemClock(), patience: Self.consolePatience)
+                return try OrderLookup.find(
+                    orderID, apps: apps, door: door, apple: try AppleClients(settings: desk.settings), ledger: desk.ledger)
             } catch let error as OrderLookupError {
                 throw ConsoleProblem.badRequest(error.description)
             }

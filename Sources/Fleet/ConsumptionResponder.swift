@@ -35,15 +35,21 @@ public final class ConsumptionResponder {
     private let connections: Connections
     private let settings: FleetSettings
     private let metrics: FleetMetrics
+    private let clock: any FleetClock
+    /// Each answer's way to Apple: a second at most for the endpoint's slot, since a refused
+    /// answer is simply tried again later, well before the deadline.
+    private let door: AppleDoor
 
-    public init(settings: FleetSettings, metrics: FleetMetrics) throws {
+    public init(settings: FleetSettings, metrics: FleetMetrics, clock: any FleetClock) throws {
         connections = try Connections(settings: settings, consumer: "consumption", enqueueOnly: true)
-        (self.settings, self.metrics) = (settings, metrics)
+        (self.settings, self.metrics, self.clock) = (settings, metrics, clock)
+        door = AppleDoor(gate: connections.gate, settings: settings, metrics: metrics, clock: clock, patience: .seconds(1))
     }
 
-    /// Marks the requests whose deadline passed as missed, then answers every one due at `now`,
+    /// Marks the requests whose deadline passed as missed, then answers every one due now,
     /// soonest deadline first.
-    public func answerDue(now: Date = Date()) throws -> ConsumptionPass {
+    public func answerDue() throws -> ConsumptionPass {
+        let now = clock.now()
         let ledger = connections.ledger
         var pass = ConsumptionPass()
         pass.missed = try ledger.markMissedConsumptionRequests(now: now)
@@ -74,42 +80,23 @@ public final class ConsumptionResponder {
             return .unanswered
         case .success(let decided): answer = decided
         }
-        if let wait = try leave(forApp: request.app) {
-            try ledger.recordConsumptionRetry(id: request.id, error: wait.why, retryAt: Date().addingTimeInterval(wait.seconds))
-            return .retried
-        }
         do {
             let client = try connections.apple.serverAPIClient(forApp: request.app)
-            try client.sendConsumptionInformation(transactionID: request.transactionID, answer, in: request.environment)
+            try door.call(.consumptionInformation, forApp: request.app) {
+                try client.sendConsumptionInformation(transactionID: request.transactionID, answer, in: request.environment)
+            }
+        } catch let closed as AppleDoorClosed {
+            try ledger.recordConsumptionRetry(id: request.id, error: closed.description, retryAt: clock.after(closed.wait.withJitter()))
+            return .retried
         } catch let error as ServerAPICallError {
             if let code = error.code, let why = ConsumptionInformation.refusals[code] {
                 try ledger.recordConsumptionUnanswered(id: request.id, reason: "Apple refused: \(why) (\(code))")
                 return .unanswered
             }
-            var wait = Self.retryAfter
-            if let retryAfter = error.retryAfter {
-                wait = try connections.reportThrottled(.consumptionInformation, for: retryAfter, settings: settings)
-            }
-            try ledger.recordConsumptionRetry(id: request.id, error: error.description, retryAt: Date().addingTimeInterval(wait.seconds))
+            try ledger.recordConsumptionRetry(id: request.id, error: error.description, retryAt: clock.after(Self.retryAfter))
             return .retried
         }
-        try ledger.recordConsumptionAnswered(id: request.id, body: answer.body, at: Date())
+        try ledger.recordConsumptionAnswered(id: request.id, body: answer.body, at: clock.now())
         return .answered
-    }
-
-    /// Waits for the gate's slot for Send Consumption Information, through its own budget; when
-    /// the gate says not now (paused, throttled, halted, every slot booked), how long until asking
-    /// again and why.
-    private func leave(forApp app: String) throws -> (seconds: Double, why: String)? {
-        switch try connections.admit(.consumptionInformation, forApp: app, within: .seconds(1), settings: settings) {
-        case .granted(let slots):
-            Thread.sleep(forTimeInterval: slots.first?.seconds ?? 0)
-            return nil
-        case .wait(let wait): return (wait.seconds, "every slot of the endpoint's budget is booked")
-        case .paused(let wait): return (wait.seconds, "the fleet is paused: Apple is unavailable")
-        case .throttled(let wait): return (wait.seconds, "Apple's rate limit for the endpoint (429)")
-        case .probe: return (1, "the fleet is finding out whether Apple is back")
-        case .halted(let reason), .appHalted(let reason): return (Self.retryAfter.seconds, "halted: \(reason)")
-        }
     }
 }

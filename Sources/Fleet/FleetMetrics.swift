@@ -30,6 +30,7 @@ public final class FleetMetrics: VerificationMetrics {
     private let webhookDeliveries: [DeliveryAttemptResult: Counter]
     private let schedulerJobsEnqueued: Counter
     private let consumptionRequests: [ConsumptionOutcome: Counter]
+    private let appleDoorCalls: [AppleEndpoint: [AppleDoorOutcome: Counter]]
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
         self.factory = factory
@@ -54,6 +55,11 @@ public final class FleetMetrics: VerificationMetrics {
         schedulerJobsEnqueued = counter(MetricName.schedulerJobsEnqueued)
         consumptionRequests = Dictionary(uniqueKeysWithValues: ConsumptionOutcome.allCases.map {
             ($0, counter(MetricName.consumptionRequests, [("outcome", $0.rawValue)]))
+        })
+        appleDoorCalls = Dictionary(uniqueKeysWithValues: AppleEndpoint.allCases.map { endpoint in
+            (endpoint, Dictionary(uniqueKeysWithValues: AppleDoorOutcome.allCases.map {
+                ($0, counter(MetricName.appleDoorCalls, [("endpoint", endpoint.rawValue), ("outcome", $0.rawValue)]))
+            }))
         })
         // Answers of every status appear as they come; these two are there from the start.
         appleResponses = Mutex(Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
@@ -113,6 +119,9 @@ public final class FleetMetrics: VerificationMetrics {
 
     func enqueued(_ jobs: Int) { schedulerJobsEnqueued.increment(by: Int64(jobs)) }
 
+    /// A call through the `AppleDoor`: sent, or why not.
+    func calledApple(_ endpoint: AppleEndpoint, _ outcome: AppleDoorOutcome) { appleDoorCalls[endpoint]?[outcome]?.increment() }
+
     func consumptionRequests(_ outcome: ConsumptionOutcome, count: Int = 1) {
         if count > 0 { consumptionRequests[outcome]!.increment(by: Int64(count)) }
     }
@@ -146,8 +155,21 @@ public enum MetricName {
     public static let webhookDeliveries = "receiptfleet_webhook_deliveries_total"
     public static let schedulerJobsEnqueued = "receiptfleet_scheduler_jobs_enqueued_total"
     public static let consumptionRequests = "receiptfleet_consumption_requests_total"
+    public static let appleDoorCalls = "receiptfleet_apple_door_calls_total"
     public static let consumptionRequestsNearingDeadline = "receiptfleet_consumption_requests_nearing_deadline"
     public static let buildInfo = "receiptfleet_build_info"
+}
+
+/// What became of a call at the `AppleDoor`: the `outcome` label of `receiptfleet_apple_door_calls_total`.
+enum AppleDoorOutcome: String, CaseIterable {
+    /// It went to Apple (whatever Apple answered, but 429).
+    case sent
+    /// Apple answered 429: the endpoint's budget waits for its Retry-After.
+    case throttled
+    /// Not sent: a pause or a halt covered the endpoint.
+    case refused
+    /// Not sent: the endpoint's budget was taken for longer than the caller would wait.
+    case gaveUp = "gave_up"
 }
 
 /// The labels of one `receiptfleet_apple_responses_total` series.

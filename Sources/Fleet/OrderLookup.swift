@@ -28,8 +28,9 @@ public struct FoundOrder: Sendable {
 /// answers only about the app the token names), then the ledger.
 public enum OrderLookup {
     /// The orders of `apps` Apple knows by `orderID`: none when Apple knows it for none of them
-    /// (Apple reads production only). Throws `OrderLookupError` when Apple could not be asked or refused.
-    public static func find(_ orderID: String, apps: [String], apple: AppleClients, ledger: Ledger) throws -> [FoundOrder] {
+    /// (Apple reads production only). Each lookup goes through `door`. Throws `OrderLookupError`
+    /// when Apple could not be asked or refused.
+    public static func find(_ orderID: String, apps: [String], door: AppleDoor, apple: AppleClients, ledger: Ledger) throws -> [FoundOrder] {
         var found: [FoundOrder] = []
         for app in apps {
             let client: ServerAPIClient
@@ -40,9 +41,11 @@ public enum OrderLookup {
             }
             let transactions: [ReceiptTransaction]
             do {
-                guard let listed = try client.lookUpOrder(orderID) else { continue }
+                guard let listed = try door.call(.orderLookup, forApp: app, { try client.lookUpOrder(orderID) }) else { continue }
                 transactions = listed
-            } catch {
+            } catch let closed as AppleDoorClosed {
+                throw OrderLookupError.closed(closed)
+            } catch let error as ServerAPICallError {
                 throw OrderLookupError.refused(error)
             }
             var subscriptions: [SubscriptionRecord] = []
@@ -66,6 +69,8 @@ public enum OrderLookup {
 /// Why an order could not be looked up.
 public enum OrderLookupError: Error, CustomStringConvertible {
     case noServerAPIKey
+    /// Not asked: a pause, a halt or the endpoint's budget stood in the way.
+    case closed(AppleDoorClosed)
     case refused(ServerAPICallError)
 
     public var description: String {
@@ -73,12 +78,11 @@ public enum OrderLookupError: Error, CustomStringConvertible {
         case .noServerAPIKey:
             return "Orders are looked up through the App Store Server API: configure its key (server-api-key-file, "
                 + "server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md)."
+        case .closed(let closed):
+            return closed.description
         case .refused(let error):
             if error.code == 4_000_000 {
                 return "Apple refused the order id as malformed: an order id is letters and digits, as on Apple's receipt email."
-            }
-            if let wait = error.retryAfter {
-                return "Apple is limiting the rate of order lookups: try again in \(wait.components.seconds) s."
             }
             // A refused key (HTTP 401) is named by its id, never shown.
             return "The order could not be looked up: \(error). An HTTP 401 means Apple refused the key: check "

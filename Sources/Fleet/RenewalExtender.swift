@@ -3,6 +3,7 @@ import AppStoreClients
 import FleetConfiguration
 import Foundation
 import JobQueue
+import Lanes
 import Ledger
 
 /// What became of asking Apple to extend one subscription.
@@ -20,21 +21,26 @@ public enum ExtensionOutcome: Sendable, Equatable {
 /// announce `renewal_extended`. Blocks its thread: make one where it is used.
 public final class RenewalExtender {
     private let connections: Connections
+    private let door: AppleDoor
+    private let clock: any FleetClock
 
-    /// Throws when the App Store Server API, the only one that extends, has no key here.
-    public init(settings: FleetSettings) throws {
+    /// Throws when the App Store Server API, the only one that extends, has no key here. Each
+    /// call waits up to `patience` for its endpoint's budget.
+    public init(settings: FleetSettings, metrics: FleetMetrics, clock: any FleetClock, patience: Duration = AppleDoor.operatorPatience) throws {
         guard settings.serverAPI != nil else { throw ExtensionError.noServerAPIKey }
         connections = try Connections(settings: settings, consumer: "extend", enqueueOnly: true)
+        door = AppleDoor(gate: connections.gate, settings: settings, metrics: metrics, clock: clock, patience: patience)
+        self.clock = clock
     }
 
     /// The subscriptions `ids` as an extension now sees them.
     public func candidates(ids: [Int64]) throws -> [ExtensionCandidate] {
-        try connections.ledger.extensionCandidates(ids: ids, now: Date())
+        try connections.ledger.extensionCandidates(ids: ids, now: clock.now())
     }
 
     /// The active subscribers of `productID` the ledger knows, as an extension of them all now sees them.
     public func activeSubscribers(ofProduct productID: String, app: String, environment: AppStoreEnvironment) throws -> [ExtensionCandidate] {
-        try connections.ledger.activeSubscribers(ofProduct: productID, app: app, environment: environment, now: Date())
+        try connections.ledger.activeSubscribers(ofProduct: productID, app: app, environment: environment, now: clock.now())
     }
 
     /// Asks Apple to extend `candidate` (which the ledger found eligible) by `days`.
@@ -49,7 +55,7 @@ public final class RenewalExtender {
         let ask = ExtensionAsk(days: days, reason: reason, requestIdentifier: identifier)
         let extended: ExtendedRenewal
         do {
-            extended = try Self.patiently {
+            extended = try door.call(.extendRenewalDate, forApp: candidate.app) {
                 try client.extendRenewalDate(originalTransactionID: candidate.originalTransactionID, ask, in: candidate.environment)
             }
         } catch let error as ServerAPICallError {
@@ -85,9 +91,9 @@ public final class RenewalExtender {
         let client = try connections.apple.serverAPIClient(forApp: app)
         let ask = ExtensionAsk(days: days, reason: reason, requestIdentifier: identifier)
         do {
-            try Self.patiently { try client.extendRenewalDates(productID: productID, ask, in: environment) }
+            try door.call(.extendRenewalDates, forApp: app) { try client.extendRenewalDates(productID: productID, ask, in: environment) }
             while true {
-                let status = try Self.patiently {
+                let status = try door.call(.renewalExtensionStatus, forApp: app) {
                     try client.renewalExtensionStatus(productID: productID, requestIdentifier: identifier, in: environment)
                 }
                 progress(status)
@@ -96,7 +102,7 @@ public final class RenewalExtender {
                     try queueChecks(of: ids, after: identifier)
                     return status
                 }
-                Thread.sleep(forTimeInterval: Double(poll.wholeMilliseconds) / 1000)
+                clock.sleep(poll)
             }
         } catch let error as ServerAPICallError {
             guard let refusal = Self.refusal(error) else { throw ExtensionError.unanswered(error) }
@@ -118,19 +124,6 @@ public final class RenewalExtender {
     /// (a request Apple will never grant); nil for an answer worth asking again (5xx, 429, no answer).
     private static func refusal(_ error: ServerAPICallError) -> String? {
         error.code.flatMap { code in RenewalExtension.refusals[code].map { "\($0) (Apple's error \(code))" } }
-    }
-
-    /// `call`, asked again after the wait Apple names when it answers 429 (three times at most).
-    private static func patiently<T>(_ call: () throws -> T) throws -> T {
-        var waits = 0
-        while true {
-            do {
-                return try call()
-            } catch let error as ServerAPICallError where waits < 3 && error.retryAfter != nil {
-                waits += 1
-                Thread.sleep(forTimeInterval: Double((error.retryAfter ?? .seconds(1)).wholeMilliseconds) / 1000)
-            }
-        }
     }
 }
 

@@ -32,7 +32,7 @@ extension Rule where Value == ListenAddress {
     public static var listenAddress: Rule {
         Rule("HOST:PORT, port 0 for any free one") { text, configuration in
             guard let address = ListenAddress(text) else {
-                throw Refusal("'\(text)' is not HOST:PORT, e.g. \(ListenAddress.standard(for: configuration.command))")
+                throw InvalidValue("'\(text)' is not HOST:PORT, e.g. \(ListenAddress.standard(for: configuration.command))")
             }
             return address
         }

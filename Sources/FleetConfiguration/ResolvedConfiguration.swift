@@ -46,7 +46,7 @@ public struct ResolvedConfiguration: Sendable {
             guard let (text, key, source) = try given(setting) else { return try setting.fallback(self) }
             do {
                 return try setting.rule.parse(text, self)
-            } catch let refusal as Refusal {
+            } catch let refusal as InvalidValue {
                 throw ConfigurationError(key: key, source: source, reason: refusal.reason)
             }
         }

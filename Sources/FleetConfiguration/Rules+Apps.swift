@@ -27,7 +27,7 @@ extension Rule where Value == [String] {
 
 extension ResolvedConfiguration {
     public static func apps(inFile path: String) throws -> AppCatalog {
-        func failure(_ reason: String) -> Refusal { Refusal("\(path): \(reason)") }
+        func failure(_ reason: String) -> InvalidValue { InvalidValue("\(path): \(reason)") }
         guard let data = FileManager.default.contents(atPath: path) else { throw failure("cannot read it") }
         guard let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
             throw failure("it is not a JSON object of app names to apps")
@@ -77,11 +77,11 @@ extension ResolvedConfiguration {
     }
 
     /// One shared secret, or two during a rotation (the new one first), comma- or line-separated.
-    public static func sharedSecrets(in text: String) throws(Refusal) -> [String] {
+    public static func sharedSecrets(in text: String) throws(InvalidValue) -> [String] {
         let secrets = text.split(whereSeparator: { $0 == "," || $0.isNewline })
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         guard (1...2).contains(secrets.count) else {
-            throw Refusal(secrets.isEmpty
+            throw InvalidValue(secrets.isEmpty
                 ? "it is empty" : "it holds \(secrets.count) secrets: one, or two during a rotation (the new one first)")
         }
         return secrets
@@ -92,7 +92,7 @@ extension Rule where Value == RefundPreference {
     public static var refundPreference: Rule {
         Rule("decline, grant-full or grant-prorated") { text, _ in
             guard let preference = RefundPreference(argument: text) else {
-                throw Refusal("'\(text)' is not decline, grant-full or grant-prorated (leave it unset for none)")
+                throw InvalidValue("'\(text)' is not decline, grant-full or grant-prorated (leave it unset for none)")
             }
             return preference
         }

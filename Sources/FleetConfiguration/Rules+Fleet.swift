@@ -24,7 +24,7 @@ extension Rule where Value == Double {
         Rule("0 (keep for ever) or a number of days from \(name ?? "1") to 36500") { text, configuration in
             let minimum = try minimum(configuration)
             guard let days = Double(text), days == 0 || (days >= minimum && days <= 36_500) else {
-                throw Refusal("'\(text)' is not 0 (keep for ever) or a number of days from \(Int(minimum.rounded(.up))) to 36500")
+                throw InvalidValue("'\(text)' is not 0 (keep for ever) or a number of days from \(Int(minimum.rounded(.up))) to 36500")
             }
             return days
         }
@@ -37,7 +37,7 @@ extension Rule where Value == Int {
         Rule("a whole number from 1 to webhook-threads − 1") { text, configuration in
             let threads = try configuration[Settings.webhookThreads]
             guard let number = Int(text), (1..<threads).contains(number) else {
-                throw Refusal("'\(text)' is not a whole number from 1 to webhook-threads − 1 (\(threads - 1)): one endpoint that stops "
+                throw InvalidValue("'\(text)' is not a whole number from 1 to webhook-threads − 1 (\(threads - 1)): one endpoint that stops "
                     + "answering would otherwise hold every webhook thread")
             }
             return number

@@ -16,7 +16,7 @@ extension Rule where Value == NamedTokens {
         Rule("NAME:TOKEN entries, comma- or line-separated, none of them an API token") { text, configuration in
             let operators = try parsed(text, "console tokens")
             if let api = try? configuration[Settings.apiTokens], operators.sharesAToken(with: api) {
-                throw Refusal("a console token is also an API token; give operators tokens of their own (`openssl rand -hex 32`)")
+                throw InvalidValue("a console token is also an API token; give operators tokens of their own (`openssl rand -hex 32`)")
             }
             return operators
         }
@@ -26,7 +26,7 @@ extension Rule where Value == NamedTokens {
         do {
             return try NamedTokens(parsing: text, kind: kind, scopes: scopes)
         } catch {
-            throw Refusal(error.message)
+            throw InvalidValue(error.message)
         }
     }
 }
@@ -37,7 +37,7 @@ extension Rule where Value == Set<AppStoreEnvironment> {
             var environments = Set<AppStoreEnvironment>()
             for name in text.split(separator: ",") {
                 guard let environment = AppStoreEnvironment(rawValue: name.trimmingCharacters(in: .whitespaces).capitalized) else {
-                    throw Refusal("'\(name)' is neither Production nor Sandbox")
+                    throw InvalidValue("'\(name)' is neither Production nor Sandbox")
                 }
                 environments.insert(environment)
             }
@@ -51,7 +51,7 @@ extension Rule where Value == ForwardedHeader {
     public static var forwardedHeader: Rule {
         Rule("x-forwarded-for or forwarded") { text, _ in
             guard let header = ForwardedHeader(rawValue: text.lowercased()) else {
-                throw Refusal("'\(text)' is neither x-forwarded-for nor forwarded: name the header your proxy sets")
+                throw InvalidValue("'\(text)' is neither x-forwarded-for nor forwarded: name the header your proxy sets")
             }
             return header
         }

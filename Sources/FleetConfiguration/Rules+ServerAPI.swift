@@ -60,7 +60,7 @@ extension Rule where Value == CertificateFile {
 extension Rule where Value == VerificationBackend {
     public static var backend: Rule {
         Rule("verify-receipt or server-api") { text, _ in
-            guard let backend = VerificationBackend(argument: text) else { throw Refusal("'\(text)' is neither verify-receipt nor server-api") }
+            guard let backend = VerificationBackend(argument: text) else { throw InvalidValue("'\(text)' is neither verify-receipt nor server-api") }
             return backend
         }
         .writing(\.description)
@@ -74,7 +74,7 @@ extension Rule where Value == ServerAPIKey {
     public static var serverAPIKey: Rule {
         .converting("the key's .p8 file") { path, configuration in
             guard let issuerID = try configuration[Settings.serverAPIIssuerID], let keyID = try configuration[Settings.serverAPIKeyID] else {
-                throw Refusal("set without server-api-issuer-id and server-api-key-id: the key needs all three")
+                throw InvalidValue("set without server-api-issuer-id and server-api-key-id: the key needs all three")
             }
             let bundleIDs = try configuration[Settings.appleBundleID]
             guard bundleIDs.count == 1 else {

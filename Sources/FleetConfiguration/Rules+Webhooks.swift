@@ -19,7 +19,7 @@ extension Rule where Value == String {
     public static var proxyURL: Rule {
         Rule("a proxy URL") { proxy, _ in
             guard let components = URLComponents(string: proxy), components.scheme != nil, components.host?.isEmpty == false else {
-                throw Refusal("not a proxy URL such as http://egress.internal:3128")
+                throw InvalidValue("not a proxy URL such as http://egress.internal:3128")
             }
             return proxy
         }

@@ -124,7 +124,7 @@ public struct Commands: OptionSet, Sendable, Hashable {
 }
 
 /// Why a value is refused; the resolver makes it "configuration 'KEY' (from SOURCE): REASON".
-public struct Refusal: Error {
+public struct InvalidValue: Error {
     public let reason: String
     public init(_ reason: String) { self.reason = reason }
 }
@@ -133,7 +133,7 @@ public struct Refusal: Error {
 public struct Rule<Value: Sendable>: Sendable {
     /// What it accepts, for the docs (and the refusal, for the simple rules).
     public let text: String
-    /// The value of the text, or a `Refusal`; the configuration is there for rules that depend on
+    /// The value of the text, or an `InvalidValue`; the configuration is there for rules that depend on
     /// another setting (webhook-endpoint-concurrency on webhook-threads).
     public let parse: @Sendable (String, ResolvedConfiguration) throws -> Value
     /// As `config check` shows it.
@@ -151,7 +151,7 @@ public struct Rule<Value: Sendable>: Sendable {
     /// A text that `read` takes and `valid` keeps; otherwise "'TEXT' is not RULE".
     public init(_ text: String, read: @escaping @Sendable (String) -> Value?, valid: @escaping @Sendable (Value) -> Bool = { _ in true }) {
         self.init(text) { raw, _ in
-            guard let value = read(raw), valid(value) else { throw Refusal("'\(raw)' is not \(text)") }
+            guard let value = read(raw), valid(value) else { throw InvalidValue("'\(raw)' is not \(text)") }
             return value
         }
     }
@@ -172,10 +172,10 @@ public struct Rule<Value: Sendable>: Sendable {
         Rule(text) { raw, configuration in
             do {
                 return try convert(raw, configuration)
-            } catch where error is ConfigurationError || error is Refusal {
+            } catch where error is ConfigurationError || error is InvalidValue {
                 throw error
             } catch {
-                throw Refusal("\(error)")
+                throw InvalidValue("\(error)")
             }
         }
     }
@@ -300,7 +300,7 @@ extension Rule where Value == String {
     /// Read now, so that a wrong path fails at start.
     public static var readableFile: Rule {
         Rule("a readable file's path") { path, _ in
-            guard FileManager.default.isReadableFile(atPath: path) else { throw Refusal("cannot read \(path)") }
+            guard FileManager.default.isReadableFile(atPath: path) else { throw InvalidValue("cannot read \(path)") }
             return path
         }
         .completing(.file)

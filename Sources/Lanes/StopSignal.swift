@@ -6,6 +6,8 @@ import Synchronization
 /// Sleepers (`sleep(_:)`) wake the moment it is set, without polling.
 public final class StopSignal: Sendable {
     private let stopped = Atomic<Bool>(false)
+    /// Called once when the flag is set: what else must wake (a driven clock's sleepers).
+    private let observers = Mutex<[@Sendable () -> Void]>([])
     /// Entered once at birth and left once when set: a wait on it ends when the flag is set.
     private let raised = DispatchGroup()
 
@@ -16,7 +18,15 @@ public final class StopSignal: Sendable {
     public var isSet: Bool { stopped.load(ordering: .acquiring) }
 
     public func set() {
-        if !stopped.exchange(true, ordering: .acquiringAndReleasing) { raised.leave() }
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        raised.leave()
+        for observer in observers.withLock({ $0 }) { observer() }
+    }
+
+    /// Calls `body` when the flag is set (at once if it is).
+    public func whenSet(_ body: @escaping @Sendable () -> Void) {
+        observers.withLock { $0.append(body) }
+        if isSet { body() }
     }
 
     /// Sleeps for `duration`, waking at once when the flag is set.

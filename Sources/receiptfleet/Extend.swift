@@ -3,6 +3,7 @@ import ArgumentParser
 import Fleet
 import FleetConfiguration
 import Foundation
+import Lanes
 import Ledger
 import PostgresClient
 import Terminal
@@ -88,7 +89,7 @@ struct Extend: ParsableCommand {
         let reason = ExtendReason(name: reason)!
         let extender: RenewalExtender
         do {
-            extender = try RenewalExtender(settings: settings)
+            extender = try RenewalExtender(settings: settings, metrics: FleetMetrics(), clock: SystemClock())
         } catch let error as ExtensionError {
             throw ValidationError(error.description)
         }

@@ -30,6 +30,11 @@ struct Notifications: ParsableCommand {
         return (logger, resolved, fleet)
     }
 
+    /// The door a command's calls to Apple go through: an operator waits for the endpoint's budget.
+    static func door(_ connections: Connections, fleet: FleetSettings) -> AppleDoor {
+        AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: SystemClock(), patience: AppleDoor.operatorPatience)
+    }
+
     struct Recover: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bring in the V2 notifications Apple sent while serve could not take them.",
@@ -88,7 +93,8 @@ struct Notifications: ParsableCommand {
                               + "from \(kept.formatted(.iso8601)) on")
                     }
                     try await recover(
-                        app: app, environment: environment, from: max(start, kept), until: end, replay: replay, lane: lane, into: &tally)
+                        app: app, environment: environment, from: max(start, kept), until: end, fleet: fleet, replay: replay, lane: lane,
+                        into: &tally)
                 }
             }
             print(tally.summary(dryRun: dryRun))
@@ -113,8 +119,8 @@ struct Notifications: ParsableCommand {
         /// One app's history in one environment, page by page, each notification taken (or, with
         /// --dry-run, looked up) as it comes.
         private func recover(
-            app: String, environment: AppStoreEnvironment, from start: Date, until end: Date, replay: NotificationReplay,
-            lane: Lane<Connections>, into tally: inout Tally
+            app: String, environment: AppStoreEnvironment, from start: Date, until end: Date, fleet: FleetSettings,
+            replay: NotificationReplay, lane: Lane<Connections>, into tally: inout Tally
         ) async throws {
             let progress = ProgressLine()
             defer { progress.finish() }
@@ -122,10 +128,10 @@ struct Notifications: ParsableCommand {
             var pages = 0
             repeat {
                 let (asked, only) = (token, onlyFailures)
-                let page = try await Self.withRetries {
-                    try await lane.run { connections in
-                        try connections.apple.serverAPIClient(forApp: app).notificationHistory(
-                            in: environment, from: start, until: end, onlyFailures: only, after: asked)
+                let page = try await lane.run { connections in
+                    let client = try connections.apple.serverAPIClient(forApp: app)
+                    return try Notifications.door(connections, fleet: fleet).call(.notificationHistory, forApp: app) {
+                        try client.notificationHistory(in: environment, from: start, until: end, onlyFailures: only, after: asked)
                     }
                 }
                 for item in page.notifications {
@@ -154,19 +160,6 @@ struct Notifications: ParsableCommand {
 
         /// How long Apple keeps the notification history of `environment`.
         static func keptDays(_ environment: AppStoreEnvironment) -> Double { environment == .production ? 180 : 30 }
-
-        /// A page Apple refused with 429 is asked again after the wait it names (three times at most).
-        private static func withRetries(_ call: () async throws -> NotificationHistoryPage) async throws -> NotificationHistoryPage {
-            var waits = 0
-            while true {
-                do {
-                    return try await call()
-                } catch let error as ServerAPICallError where waits < 3 && error.retryAfter != nil {
-                    waits += 1
-                    try await Task.sleep(for: error.retryAfter ?? .seconds(1))
-                }
-            }
-        }
     }
 }
 
@@ -211,14 +204,27 @@ extension Notifications {
             let lane = Lane(name: "test") { try Connections(settings: fleet, consumer: "notifications-test", enqueueOnly: true) }
             defer { lane.shutdown() }
 
-            let token = try await lane.run { try $0.apple.serverAPIClient(forApp: app).requestTestNotification(in: environment) }
+            let token = try await lane.run { connections in
+                let client = try connections.apple.serverAPIClient(forApp: app)
+                return try Notifications.door(connections, fleet: fleet).call(.testNotification, forApp: app) {
+                    try client.requestTestNotification(in: environment)
+                }
+            }
             print("Apple is sending a test notification to the \(environment.rawValue) server URL (token \(token)).")
             let progress = ProgressLine()
-            var status = try await lane.run { try $0.apple.serverAPIClient(forApp: app).testNotificationStatus(token, in: environment) }
+            let askStatus = {
+                try await lane.run { connections in
+                    let client = try connections.apple.serverAPIClient(forApp: app)
+                    return try Notifications.door(connections, fleet: fleet).call(.testNotificationStatus, forApp: app) {
+                        try client.testNotificationStatus(token, in: environment)
+                    }
+                }
+            }
+            var status = try await askStatus()
             for waited in 1...wait where status.attempts.isEmpty {
                 progress.show("test: waiting for Apple's first attempt (\(waited) s of \(wait))")
-                try await Task.sleep(for: .seconds(1))
-                status = try await lane.run { try $0.apple.serverAPIClient(forApp: app).testNotificationStatus(token, in: environment) }
+                try await SystemClock().sleep(for: .seconds(1))
+                status = try await askStatus()
             }
             progress.finish()
             let recovered = try await replay.read(signedPayload: status.signedPayload)

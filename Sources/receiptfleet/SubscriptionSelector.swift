@@ -1,6 +1,8 @@
 import ArgumentParser
 import Fleet
 import FleetConfiguration
+import JobQueue
+import Lanes
 import Ledger
 
 /// Which subscriptions a command is about: one by its id, every one with an original_transaction_id
@@ -69,7 +71,10 @@ struct SubscriptionSelector: ParsableArguments {
         }
         let found: [FoundOrder]
         do {
-            found = try OrderLookup.find(order, apps: searched, apple: try AppleClients(settings: settings), ledger: ledger)
+            let door = AppleDoor(
+                gate: try FleetGate.connecting(settings), settings: settings, metrics: FleetMetrics(), clock: SystemClock(),
+                patience: AppleDoor.operatorPatience)
+            found = try OrderLookup.find(order, apps: searched, door: door, apple: try AppleClients(settings: settings), ledger: ledger)
         } catch let error as OrderLookupError {
             throw ValidationError(error.description)
         }

@@ -3,6 +3,7 @@ import AppStoreSimulator
 import Fleet
 import FleetConfiguration
 import Foundation
+import Lanes
 import PostgresClient
 import TestSupport
 import Testing
@@ -90,7 +91,7 @@ import Testing
                 return app
             })
             let fleet = declining
-            let pass = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            let pass = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics(), clock: SystemClock()).answerDue() }
             #expect(pass.answered + pass.unanswered == pending && pass.missed == 0 && pass.retried == 0, "\(pass)")
             let answered = try await api.count("""
                 SELECT count(*) AS n FROM consumption_requests c JOIN subscriptions s ON s.id = c.subscription_id
@@ -117,7 +118,7 @@ import Testing
             let shown = try await api.count("SELECT min(subscription_id) AS n FROM consumption_requests WHERE state = 'answered'")
             let show = try await runFleetCommand(["subscriptions", "show", "\(shown)"], environment: environment)
             #expect(show.status == 0 && show.output.contains("refund requests ") && show.output.contains(" answered "), "\(show.output)")
-            let again = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            let again = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics(), clock: SystemClock()).answerDue() }
             #expect(again.isEmpty && store.consumptionAnswers.count == answered, "an answered, unanswered or missed request is not sent again")
         }
     }
@@ -137,19 +138,19 @@ import Testing
 
             _ = store.startOutage(seconds: 3_600)
             let fleet = api.fleet
-            let down = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            let down = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics(), clock: SystemClock()).answerDue() }
             #expect(down.retried == pending && down.answered == 0 && down.unanswered == 0, "\(down)")
             #expect(try await api.count("""
                 SELECT count(*) AS n FROM consumption_requests
                 WHERE state = 'pending' AND attempts = 1 AND last_error LIKE '%5000001%' AND next_attempt_at > now()
                 """) == pending, "each waits with Apple's error")
             #expect(store.consumptionAnswers.isEmpty)
-            let soon = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue() }
+            let soon = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics(), clock: SystemClock()).answerDue() }
             #expect(soon.isEmpty, "not asked again before its retry time")
 
             _ = store.startOutage(seconds: 0)
             let later = Date().addingTimeInterval(60)
-            let back = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics()).answerDue(now: later) }
+            let back = try await onOwnThread { try ConsumptionResponder(settings: fleet, metrics: FleetMetrics(), clock: DrivenClock(at: later)).answerDue() }
             #expect(back.answered == pending && back.retried == 0, "\(back)")
             #expect(store.consumptionAnswers.count == pending && Set(store.consumptionAnswers.map(\.transactionID)).count == pending)
             #expect(try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'answered' AND attempts = 2") == pending)

@@ -1,6 +1,7 @@
 import AppStore
 import FleetConfiguration
 import JobQueue
+import RedisClient
 
 /// Which of the gate's budgets and halts each of Apple's endpoints answers to. verifyReceipt is the
 /// fleet's first budget (`rateLimit`), and its configuration errors halt the whole fleet, as they
@@ -34,7 +35,7 @@ extension AppleEndpoint {
     func haltingApp(_ app: String?) -> String? { backend.haltingApp(app) }
 }
 
-extension Connections {
+extension FleetGate {
     /// Leave to call `endpoint`, through its budget, for a subject of `app` (nil: not known yet);
     /// `lastApp` is the app whose receipt the caller's last call was about, and `redisClock` places
     /// the slots (see `FleetGate.admit`).
@@ -43,7 +44,7 @@ extension Connections {
         after lastAnswer: LastAnswer = .none, lastApp: String? = nil, placingSlotsBy redisClock: RedisClock? = nil,
         settings: FleetSettings
     ) throws(QueueError) -> Admission {
-        try gate.admit(
+        try admit(
             upTo: wanted, within: horizon, after: lastAnswer, lastApp: lastApp, budget: settings.budget(for: endpoint),
             app: endpoint.haltingApp(app), placingSlotsBy: redisClock)
     }
@@ -53,7 +54,7 @@ extension Connections {
     public func reportConfigurationError(
         subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend, settings: FleetSettings
     ) throws(QueueError) -> Bool {
-        try gate.reportConfigurationError(
+        try reportConfigurationError(
             subscriptionID: subscriptionID, reason: reason, needed: needed, group: settings.haltGroup(for: backend),
             app: backend.haltingApp(app))
     }
@@ -61,6 +62,15 @@ extension Connections {
     /// `endpoint` answered 429: its budget is spent for `wait`. Returns how long it now is.
     public func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration, settings: FleetSettings) throws(QueueError) -> Duration {
         guard let budget = settings.budget(for: endpoint) else { return wait }  // verifyReceipt never answers 429
-        return try gate.reportThrottled(budget, for: wait)
+        return try reportThrottled(budget, for: wait)
+    }
+}
+
+extension FleetGate {
+    /// The gate on a connection of its own, for a command that calls Apple outside the workers.
+    public static func connecting(_ settings: FleetSettings) throws -> FleetGate {
+        FleetGate(
+            connection: try RedisConnection(settings.redisConfiguration()), keys: try QueueKeys(prefix: settings.keyPrefix),
+            limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
     }
 }

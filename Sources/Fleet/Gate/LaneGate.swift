@@ -23,7 +23,7 @@ public final class LaneGate: AppleGate {
 
     /// Books one call to `endpoint` within `horizon`, without waiting for its slot.
     public func book(_ endpoint: AppleEndpoint, forApp app: String?, within horizon: Duration) throws -> Admission {
-        try connections.admit(endpoint, forApp: app, within: horizon, settings: settings)
+        try connections.gate.admit(endpoint, forApp: app, within: horizon, settings: settings)
     }
 
     public func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
@@ -45,13 +45,13 @@ public final class LaneGate: AppleGate {
     }
 
     public func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
-        try connections.reportThrottled(endpoint, for: wait, settings: settings)
+        try connections.gate.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
     public func reportConfigurationError(
         subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
     ) throws -> Bool {
-        try connections.reportConfigurationError(
+        try connections.gate.reportConfigurationError(
             subscriptionID: subscriptionID, app: app, reason: reason, needed: needed, backend: backend, settings: settings)
     }
 

@@ -108,7 +108,7 @@ final class PacedGate: AppleGate {
             }
             let asked = ContinuousClock.now
             let wanted = max(Self.callsToBook(upcoming: upcoming, lastCall: lastCallDuration), slots.recentDemand(for: endpoint) + 1)
-            let admission = try connections.admit(
+            let admission = try connections.gate.admit(
                 endpoint, forApp: app, upTo: wanted, within: Self.bookingHorizon, after: lastAnswer, lastApp: lastApp,
                 placingSlotsBy: slots.redisClock, settings: settings)
             (lastAnswer, lastApp) = (.none, nil)
@@ -187,14 +187,14 @@ final class PacedGate: AppleGate {
 
     func reportThrottled(_ endpoint: AppleEndpoint, for wait: Duration) throws -> Duration {
         slots.drop(endpoint)
-        return try connections.reportThrottled(endpoint, for: wait, settings: settings)
+        return try connections.gate.reportThrottled(endpoint, for: wait, settings: settings)
     }
 
     func reportConfigurationError(
         subscriptionID: Int64, app: String, reason: String, needed: Int, backend: VerificationBackend
     ) throws -> Bool {
         // One app's halt, or the Server API's: this process's other threads go on.
-        try connections.reportConfigurationError(
+        try connections.gate.reportConfigurationError(
             subscriptionID: subscriptionID, app: app, reason: reason, needed: needed, backend: backend, settings: settings)
     }
 

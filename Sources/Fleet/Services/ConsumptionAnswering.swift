@@ -15,13 +15,13 @@ public struct ConsumptionAnswering: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-consumption", grace: settings.appleTimeout * 2, logger: logger) { [settings, metrics, logger] _, stop in
+        await ThreadService("rf-consumption", grace: settings.appleTimeout * 2, logger: logger) { [settings, metrics, logger, clock] _, stop in
             var responder: ConsumptionResponder?
             var pause = Duration.zero
-            while stop.sleep(pause) {
+            while clock.sleep(pause, unless: stop) {
                 pause = Self.interval
                 do {
-                    let current = try responder ?? ConsumptionResponder(settings: settings, metrics: metrics)
+                    let current = try responder ?? ConsumptionResponder(settings: settings, metrics: metrics, clock: clock)
                     responder = current
                     let pass = try current.answerDue()
                     if !pass.isEmpty {

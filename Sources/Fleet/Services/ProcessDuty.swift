@@ -4,14 +4,16 @@ import Lanes
 import RedisClient
 import Logging
 
-/// What every background duty of a process is given: its settings, where it counts, where it logs.
+/// What every background duty of a process is given: its settings, where it counts, where it
+/// logs, and the clock it reads and waits on (the system's, but in tests and simulations).
 public struct ProcessContext: Sendable {
     public let settings: FleetSettings
     public let metrics: FleetMetrics
     public let logger: Logger
+    public let clock: any FleetClock
 
-    public init(settings: FleetSettings, metrics: FleetMetrics, logger: Logger) {
-        (self.settings, self.metrics, self.logger) = (settings, metrics, logger)
+    public init(settings: FleetSettings, metrics: FleetMetrics, logger: Logger, clock: any FleetClock = SystemClock()) {
+        (self.settings, self.metrics, self.logger, self.clock) = (settings, metrics, logger, clock)
     }
 }
 
@@ -25,6 +27,7 @@ extension ProcessDuty {
     var settings: FleetSettings { context.settings }
     var metrics: FleetMetrics { context.metrics }
     var logger: Logger { context.logger }
+    var clock: any FleetClock { context.clock }
 }
 
 extension ProcessDuty {
