@@ -13,7 +13,9 @@ public struct DelayedJob: Sendable, Hashable {
 extension JobQueue {
     /// The delayed jobs due first, from the `offset`-th on: a page of at most `limit`.
     public func delayedJobs(offset: Int = 0, limit: Int = 100) throws(QueueError) -> [DelayedJob] {
+        // A caller's offset (a console page's `from`) may be any number: past the end is an empty page, never a trap.
         guard offset >= 0, (1...1_000).contains(limit) else { throw .invalidArgument("a page of delayed jobs is 1...1000 from an offset ≥ 0") }
+        guard offset <= Int.max - limit else { return [] }
         let reply = try connection.execute(["ZRANGE", keys.delayed, offset, offset + limit - 1, "WITHSCORES"])
         guard let flat = reply.array, flat.count % 2 == 0 else { throw .unexpectedReply(operation: "delayed jobs", reply: "\(reply)") }
         return stride(from: 0, to: flat.count, by: 2).map { index in

@@ -37,6 +37,17 @@ struct DelayedTests {
         #expect(due.0 == 1 && due.1 == [4])
     }
 
+    @Test("a page of delayed jobs from any offset a caller sends is a page, empty past the end, never a trap")
+    func anyOffsetIsAPage() async throws {
+        let pages = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            let now = try deployment.clock.now(on: connection)
+            try queue.schedule(Job(subscriptionID: 1, runID: "later", reason: .renewal, enqueuedAt: now), at: now + 60_000)
+            return try [0, 1, Int.max, Int.max - 99].map { try queue.delayedJobs(offset: $0, limit: 100).count }
+        }
+        #expect(pages == [1, 0, 0, 0])
+    }
+
     @Test("scheduling the same job twice keeps one; a promoted high-priority job returns to its stream")
     func scheduleIdempotentAndLanes() async throws {
         let (added, members, highLength, normalLength) = try await withDeployment { deployment, connection in
