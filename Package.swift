@@ -139,7 +139,7 @@ let package = Package(
 
         // The composition root: each long-running process's services, by role, in one ServiceGroup.
         .target(name: "ProcessRoot", dependencies: [
-            "APIService", "Console", "Fleet", "FleetConfiguration", "Observability",
+            "APIService", "Console", "Fleet", "FleetConfiguration", "Lanes", "Observability",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

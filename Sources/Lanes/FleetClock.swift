@@ -55,6 +55,16 @@ public final class DrivenClock: FleetClock {
         var tickets = 0
         /// The stop signals that already wake this clock's sleepers when set.
         var watched: Set<ObjectIdentifier> = []
+        /// Tests waiting for this many sleepers.
+        var awaitingSleepers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// The continuations of the tests whose sleepers are all asleep now.
+        mutating func sleepersReady() -> [CheckedContinuation<Void, Never>] {
+            let asleep = sleepers.count + waiting.count
+            let ready = awaitingSleepers.filter { $0.count <= asleep }.map(\.continuation)
+            awaitingSleepers.removeAll { $0.count <= asleep }
+            return ready
+        }
     }
 
     private let state: Mutex<State>
@@ -66,9 +76,21 @@ public final class DrivenClock: FleetClock {
 
     public func now() -> Date { state.withLock { $0.now } }
 
-    /// How many threads and tasks sleep on this clock: a test moves the clock once the duties it
-    /// drives have gone to sleep.
+    /// How many threads and tasks sleep on this clock.
     public var sleepers: Int { state.withLock { $0.sleepers.count + $0.waiting.count } }
+
+    /// Returns once at least `count` threads and tasks sleep on this clock: a test moves the
+    /// clock once the duties it drives have gone to sleep, so that none misses the move.
+    public func waitForSleepers(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.sleepers.count + state.waiting.count >= count { return true }
+                state.awaitingSleepers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
 
     /// Moves the clock on by `duration` and wakes every sleeper whose time has come.
     public func advance(by duration: Duration) {
@@ -88,11 +110,12 @@ public final class DrivenClock: FleetClock {
         if let stop, state.withLock({ $0.watched.insert(ObjectIdentifier(stop)).inserted }) {
             stop.whenSet { [weak self] in self?.wakeThreads() }
         }
-        let ticket = state.withLock { state -> Int in
+        let (ticket, ready) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
             state.tickets += 1
             state.sleepers[state.tickets] = state.now.addingTimeInterval(duration.seconds)
-            return state.tickets
+            return (state.tickets, state.sleepersReady())
         }
+        for continuation in ready { continuation.resume() }
         defer { _ = state.withLock { $0.sleepers.removeValue(forKey: ticket) } }
         condition.lock()
         defer { condition.unlock() }
@@ -105,14 +128,15 @@ public final class DrivenClock: FleetClock {
 
     public func sleep(for duration: Duration) async throws {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
+            let (now, ready) = state.withLock { state -> (Bool, [CheckedContinuation<Void, Never>]) in
                 let wake = state.now.addingTimeInterval(duration.seconds)
-                guard wake > state.now else { return true }
+                guard wake > state.now else { return (true, []) }
                 state.tickets += 1
                 state.waiting[state.tickets] = (wake, continuation)
-                return false
+                return (false, state.sleepersReady())
             }
-            if ready { continuation.resume() }
+            if now { continuation.resume() }
+            for waiter in ready { waiter.resume() }
         }
         try Task.checkCancellation()
     }

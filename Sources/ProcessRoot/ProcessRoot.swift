@@ -2,6 +2,7 @@ import APIService
 import Console
 import Fleet
 import FleetConfiguration
+import Lanes
 import Logging
 import Observability
 import ServiceLifecycle
@@ -31,14 +32,14 @@ public enum ProcessRoot {
 
     /// The role's services, in start order.
     public static func services(
-        for role: Role, settings: FleetSettings, metrics: ProcessMetrics, logger: Logger,
-        onMetricsListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
+        for role: Role, settings: FleetSettings, metrics: ProcessMetrics, logger: Logger, clock: any FleetClock = SystemClock(),
+        signals: DutySignals? = nil, onMetricsListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
     ) -> [any Service] {
         var services: [any Service] = []
         if let server = MetricsServer(settings: settings, metrics: metrics, logger: logger, onListening: onMetricsListening) {
             services.append(server)
         }
-        let context = ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger)
+        let context = ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger, clock: clock, signals: signals)
         switch role {
         case .worker(let withRelay):
             let jobs = JobsInHand(processors: settings.concurrency)

@@ -1,5 +1,6 @@
 import Fleet
 import FleetConfiguration
+import Lanes
 import Logging
 import Observability
 import ProcessRoot
@@ -19,14 +20,16 @@ public final class RunningServices: Sendable {
     }
 
     /// A worker process's services (no metrics server, unless `metricsAddress` is set on purpose).
+    /// On `clock` (the system's unless a test drives it), telling `signals` what its duties did.
     public static func worker(
         settings: FleetSettings, metrics: ProcessMetrics = ProcessMetrics(), withRelay: Bool = false,
-        logger: Logger = Logger(label: "test-worker")
+        logger: Logger = Logger(label: "test-worker"), clock: any FleetClock = SystemClock(), signals: DutySignals? = nil
     ) -> RunningServices {
         var settings = settings
         settings.metricsAddress = nil
         return RunningServices(
-            ProcessRoot.services(for: .worker(withRelay: withRelay), settings: settings, metrics: metrics, logger: logger),
+            ProcessRoot.services(
+                for: .worker(withRelay: withRelay), settings: settings, metrics: metrics, logger: logger, clock: clock, signals: signals),
             logger: logger)
     }
 

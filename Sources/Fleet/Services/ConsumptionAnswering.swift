@@ -15,24 +15,17 @@ public struct ConsumptionAnswering: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-consumption", grace: settings.appleTimeout * 2, logger: logger) { [settings, metrics, logger, clock] _, stop in
-            var responder: ConsumptionResponder?
-            var pause = Duration.zero
-            while clock.sleep(pause, unless: stop) {
-                pause = Self.interval
-                do {
-                    let current = try responder ?? ConsumptionResponder(settings: settings, metrics: metrics, clock: clock)
-                    responder = current
-                    let pass = try current.answerDue()
-                    if !pass.isEmpty {
-                        logger.info("consumption requests", metadata: [
-                            "answered": "\(pass.answered)", "unanswered": "\(pass.unanswered)", "missed": "\(pass.missed)",
-                            "retried": "\(pass.retried)"])
-                    }
-                } catch {
-                    logger.error("answering consumption requests failed; trying again", metadata: ["error": "\(error)"])
-                }
+        await every(
+            Self.interval, thread: "rf-consumption", startingNow: true, grace: settings.appleTimeout * 2,
+            open: { [settings, metrics, clock] in try ConsumptionResponder(settings: settings, metrics: metrics, clock: clock) },
+            failing: "answering consumption requests failed"
+        ) { [logger] responder, _ in
+            let pass = try responder.answerDue()
+            if !pass.isEmpty {
+                logger.info("consumption requests", metadata: [
+                    "answered": "\(pass.answered)", "unanswered": "\(pass.unanswered)", "missed": "\(pass.missed)",
+                    "retried": "\(pass.retried)"])
             }
-        }.run()
+        }
     }
 }

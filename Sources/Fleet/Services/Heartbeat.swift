@@ -20,37 +20,28 @@ public struct Heartbeat: ProcessDuty {
     }
 
     public func run() async {
-        let startedAt = Int64(Date().timeIntervalSince1970 * 1000)
-        await ThreadService("rf-heartbeat", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
-            var queues: [JobQueue] = []
-            repeat {
-                do {
-                    if queues.isEmpty {
-                        let connection = try RedisConnection(settings.redisConfiguration())
-                        let keys = try QueueKeys(prefix: settings.keyPrefix)
-                        queues = try (0..<settings.concurrency).map { index in
-                            try JobQueue(connection: connection, keys: keys, consumer: Processors.consumer(index), preparingGroups: false)
-                        }
-                    }
-                    for queue in queues { try queue.heartbeat() }
-                    try queues[0].reportProcess(WorkerProcess(
-                        name: JobQueue.processName, host: JobQueue.hostName, pid: Int(getpid()), threads: settings.concurrency,
-                        startedAt: startedAt, jobsDone: metrics.jobsDone))
-                    try Self.tellSlotsGivenUp(metrics, through: queues[0])
-                } catch {
-                    logger.error("heartbeat failed; trying again", metadata: ["error": "\(error)"])
-                    queues = []
-                }
-            } while stop.sleep(Self.interval)
+        let startedAt = Int64(clock.now().timeIntervalSince1970 * 1000)
+        await every(Self.interval, thread: "rf-heartbeat", startingNow: true, open: { [settings] in
+            let connection = try RedisConnection(settings.redisConfiguration())
+            let keys = try QueueKeys(prefix: settings.keyPrefix)
+            return try (0..<settings.concurrency).map { index in
+                try JobQueue(connection: connection, keys: keys, consumer: Processors.consumer(index), preparingGroups: false)
+            }
+        }, failing: "heartbeat failed") { [settings, metrics] queues, _ in
+            for queue in queues { try queue.heartbeat() }
+            try queues[0].reportProcess(WorkerProcess(
+                name: JobQueue.processName, host: JobQueue.hostName, pid: Int(getpid()), threads: settings.concurrency,
+                startedAt: startedAt, jobsDone: metrics.jobsDone))
+            try Self.tellSlotsGivenUp(metrics, through: queues[0])
+        } last: { [metrics, logger] queues in
             // Stopping: the slots given up since the last beat, or a process that ran for a few
             // seconds would never have its count told.
-            guard let queue = queues.first else { return }
             do {
-                try Self.tellSlotsGivenUp(metrics, through: queue)
+                try Self.tellSlotsGivenUp(metrics, through: queues[0])
             } catch {
                 logger.warning("could not tell the fleet the slots given up since the last heartbeat", metadata: ["error": "\(error)"])
             }
-        }.run()
+        }
     }
 
     /// Tells the fleet the slots this process gave up since the last time. When Redis fails they

@@ -16,8 +16,8 @@ public struct OutboxRelayService: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-relay", grace: .seconds(20), logger: logger) { [settings, metrics, logger] _, stop in
-            keepRunning("outbox relay", stop, logger) {
+        await ThreadService("rf-relay", grace: .seconds(20), logger: logger) { [settings, metrics, logger, clock] _, stop in
+            keepRunning("outbox relay", stop, clock, logger) {
                 let relay = try OutboxRelay(
                     database: PostgresConnection(configuration: settings.relayPostgresConfiguration()),
                     redis: RedisConnection(settings.redisConfiguration()),
@@ -34,14 +34,14 @@ public struct OutboxRelayService: ProcessDuty {
 /// back from a restart is used within seconds, rarely enough not to flood the log.
 let reconnectPause: Duration = .seconds(2)
 
-/// Runs `body` until `stop` is set, starting it again (after `reconnectPause`) when it cannot connect.
-func keepRunning(_ what: String, _ stop: StopSignal, _ logger: Logger, _ body: () throws -> Void) {
+/// Runs `body` until `stop` is set, starting it again (after `reconnectPause` of `clock`) when it cannot connect.
+func keepRunning(_ what: String, _ stop: StopSignal, _ clock: any FleetClock, _ logger: Logger, _ body: () throws -> Void) {
     while !stop.isSet {
         do {
             try body()
         } catch {
             logger.error("\(what) cannot start; retrying in \(reconnectPause)", metadata: ["error": "\(error)"])
-            stop.sleep(reconnectPause)
+            clock.sleep(reconnectPause, unless: stop)
         }
     }
 }

@@ -22,10 +22,10 @@ public struct Processors: ProcessDuty {
         let slots = SlotPool(tolerance: PacedGate.slotTolerance)
         logger.info("worker started", metadata: ["concurrency": "\(settings.concurrency)"])
         let drained = await ThreadService("rf-worker", threads: settings.concurrency, grace: settings.drainGrace, logger: logger) {
-            [settings, jobs, metrics, logger] index, stop in
+            [settings, jobs, metrics, logger, clock] index, stop in
             var logger = logger
             logger[metadataKey: "consumer"] = "\(Self.consumer(index))"
-            keepRunning("worker", stop, logger) {
+            keepRunning("worker", stop, clock, logger) {
                 let connections = try Connections(settings: settings, consumer: Self.consumer(index))
                 Processor(
                     index: index, settings: settings, connections: connections, stop: stop, pauses: pauses, slots: slots,

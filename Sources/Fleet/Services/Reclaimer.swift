@@ -16,18 +16,13 @@ public struct Reclaimer: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-reclaimer", grace: settings.redisTimeout * 2, logger: logger) { _, stop in
-            var redis: RedisConnection?
-            while stop.sleep(settings.visibilityTimeout / 2) {
-                do {
-                    let connection = try redis ?? RedisConnection(settings.redisConfiguration())
-                    redis = connection
-                    try reclaim(over: connection, stop)
-                } catch {
-                    logger.error("could not reclaim the jobs of dead workers; trying again later", metadata: ["error": "\(error)"])
-                }
-            }
-        }.run()
+        await every(
+            settings.visibilityTimeout / 2, thread: "rf-reclaimer", startingNow: false,
+            open: { [settings] in try RedisConnection(settings.redisConfiguration()) },
+            failing: "could not reclaim the jobs of dead workers"
+        ) { connection, stop in
+            try reclaim(over: connection, stop)
+        }
     }
 
     /// Claims for each processor without reclaimed jobs waiting a batch of abandoned ones, until

@@ -22,19 +22,13 @@ public struct SchedulerLoop: ProcessDuty {
     }
 
     public func run() async {
-        await ThreadService("rf-scheduler", grace: .seconds(30), logger: logger) { [self] _, stop in
-            var scheduler: Scheduler?
-            repeat {
-                do {
-                    let current = try scheduler ?? Scheduler(settings: settings, metrics: metrics)
-                    scheduler = current
-                    let now = Date()
-                    report(try current.run(options(now), now: now) { report($0, false) }, true)
-                } catch {
-                    scheduler = nil  // its connections reconnect on the next pass
-                    logger.error("scheduler pass failed; trying again at the next", metadata: ["error": "\(error)"])
-                }
-            } while stop.sleep(every)
-        }.run()
+        await every(
+            every, thread: "rf-scheduler", startingNow: true, grace: .seconds(30),
+            open: { [settings, metrics] in try Scheduler(settings: settings, metrics: metrics) },
+            failing: "scheduler pass failed (its connections are made again for the next)"
+        ) { [clock, options, report] scheduler, _ in
+            let now = clock.now()
+            report(try scheduler.run(options(now), now: now) { report($0, false) }, true)
+        }
     }
 }

@@ -21,8 +21,8 @@ public struct WebhookDispatchers: ProcessDuty {
             logger.warning("no webhook-secret-key is configured: deliveries to endpoints with encrypted secrets fail")
         }
         await ThreadService("rf-webhooks", threads: settings.webhookThreads, grace: .seconds(20), logger: logger) {
-            [settings, metrics, logger] _, stop in
-            keepRunning("webhook dispatcher", stop, logger) {
+            [settings, metrics, logger, clock] _, stop in
+            keepRunning("webhook dispatcher", stop, clock, logger) {
                 let dispatcher = try WebhookDispatcher(
                     database: PostgresConnection(configuration: settings.postgresConfiguration()), configuration: webhooks)
                 dispatcher.run(

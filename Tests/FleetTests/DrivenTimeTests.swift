@@ -1,0 +1,40 @@
+import Fleet
+import FleetConfiguration
+import Foundation
+import JobQueue
+import Lanes
+import Observability
+import RedisClient
+import TestSupport
+import Testing
+
+/// A process's duties wait on the clock its context gives them: on a driven clock, five minutes
+/// pass when the test says so, and the test waits on the duties' signals, not on time.
+@Suite struct DrivenTimeTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aWorkersDutiesRunOnTheClockTheyAreGiven() async throws {
+        let settings = try FleetSettings.forTest(
+            redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, keyPrefix: "{\(uniqueName("driven"))}",
+            rateLimit: try RateLimit(perSecond: 100, burst: 1), concurrency: 1)
+        let (clock, signals) = (DrivenClock(), DutySignals())
+        let worker = RunningServices.worker(settings: settings, clock: clock, signals: signals)
+        try await worker.whileRunning {
+            // The heartbeat and the promoter step at once; the lease keeper, the cleanup and the
+            // reclaimer after their first interval. Then all five sleep on the clock.
+            await signals.waitForSteps(of: "rf-heartbeat", 1)
+            await signals.waitForSteps(of: "rf-promoter", 1)
+            await clock.waitForSleepers(5)
+            #expect(signals.steps(of: "rf-cleanup") == (0, 0), "no step before its five minutes")
+            let queue = try JobQueue(
+                connection: try RedisConnection(settings.redisConfiguration()), keys: try QueueKeys(prefix: settings.keyPrefix),
+                consumer: "driven-test", preparingGroups: false)
+            #expect(try queue.processes().count == 1, "the first heartbeat told the fleet about the process")
+
+            clock.advance(by: .seconds(300))
+            await signals.waitForSteps(of: "rf-cleanup", 1)
+            await signals.waitForSteps(of: "rf-reclaimer", 1)
+            await signals.waitForSteps(of: "rf-heartbeat", 2)
+            #expect(signals.steps(of: "rf-cleanup").failed == 0 && signals.steps(of: "rf-heartbeat").failed == 0)
+        }
+    }
+}
