@@ -38,34 +38,15 @@ public struct PendingRenewal: Sendable, Equatable {
         promotionalOfferID = fields.text("promotional_offer_id")
     }
 
-    /// This renewal with its missing fields taken from `other`, a repeat for the same subscription.
-    func filling(from other: PendingRenewal) -> PendingRenewal {
-        var merged = self
-        merged.productID = productID ?? other.productID
-        merged.autoRenewProductID = autoRenewProductID ?? other.autoRenewProductID
-        merged.autoRenewStatus = autoRenewStatus ?? other.autoRenewStatus
-        merged.expirationIntent = expirationIntent ?? other.expirationIntent
-        merged.isInBillingRetryPeriod = isInBillingRetryPeriod ?? other.isInBillingRetryPeriod
-        merged.gracePeriodExpiresDate = gracePeriodExpiresDate ?? other.gracePeriodExpiresDate
-        merged.priceConsentStatus = priceConsentStatus ?? other.priceConsentStatus
-        merged.offerCodeRefName = offerCodeRefName ?? other.offerCodeRefName
-        merged.promotionalOfferID = promotionalOfferID ?? other.promotionalOfferID
-        return merged
-    }
+}
 
-    /// `renewals` with repeats for one original_transaction_id merged into the first, in
-    /// first-seen order. Renewals without an id are kept as they are.
-    static func deduplicated(_ renewals: [PendingRenewal]) -> [PendingRenewal] {
-        var merged: [PendingRenewal] = []
-        var position: [String: Int] = [:]
-        for renewal in renewals {
-            if let id = renewal.originalTransactionID, let index = position[id] {
-                merged[index] = merged[index].filling(from: renewal)
-            } else {
-                if let id = renewal.originalTransactionID { position[id] = merged.count }
-                merged.append(renewal)
-            }
-        }
-        return merged
-    }
+/// Repeats for one original_transaction_id merge into the first; renewals without an id are kept as they are.
+extension PendingRenewal: MergedFromRepeats {
+    var repeatKey: String? { originalTransactionID }
+
+    static let fillable: [Fillable<PendingRenewal>] = [
+        Fillable(\.productID), Fillable(\.autoRenewProductID), Fillable(\.autoRenewStatus), Fillable(\.expirationIntent),
+        Fillable(\.isInBillingRetryPeriod), Fillable(\.gracePeriodExpiresDate), Fillable(\.priceConsentStatus),
+        Fillable(\.offerCodeRefName), Fillable(\.promotionalOfferID),
+    ]
 }

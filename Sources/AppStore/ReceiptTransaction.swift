@@ -55,43 +55,6 @@ public struct ReceiptTransaction: Sendable, Equatable {
         subscriptionGroupIdentifier = fields.text("subscription_group_identifier")
     }
 
-    /// This entry with its missing fields taken from `other`, a repeat of the same transaction.
-    func filling(from other: ReceiptTransaction) -> ReceiptTransaction {
-        var merged = self
-        merged.productID = productID ?? other.productID
-        merged.quantity = quantity ?? other.quantity
-        merged.purchaseDate = purchaseDate ?? other.purchaseDate
-        merged.originalPurchaseDate = originalPurchaseDate ?? other.originalPurchaseDate
-        merged.expiresDate = expiresDate ?? other.expiresDate
-        merged.cancellationDate = cancellationDate ?? other.cancellationDate
-        merged.cancellationReason = cancellationReason ?? other.cancellationReason
-        merged.isTrialPeriod = isTrialPeriod ?? other.isTrialPeriod
-        merged.isInIntroOfferPeriod = isInIntroOfferPeriod ?? other.isInIntroOfferPeriod
-        merged.isUpgraded = isUpgraded ?? other.isUpgraded
-        merged.webOrderLineItemID = webOrderLineItemID ?? other.webOrderLineItemID
-        merged.ownershipType = ownershipType ?? other.ownershipType
-        merged.offerCodeRefName = offerCodeRefName ?? other.offerCodeRefName
-        merged.promotionalOfferID = promotionalOfferID ?? other.promotionalOfferID
-        merged.subscriptionGroupIdentifier = subscriptionGroupIdentifier ?? other.subscriptionGroupIdentifier
-        return merged
-    }
-
-    /// `entries` with repeats of one transaction_id merged into its first occurrence (earlier
-    /// entries win where both have a value), in first-seen order.
-    static func deduplicated(_ entries: [ReceiptTransaction]) -> [ReceiptTransaction] {
-        var merged: [ReceiptTransaction] = []
-        var position: [String: Int] = [:]
-        for entry in entries {
-            if let index = position[entry.transactionID] {
-                merged[index] = merged[index].filling(from: entry)
-            } else {
-                position[entry.transactionID] = merged.count
-                merged.append(entry)
-            }
-        }
-        return merged
-    }
-
     /// Whether Apple took this transaction back (refund or revocation), as opposed to an upgrade
     /// superseding it, which also sets a cancellation date.
     var isRefunded: Bool { cancellationDate != nil && !isSuperseded }
@@ -116,4 +79,15 @@ public struct ReceiptTransaction: Sendable, Equatable {
             return marked
         }
     }
+}
+
+extension ReceiptTransaction: MergedFromRepeats {
+    var repeatKey: String? { transactionID }
+
+    static let fillable: [Fillable<ReceiptTransaction>] = [
+        Fillable(\.productID), Fillable(\.quantity), Fillable(\.purchaseDate), Fillable(\.originalPurchaseDate), Fillable(\.expiresDate),
+        Fillable(\.cancellationDate), Fillable(\.cancellationReason), Fillable(\.isTrialPeriod), Fillable(\.isInIntroOfferPeriod),
+        Fillable(\.isUpgraded), Fillable(\.webOrderLineItemID), Fillable(\.ownershipType), Fillable(\.offerCodeRefName),
+        Fillable(\.promotionalOfferID), Fillable(\.subscriptionGroupIdentifier),
+    ]
 }

@@ -7,7 +7,7 @@ import PostgresClient
 /// retries on the configured schedule until a 2xx answer, a 410 Gone, or the schedule runs out.
 ///
 /// One dispatcher sends one request at a time; a process runs several side by side, each on a
-/// thread of its own with its own connections (`RelayRunner`). No transaction spans a request, so a
+/// thread of its own with its own connections (the fleet's `WebhookDispatchers` service). No transaction spans a request, so a
 /// slow receiver holds no lock and no database session: a short transaction leases the delivery
 /// (`DeliveryClaim`), the request goes out, and a second short transaction records the answer. At
 /// most `perEndpointConcurrency` deliveries to one endpoint are in flight across all dispatchers,
