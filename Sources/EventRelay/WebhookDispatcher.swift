@@ -8,14 +8,14 @@ import PostgresClient
 ///
 /// One dispatcher sends one request at a time; a process runs several side by side, each on a
 /// thread of its own with its own connections (the fleet's `WebhookDispatchers` service). No
-/// transaction spans a request, so a slow receiver holds no lock and no database session: a
-/// short transaction leases the delivery (`DeliveryClaim`), the request goes out, and a second
-/// short transaction records the answer. At most `perEndpointConcurrency` deliveries to one endpoint are in flight across all dispatchers,
-/// so a receiver that stops answering ties up that many threads and the others go on serving the
-/// other endpoints. A dispatcher that dies mid-request leaves its delivery leased until the lease
-/// ends; then it is due again (receivers de-duplicate by `webhook-id`). Every attempt is recorded
-/// in `webhook_attempts`. The endpoint's secret goes into the signature only: never into a log, an
-/// error or an attempt.
+/// transaction spans a request, so a slow receiver holds no lock and no database session: a short
+/// transaction leases the delivery (`DeliveryClaim`), the request goes out, and a second short
+/// transaction records the answer. At most `perEndpointConcurrency` deliveries to one endpoint are
+/// in flight across all dispatchers, so a receiver that stops answering ties up that many threads
+/// and the others go on serving the other endpoints. A dispatcher that dies mid-request leaves its
+/// delivery leased until the lease ends; then it is due again (receivers de-duplicate by `webhook-
+/// id`). Every attempt is recorded in `webhook_attempts`. The endpoint's secret goes into the
+/// signature only: never into a log, an error or an attempt.
 public final class WebhookDispatcher {
     public let configuration: WebhookConfiguration
     private let database: PostgresConnection
