@@ -13,8 +13,8 @@ import PostgresClient
 /// transaction records the answer. At most `perEndpointConcurrency` deliveries to one endpoint are
 /// in flight across all dispatchers, so a receiver that stops answering ties up that many threads
 /// and the others go on serving the other endpoints. A dispatcher that dies mid-request leaves its
-/// delivery leased until the lease ends; then it is due again (receivers de-duplicate by `webhook-
-/// id`). Every attempt is recorded in `webhook_attempts`. The endpoint's secret goes into the
+/// delivery leased until the lease ends; then it is due again (receivers de-duplicate by
+/// `webhook-id`). Every attempt is recorded in `webhook_attempts`. The endpoint's secret goes into the
 /// signature only: never into a log, an error or an attempt.
 public final class WebhookDispatcher {
     public let configuration: WebhookConfiguration
