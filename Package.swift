@@ -94,15 +94,26 @@ let package = Package(
 
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
-            "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "HTTPClient",
+            "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "HTTPClient",
             "PostgresClient", "RedisClient", "VerificationUseCase",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // What operators do beside the runtime: renewal extensions, order lookups, refund answers,
+        // and the one reading of the fleet's status (status, the console, the gauges).
+        .target(name: "Operations", dependencies: [
+            "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "PostgresClient",
+            "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // The metrics server of every fleet process; keeps Hummingbird and Prometheus out of Fleet.
         .target(name: "Observability", dependencies: [
-            "Fleet", "FleetConfiguration", "Lanes",
+            "Fleet", "FleetConfiguration", "Lanes", "Operations",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -114,7 +125,8 @@ let package = Package(
         // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
         // (under /console in receiptfleet serve, or alone in receiptfleet console).
         .target(name: "Console", dependencies: [
-            "AccessTokens", "AppStore", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "PostgresClient",
+            "AccessTokens", "AppStore", "EventRelay", "Fleet", "FleetConfiguration", "Operations", "JobQueue", "Lanes",
+            "Ledger", "PostgresClient",
             "Redaction", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -139,7 +151,7 @@ let package = Package(
 
         // The composition root: each long-running process's services, by role, in one ServiceGroup.
         .target(name: "ProcessRoot", dependencies: [
-            "APIService", "Console", "Fleet", "FleetConfiguration", "Lanes", "Observability",
+            "APIService", "Console", "Fleet", "FleetConfiguration", "Operations", "Lanes", "Observability",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -157,7 +169,8 @@ let package = Package(
         // The demo (receiptfleet demo, scripts/demo, scripts/faults): the whole fleet on this machine
         // against the simulator, two nights, checked against its ground truth.
         .target(name: "Demo", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "Operations",
+            "HTTPClient", "JobQueue",
             "Lanes", "Ledger", "PostgresClient", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -165,9 +178,10 @@ let package = Package(
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
-            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo", "EventRelay",
+            "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo",
+            "EventRelay",
             "Fleet", "FleetConfiguration", "JobQueue", "Lanes",
-            "Ledger", "Observability", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
+            "Ledger", "Observability", "Operations", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -179,7 +193,8 @@ let package = Package(
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue",
+            "Lanes", "Ledger",
             "Observability", "PostgresClient", "ProcessRoot", "RedisClient",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -218,7 +233,8 @@ let package = Package(
         .testTarget(name: "JobQueueTests", dependencies: ["JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "LedgerTests", dependencies: ["AppStore", "Ledger", "PostgresClient", "TestSupport"]),
         .testTarget(name: "FleetTests", dependencies: [
-            "AppStore", "AppStoreClients", "AppStoreSimulator", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "Observability",
+            "AppStore", "AppStoreClients", "AppStoreSimulator", "Fleet", "FleetConfiguration", "Operations", "JobQueue",
+            "Lanes", "Ledger", "Observability",
             "PostgresClient", "RedisClient", "TestSupport", "VerificationUseCase",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
@@ -227,12 +243,14 @@ let package = Package(
         // schema validators that scripts/bootstrap installs.
         .testTarget(name: "DeployTests", dependencies: ["BuildInfo", "JobQueue", "RedisClient", "TestSupport"]),
         .testTarget(name: "ObservabilityTests", dependencies: [
-            "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue", "Ledger",
+            "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "Operations",
+            "HTTPClient", "JobQueue", "Ledger",
             "Observability", "PostgresClient", "ProcessRoot", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [
-            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue", "Lanes",
+            "AccessTokens", "APIService", "AppStore", "AppStoreSimulator", "Console", "Fleet", "FleetConfiguration",
+            "Operations", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "MetricsTestKit", package: "swift-metrics"),
@@ -240,7 +258,8 @@ let package = Package(
         ], resources: [.copy("Fixtures")]),
         // The console over HTTP, and in Debian's chromium driven by Selenium (scripts/bootstrap installs both).
         .testTarget(name: "ConsoleTests", dependencies: [
-            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "FleetConfiguration", "HTTPClient", "JobQueue",
+            "AccessTokens", "AppStore", "AppStoreSimulator", "Console", "EventRelay", "Fleet", "FleetConfiguration",
+            "Operations", "HTTPClient", "JobQueue",
             "Ledger", "PostgresClient", "RedisClient", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -3,6 +3,7 @@ import Fleet
 import FleetConfiguration
 import JobQueue
 import Ledger
+import Operations
 import PostgresClient
 import RedisClient
 

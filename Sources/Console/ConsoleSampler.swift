@@ -1,6 +1,7 @@
 import Foundation
 import Lanes
 import Logging
+import Operations
 import ServiceLifecycle
 
 /// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps an hour

@@ -5,6 +5,7 @@ import Foundation
 import Lanes
 import Hummingbird
 import Ledger
+import Operations
 
 /// Extending a subscription's renewal date, as `receiptfleet subscriptions extend ID --yes` does:
 /// the form's days and reason first lead to a page that says what Apple will be asked (or why

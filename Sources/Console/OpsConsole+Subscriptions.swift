@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import Lanes
 import Ledger
+import Operations
 
 /// Looking a subscription up by id, original_transaction_id, account id or Apple's order id: its state, entitlement and event
 /// timeline; verifying it now.

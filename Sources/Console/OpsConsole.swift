@@ -7,6 +7,7 @@ import Lanes
 import Ledger
 import Logging
 import Mustache
+import Operations
 
 /// The ops console (docs/operations.md): one web page of the queue, Apple, dead letters,
 /// subscriptions and webhooks, with the operator's actions. `receiptfleet serve` mounts it under

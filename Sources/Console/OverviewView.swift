@@ -3,6 +3,7 @@ import Fleet
 import Foundation
 import JobQueue
 import Ledger
+import Operations
 
 /// The overview page: the queue, Apple, tonight's run; built from one `FleetStatus` reading and
 /// the hour of samples.

@@ -9,6 +9,7 @@ import HTTPClient
 import JobQueue
 import Lanes
 import Ledger
+import Operations
 import PostgresClient
 import RedisClient
 import Terminal

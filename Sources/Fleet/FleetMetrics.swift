@@ -122,7 +122,7 @@ public final class FleetMetrics: VerificationMetrics {
     /// A call through the `AppleDoor`: sent, or why not.
     func calledApple(_ endpoint: AppleEndpoint, _ outcome: AppleDoorOutcome) { appleDoorCalls[endpoint]?[outcome]?.increment() }
 
-    func consumptionRequests(_ outcome: ConsumptionOutcome, count: Int = 1) {
+    public func consumptionRequests(_ outcome: ConsumptionOutcome, count: Int = 1) {
         if count > 0 { consumptionRequests[outcome]!.increment(by: Int64(count)) }
     }
 }

@@ -32,7 +32,7 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
 
 extension ScheduleSummary {
     /// The last finished run, as the scheduler recorded it in Redis; nil before the first.
-    static func last(on redis: RedisConnection, keys: QueueKeys) throws -> ScheduleSummary? {
+    public static func last(on redis: RedisConnection, keys: QueueKeys) throws -> ScheduleSummary? {
         try redis.command("GET", keys.schedulerLastRun).bytes.flatMap {
             try? JSONDecoder().decode(ScheduleSummary.self, from: Data($0))
         }

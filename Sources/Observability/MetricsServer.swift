@@ -5,6 +5,7 @@ import Hummingbird
 import Lanes
 import Logging
 import NIOCore
+import Operations
 import ServiceLifecycle
 
 /// A fleet process's `/metrics`, `/healthz` and `/readyz` (docs/metrics.md), on Hummingbird: the

@@ -5,6 +5,7 @@ import FleetConfiguration
 import Lanes
 import Logging
 import Observability
+import Operations
 import ServiceLifecycle
 
 /// The composition root: what each long-running process runs, built from its role and settings,

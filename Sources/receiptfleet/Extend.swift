@@ -5,6 +5,7 @@ import FleetConfiguration
 import Foundation
 import Lanes
 import Ledger
+import Operations
 import PostgresClient
 import Terminal
 

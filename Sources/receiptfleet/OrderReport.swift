@@ -1,5 +1,6 @@
 import AppStore
 import Fleet
+import Operations
 
 /// `subscriptions show --order` as text: Apple's transactions of the order, each with the
 /// ledger's subscription or purchase it belongs to.

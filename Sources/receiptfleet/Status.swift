@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Foundation
+import Operations
 
 /// `receiptfleet status`
 struct Status: ParsableCommand {

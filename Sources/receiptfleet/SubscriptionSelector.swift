@@ -4,6 +4,7 @@ import FleetConfiguration
 import JobQueue
 import Lanes
 import Ledger
+import Operations
 
 /// Which subscriptions a command is about: one by its id, every one with an original_transaction_id
 /// (it repeats across apps and environments), every one linked to an account, or those of an

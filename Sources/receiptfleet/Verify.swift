@@ -1,6 +1,7 @@
 import ArgumentParser
 import Fleet
 import Ledger
+import Operations
 import PostgresClient
 
 /// `receiptfleet verify`

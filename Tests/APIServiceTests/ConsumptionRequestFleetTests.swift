@@ -4,6 +4,7 @@ import Fleet
 import FleetConfiguration
 import Foundation
 import Lanes
+import Operations
 import PostgresClient
 import TestSupport
 import Testing

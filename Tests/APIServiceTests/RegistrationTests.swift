@@ -4,6 +4,7 @@ import Fleet
 import FleetConfiguration
 import Foundation
 import Logging
+import Operations
 import Testing
 import TestSupport
 

@@ -9,6 +9,7 @@ import HTTPClient
 import JobQueue
 import Ledger
 import Logging
+import Operations
 import PostgresClient
 import RedisClient
 import TestSupport

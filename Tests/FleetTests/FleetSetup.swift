@@ -7,6 +7,7 @@ import JobQueue
 import Ledger
 import Logging
 import Observability
+import Operations
 import PostgresClient
 import TestSupport
 import Testing

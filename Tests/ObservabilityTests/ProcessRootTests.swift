@@ -3,6 +3,7 @@ import Fleet
 import FleetConfiguration
 import JobQueue
 import Observability
+import Operations
 import ProcessRoot
 import TestSupport
 import Testing

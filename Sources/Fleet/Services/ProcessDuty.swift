@@ -30,10 +30,10 @@ public protocol ProcessDuty: NamedService {
 }
 
 extension ProcessDuty {
-    var settings: FleetSettings { context.settings }
-    var metrics: FleetMetrics { context.metrics }
-    var logger: Logger { context.logger }
-    var clock: any FleetClock { context.clock }
+    public var settings: FleetSettings { context.settings }
+    public var metrics: FleetMetrics { context.metrics }
+    public var logger: Logger { context.logger }
+    public var clock: any FleetClock { context.clock }
 }
 
 extension ProcessDuty {
@@ -43,7 +43,7 @@ extension ProcessDuty {
     /// connections), again after a failed step; a failure is logged as `failing` and the step
     /// tried again after `retry` (else the interval). `last` runs once as the duty stops, with the
     /// handle it had. Each step, done or failed, is told to the test signals under `thread`.
-    func every<Handle>(
+    public func every<Handle>(
         _ interval: Duration, thread: String, startingNow: Bool, grace: Duration? = nil, retryingAfter retry: Duration? = nil,
         open: @escaping @Sendable () throws -> Handle, failing: String,
         _ step: @escaping @Sendable (Handle, StopSignal) throws -> Void, last: (@Sendable (Handle) -> Void)? = nil

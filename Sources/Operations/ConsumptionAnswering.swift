@@ -1,6 +1,8 @@
+import Fleet
 import Foundation
 import Lanes
 import Logging
+import ServiceLifecycle
 
 /// Answers customers' refund requests (CONSUMPTION_REQUEST notifications) before Apple's
 /// deadline: every few seconds, one `ConsumptionResponder` pass on a thread of its own. Every

@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreClients
+import Fleet
 import FleetConfiguration
 import Foundation
 import JobQueue

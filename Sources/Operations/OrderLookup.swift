@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreClients
+import Fleet
 import Ledger
 
 /// One app's order as support sees it: Apple's transactions of the order (verified), and the

@@ -1,3 +1,4 @@
+import Fleet
 import FleetConfiguration
 import Foundation
 import JobQueue
