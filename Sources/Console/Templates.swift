@@ -88,10 +88,10 @@ enum Templates {
         <section aria-labelledby="queue-h">
           <h2 id="queue-h">Queue</h2>
           <dl class="figures">
-            <div><dt>Ready</dt><dd id="queue-ready">{{queue.ready}}</dd></div>
-            <div><dt>In flight</dt><dd id="queue-reserved">{{queue.reserved}}</dd></div>
+            <div><dt>Ready</dt><dd id="queue-ready">{{queue.jobs.ready}}</dd></div>
+            <div><dt>In flight</dt><dd id="queue-reserved">{{queue.jobs.reserved}}</dd></div>
             <div><dt>Delayed</dt><dd id="queue-delayed">{{delayed}}</dd></div>
-            <div><dt>Dead</dt><dd id="queue-dead"><a href="/console/dead">{{queue.dead}}</a></dd></div>
+            <div><dt>Dead</dt><dd id="queue-dead"><a href="/console/dead">{{queue.jobs.dead}}</a></dd></div>
             <div><dt>Oldest job</dt><dd id="queue-oldest">{{oldestAge}}</dd></div>
             <div><dt>Live workers</dt><dd id="queue-workers">{{queue.liveWorkers}}</dd></div>
           </dl>

@@ -1,16 +1,7 @@
 import RedisClient
 
-/// The state of the queue, read from Redis in one round trip (one script, so at one instant).
-public struct QueueStats: Sendable, Hashable {
-    /// One member of the consumer group.
-    public struct Consumer: Sendable, Hashable {
-        public var name: String
-        /// Jobs it holds reserved, both streams together.
-        public var reserved: Int
-        /// Time since it last read or claimed anything.
-        public var idle: Duration
-    }
-
+/// Where the queue's jobs are, by count: what `QueueStats` reads and `status` shows.
+public struct JobCounts: Sendable, Hashable, Encodable {
     /// Jobs waiting to be reserved, both streams together.
     public var ready: Int
     /// Of which in the high-priority stream.
@@ -21,6 +12,27 @@ public struct QueueStats: Sendable, Hashable {
     public var delayedDue: Int
     public var delayedLater: Int
     public var dead: Int
+
+    /// Jobs not yet settled: waiting, running or delayed (dead letters aside).
+    public var outstanding: Int { ready + reserved + delayedDue + delayedLater }
+}
+
+/// The state of the queue, read from Redis in one round trip (one script, so at one instant).
+/// Its job counts read as its own (`stats.ready`).
+@dynamicMemberLookup
+public struct QueueStats: Sendable, Hashable {
+    /// One member of the consumer group.
+    public struct Consumer: Sendable, Hashable {
+        public var name: String
+        /// Jobs it holds reserved, both streams together.
+        public var reserved: Int
+        /// Time since it last read or claimed anything.
+        public var idle: Duration
+    }
+
+    public var jobs: JobCounts
+    public subscript(dynamicMember count: KeyPath<JobCounts, Int>) -> Int { jobs[keyPath: count] }
+
     /// How long ago the oldest job in the queue (ready, reserved or delayed) was first enqueued,
     /// to the minute: retries and pauses do not restart it. Nil when the queue holds no job that is due.
     public var oldestJobAge: Duration?
@@ -98,12 +110,9 @@ extension JobQueue {
                 .merge(consumer)
         }
         return QueueStats(
-            ready: high.waiting + normal.waiting,
-            readyHigh: high.waiting,
-            reserved: high.reserved + normal.reserved,
-            delayedDue: Int(due),
-            delayedLater: Int(later),
-            dead: Int(dead),
+            jobs: JobCounts(
+                ready: high.waiting + normal.waiting, readyHigh: high.waiting, reserved: high.reserved + normal.reserved,
+                delayedDue: Int(due), delayedLater: Int(later), dead: Int(dead)),
             oldestJobAge: oldest < 0 ? nil : .milliseconds(oldest),
             consumers: consumers.values.sorted { $0.name < $1.name },
             liveWorkers: Int(live),

@@ -38,13 +38,10 @@ public struct FleetStatus: Sendable, Encodable {
         public var outcome: String
     }
 
+    /// Its job counts read as its own (`queue.ready`) and are written beside its other fields.
+    @dynamicMemberLookup
     public struct Queue: Sendable, Encodable {
-        public var ready: Int
-        public var readyHigh: Int
-        public var reserved: Int
-        public var delayedDue: Int
-        public var delayedLater: Int
-        public var dead: Int
+        public var jobs: JobCounts
         public var oldestJobAgeSeconds: Double?
         public var liveWorkers: Int
         public var consumers: Int
@@ -57,8 +54,25 @@ public struct FleetStatus: Sendable, Encodable {
         public var jobsRetried: Int64
         public var jobsDied: Int64
 
-        /// Jobs not yet settled: waiting, running or delayed (dead letters aside).
-        public var outstanding: Int { ready + reserved + delayedDue + delayedLater }
+        public subscript(dynamicMember count: KeyPath<JobCounts, Int>) -> Int { jobs[keyPath: count] }
+
+        private enum CodingKeys: String, CodingKey {
+            case oldestJobAgeSeconds, liveWorkers, consumers, starvedWorkers, pausedUntil, haltedReason, jobsDone, jobsRetried, jobsDied
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try jobs.encode(to: encoder)
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encodeIfPresent(oldestJobAgeSeconds, forKey: .oldestJobAgeSeconds)
+            try container.encode(liveWorkers, forKey: .liveWorkers)
+            try container.encode(consumers, forKey: .consumers)
+            try container.encode(starvedWorkers, forKey: .starvedWorkers)
+            try container.encodeIfPresent(pausedUntil, forKey: .pausedUntil)
+            try container.encodeIfPresent(haltedReason, forKey: .haltedReason)
+            try container.encode(jobsDone, forKey: .jobsDone)
+            try container.encode(jobsRetried, forKey: .jobsRetried)
+            try container.encode(jobsDied, forKey: .jobsDied)
+        }
     }
 
     /// One app's part: its halt (its shared secret was refused), its verifications in the last

@@ -58,9 +58,7 @@ public final class FleetStatusReader {
         }
         return FleetReading.RedisSide(
             queue: FleetStatus.Queue(
-                ready: stats.ready, readyHigh: stats.readyHigh, reserved: stats.reserved,
-                delayedDue: stats.delayedDue, delayedLater: stats.delayedLater, dead: stats.dead,
-                oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
+                jobs: stats.jobs, oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
                 consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                 haltedReason: stats.haltedReason, jobsDone: stats.jobsDone, jobsRetried: stats.jobsRetried, jobsDied: stats.jobsDied),
