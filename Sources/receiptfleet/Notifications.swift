@@ -83,18 +83,26 @@ struct Notifications: ParsableCommand {
             let lane = Lane(name: "recover") { try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
             defer { lane.shutdown() }
 
-            var tally = Tally()
+            let recovery = NotificationRecovery(fleet: fleet, replay: replay, clock: SystemClock(), patience: AppleDoor.operatorPatience)
+            var tally = NotificationRecovery.Tally()
             for app in apps {
                 for environment in try resolved[Settings.notificationEnvironments].sorted(by: { $0.rawValue < $1.rawValue }) {
-                    // Apple answers 4000012 for a start past what it keeps: ask for what it has.
-                    let kept = now.addingTimeInterval(-Self.keptDays(environment) * 86_400 + 60)
+                    let kept = recovery.earliestStart(in: environment)
                     if start < kept {
-                        print("recover: Apple keeps \(Int(Self.keptDays(environment))) days of \(environment.rawValue) history: "
-                              + "from \(kept.formatted(.iso8601)) on")
+                        print("recover: Apple keeps \(Int(NotificationRecovery.keptDays(environment))) days of \(environment.rawValue) "
+                              + "history: from \(kept.formatted(.iso8601)) on")
                     }
-                    try await recover(
-                        app: app, environment: environment, from: max(start, kept), until: end, fleet: fleet, replay: replay, lane: lane,
-                        into: &tally)
+                    let progress = ProgressLine()
+                    defer { progress.finish() }
+                    let found = tally.found
+                    try await recovery.recover(
+                        app: app, environment: environment, from: max(start, kept), until: end, onlyFailures: onlyFailures, dryRun: dryRun,
+                        lane: lane, into: &tally,
+                        page: { pages, tally in
+                            progress.show("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), "
+                                          + "\(tally.found - found) notifications, \(tally.new) new in all")
+                        },
+                        refused: { FileHandle.standardError.write(Data("recover: a notification in Apple's history was refused: \($0)\n".utf8)) })
                 }
             }
             print(tally.summary(dryRun: dryRun))
@@ -103,7 +111,9 @@ struct Notifications: ParsableCommand {
         }
 
         /// Records the run in the audit trail, where `status` and the console read when it last ran.
-        private static func audit(app: String?, from start: Date, until end: Date, _ tally: Tally, lane: Lane<Connections>) async {
+        private static func audit(
+            app: String?, from start: Date, until end: Date, _ tally: NotificationRecovery.Tally, lane: Lane<Connections>
+        ) async {
             let details = ["since": start.formatted(.iso8601), "until": end.formatted(.iso8601), "found": "\(tally.found)",
                            "new": "\(tally.new)"]
             let record = AuditRecord(
@@ -115,51 +125,6 @@ struct Notifications: ParsableCommand {
                 FileHandle.standardError.write(Data("warning: the audit trail did not record notifications.recover: \(error)\n".utf8))
             }
         }
-
-        /// One app's history in one environment, page by page, each notification taken (or, with
-        /// --dry-run, looked up) as it comes.
-        private func recover(
-            app: String, environment: AppStoreEnvironment, from start: Date, until end: Date, fleet: FleetSettings,
-            replay: NotificationReplay, lane: Lane<Connections>, into tally: inout Tally
-        ) async throws {
-            let progress = ProgressLine()
-            defer { progress.finish() }
-            var token: String?
-            var pages = 0
-            repeat {
-                let (asked, only) = (token, onlyFailures)
-                let page = try await lane.run { connections in
-                    let client = try connections.apple.serverAPIClient(forApp: app)
-                    return try Notifications.door(connections, fleet: fleet).call(.notificationHistory, forApp: app) {
-                        try client.notificationHistory(in: environment, from: start, until: end, onlyFailures: only, after: asked)
-                    }
-                }
-                for item in page.notifications {
-                    tally.found += 1
-                    let recovered: NotificationReplay.Recovered
-                    do {
-                        recovered = try await replay.read(signedPayload: item.signedPayload)
-                    } catch {
-                        tally.refused += 1
-                        FileHandle.standardError.write(Data("recover: a notification in Apple's history was refused: \(error)\n".utf8))
-                        continue
-                    }
-                    if dryRun {
-                        let known = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
-                        tally.count(known ? "duplicate" : "new")
-                    } else {
-                        tally.count(try await lane.run { try replay.take(recovered, connections: $0) })
-                    }
-                }
-                pages += 1
-                progress.show("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), \(tally.found) notifications, "
-                              + "\(tally.new) new")
-                token = page.hasMore ? page.paginationToken : nil
-            } while token != nil
-        }
-
-        /// How long Apple keeps the notification history of `environment`.
-        static func keptDays(_ environment: AppStoreEnvironment) -> Double { environment == .production ? 180 : 30 }
     }
 }
 
@@ -246,24 +211,5 @@ extension Notifications {
                 throw ExitCode(1)
             }
         }
-    }
-}
-
-/// What a recovery found, by what became of each notification.
-private struct Tally {
-    var found = 0
-    var refused = 0
-    var outcomes: [String: Int] = [:]
-
-    /// Not held yet: recorded now (whatever came of it: queued, stored, for no known subscription…),
-    /// or with --dry-run, would be.
-    var new: Int { found - refused - outcomes["duplicate", default: 0] }
-
-    mutating func count(_ outcome: String) { outcomes[outcome, default: 0] += 1 }
-
-    func summary(dryRun: Bool) -> String {
-        let listed = outcomes.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" } + (refused > 0 ? ["refused \(refused)"] : [])
-        let head = dryRun ? "Would bring in \(new) of \(found) notifications" : "Brought in \(new) of \(found) notifications"
-        return head + (listed.isEmpty ? "." : " (" + listed.joined(separator: ", ") + ").")
     }
 }
