@@ -37,72 +37,9 @@ struct Status: ParsableCommand {
                 print(String(decoding: try encoder.encode(status), as: UTF8.self))
             } else {
                 if watch { print("\u{1B}[2J\u{1B}[H", terminator: "") }
-                print(Self.render(status))
+                print(status.text)
             }
             if watch { Thread.sleep(forTimeInterval: 2) }
         } while watch
-    }
-
-    static func render(_ status: FleetStatus) -> String {
-        let queue = status.queue
-        var lines: [String] = []
-        func line(_ label: String, _ text: String) {
-            lines.append(label.padding(toLength: 14, withPad: " ", startingAt: 0) + text)
-        }
-        func list(_ counts: [String: Int]?) -> String {
-            guard let counts else { return "-" }
-            return counts.isEmpty ? "-" : counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        }
-        let delayed = queue.delayedDue + queue.delayedLater
-        line("queue", "\(queue.ready) ready (\(queue.readyHigh) high priority), \(queue.reserved) reserved, "
-            + "\(delayed) delayed (\(queue.delayedDue) due), \(queue.dead) dead")
-        let oldest: String = queue.oldestJobAgeSeconds.map { String(format: "%.0f s", $0) } ?? "-"
-        line("oldest job", oldest)
-        if let reason = queue.haltedReason {
-            line("gate", "HALTED: \(reason) (fix it, then `receiptfleet resume`)")
-        } else if let until = queue.pausedUntil {
-            line("gate", "paused until \(until) (Apple unavailable; one probe per period)")
-        } else {
-            line("gate", "open")
-        }
-        if let reason = status.serverAPI.haltedReason {
-            line("server api", "HALTED: \(reason) (verifyReceipt goes on; fix it, then `receiptfleet resume`)")
-        }
-        for (endpoint, seconds) in status.serverAPI.throttledSeconds.sorted(by: { $0.key < $1.key }) {
-            line("server api", "\(endpoint): Apple's rate limit is spent for \(Int(seconds.rounded(.up))) s more (429)")
-        }
-        line("workers", "\(queue.liveWorkers) live (\(queue.consumers) consumers known)")
-        for worker in queue.starvedWorkers {
-            line("starved", "\(worker.process) gave up \(worker.slotsGivenUp) rate-limit slots, the last "
-                + "\(worker.lastGivenUpSecondsAgo) s ago: its threads wake too late for them (CPU starved); "
-                + "give it more CPU or fewer threads")
-        }
-        line("throughput", "\(status.verifiedLastMinute) verified in the last minute")
-        line("apple", list(status.appleStatusLastMinute))
-        line("subscriptions", list(status.subscriptions))
-        // Split by app once there are several (or one is halted): each has its own secret and halt.
-        if status.apps.count > 1 || status.apps.contains(where: { $0.haltedReason != nil }) {
-            for app in status.apps {
-                let halt = app.haltedReason.map { "HALTED: \($0) (the other apps go on; fix it, then `receiptfleet resume --app \(app.name)`); " } ?? ""
-                line("app \(app.name)", halt + "\(app.verifiedLastMinute) verified in the last minute; " + list(app.subscriptions))
-            }
-        }
-        line("due now", status.dueNow.map(String.init) ?? "-")
-        line("events (1 h)", list(status.eventsLastHour))
-        let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
-        line("outbox", "\(status.outbox.unpublished) unpublished" + lag)
-        if let run = status.lastSchedulerRun {
-            let progress = status.lastRunTally.map { "; \($0.verified) verified, \($0.dead) dead, \($0.toGo) to go" } ?? ""
-            line("scheduler", "run \(run.runID): \(run.found) due, \(run.enqueued) enqueued" + progress)
-        } else {
-            line("scheduler", "no run recorded")
-        }
-        if let run = status.lastNotificationRecovery {
-            line("missed notif.", "last recovery \(run.at.formatted(.iso8601)): \(run.found) in Apple's history, \(run.new) new"
-                 + (run.outcome == "ok" ? "" : "; \(run.outcome)"))
-        } else {
-            line("missed notif.", "no recovery recorded (`receiptfleet notifications recover`, daily from its timer)")
-        }
-        return lines.joined(separator: "\n")
     }
 }
