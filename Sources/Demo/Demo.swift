@@ -11,7 +11,7 @@ import PostgresClient
 
 /// The options of `receiptfleet demo` that are the demo's own, and the demo: `run` plays its two
 /// nights. The command around it (its help, the fleet's options, trapping the signals) is the CLI's.
-public struct DemoOptions: ParsableArguments {
+public struct DemoOptions: ParsableArguments, Sendable {
     @Option(help: "Simulated subscriptions to seed (receipts; a few hold two subscriptions).")
     var subscriptions = 10_000
 
@@ -75,7 +75,7 @@ public struct DemoOptions: ParsableArguments {
 
     /// Plays the two nights on the fleet's settings as configured (`configured`), at `rateLimit`
     /// requests a second, and prints the summary; stops everything it started at the first of
-    /// `interrupted` (SIGTERM or SIGINT: `StopSignal.onTerminationSignals()`). Throws `ExitCode(1)`
+    /// `interrupted` (SIGTERM or SIGINT, through the process's service group). Throws `ExitCode(1)`
     /// when the check against the simulator's truth fails.
     public func run(configured: FleetSettings, rateLimit: Double, interrupted: StopSignal) throws {
         let stage = try DemoStage(

@@ -1,5 +1,4 @@
 import Dispatch
-import UnixSignals
 import Synchronization
 
 /// A flag that threads' loops watch: set once, from any thread, when they should wind down.
@@ -48,25 +47,5 @@ extension Duration {
     /// Up to `fraction` of this duration more, at random: spreads out workers that would wake together.
     public func withJitter(_ fraction: Double = 0.2) -> Duration {
         self + .milliseconds(Int64(Double.random(in: 0...fraction) * seconds * 1000))
-    }
-}
-
-extension StopSignal {
-    /// A signal that SIGTERM or SIGINT sets, for a command that is not a service (the demo), which
-    /// stops between its steps. It traps them as `ServiceGroup` does, through ServiceLifecycle's
-    /// `UnixSignalsSequence`, so that they no longer end the process at once.
-    public static func onTerminationSignals() -> StopSignal {
-        let stop = StopSignal()
-        let trapped = DispatchSemaphore(value: 0)
-        Task.detached {
-            let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
-            trapped.signal()
-            for await _ in signals {
-                stop.set()
-                return
-            }
-        }
-        trapped.wait()  // the handlers are in place before the caller starts anything
-        return stop
     }
 }
