@@ -189,7 +189,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
         .executableTarget(name: "queue-benchmark", dependencies: ["JobQueue", "RedisClient"], path: "Sources/QueueBenchmark"),
-        .executableTarget(name: "ledger-benchmark", dependencies: ["Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
+        .executableTarget(name: "ledger-benchmark", dependencies: ["Lanes", "Ledger", "PostgresClient", "AppStore", "EventRelay", "RedisClient"], path: "Sources/LedgerBenchmark"),
 
         // Tests: real servers, addresses from the environment (scripts/services prints them).
         .target(name: "TestSupport", dependencies: [

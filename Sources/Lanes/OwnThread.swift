@@ -15,3 +15,27 @@ public func onNewThread<T: Sendable>(
         }.start()
     }
 }
+
+/// Runs `body(index)` on `count` threads of its own, each named `name-index`, and returns once
+/// every one has ended: joined, as a thread waits for threads, with nothing signalled by hand.
+public func onThreads(_ count: Int, named name: String, _ body: @escaping @Sendable (Int) -> Void) {
+    final class Start {
+        let run: () -> Void
+        init(_ run: @escaping () -> Void) { self.run = run }
+    }
+    let threads = (0..<count).map { index -> pthread_t in
+        let start = Unmanaged.passRetained(Start {
+            nameCurrentThread("\(name)-\(index)")
+            body(index)
+        })
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { context in
+            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
+            start.run()
+            return nil
+        }, start.toOpaque())
+        precondition(created == 0, "cannot start thread \(name)-\(index): error \(created)")
+        return thread
+    }
+    for thread in threads { pthread_join(thread, nil) }
+}

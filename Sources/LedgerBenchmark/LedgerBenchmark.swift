@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import Lanes
 import EventRelay
 import Ledger
 import PostgresClient
@@ -176,17 +177,12 @@ func measure(_ body: () throws -> Void) rethrows -> Double {
     return Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
 }
 
-/// Runs `body(thread)` on `count` threads of their own and waits for all of them.
+/// Runs `body(thread)` on `count` threads of their own and waits for all of them; throws the first failure.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
-    let done = DispatchSemaphore(value: 0)
     let failures = Failures()
-    for thread in 0..<count {
-        Thread {
-            do { try body(thread) } catch { failures.record("\(error)") }
-            done.signal()
-        }.start()
+    Lanes.onThreads(count, named: "rf-bench") { thread in
+        do { try body(thread) } catch { failures.record("\(error)") }
     }
-    for _ in 0..<count { done.wait() }
     if let first = failures.first { throw BenchmarkError(first) }
 }
 
