@@ -74,8 +74,8 @@ struct Inspect: AsyncParsableCommand {
             response: response, now: moment, stored: stored, originalTransactionID: originalTransactionID,
             nonRenewingProductIDs: Set(nonRenewingProductIDs))
         switch format {
-        case .json: print(try renderJSON(inspection))
-        case .table: print(renderTable(inspection))
+        case .json: print(try inspection.json())
+        case .table: print(inspection.table)
         }
     }
 
@@ -104,55 +104,6 @@ struct Inspect: AsyncParsableCommand {
             throw ValidationError("--now \(text) is not an ISO 8601 time such as 2026-11-23T09:00:00Z.")
         }
         return instant.date
-    }
-
-    private func renderJSON(_ inspection: Inspection) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.userInfo[ReceiptData.redactInJSON] = true
-        return String(decoding: try encoder.encode(inspection), as: UTF8.self)
-    }
-
-    private func renderTable(_ inspection: Inspection) -> String {
-        var lines = [
-            "status       \(inspection.status) (\(inspection.action))",
-            "environment  \(inspection.environment?.rawValue ?? "unknown")",
-        ]
-        for subscription in inspection.subscriptions {
-            let state = subscription.state
-            lines.append("")
-            lines.append("subscription \(subscription.originalTransactionID)")
-            lines.append("  status       \(state.status.rawValue)")
-            lines.append("  product      \(state.productID ?? "-")")
-            lines.append("  expires      \(state.expiresAt?.description ?? "-")")
-            lines.append("  auto-renew   \(state.autoRenew.map { $0 ? "on" : "off" } ?? "-")"
-                + (state.autoRenewProductID.map { $0 != state.productID ? " (next: \($0))" : "" } ?? ""))
-            if let intent = state.expirationIntent {
-                lines.append("  expiry why   \(intent): \(expirationIntentMeaning(intent) ?? "undocumented")")
-            }
-            if let cancellation = state.cancellation {
-                lines.append(cancelledLine(cancellation))
-            }
-            lines.append("  transactions \(subscription.transactions)")
-            for event in subscription.events {
-                lines.append("  event        \(event.type.rawValue) at \(event.occurredAt) [\(event.id)]")
-            }
-        }
-        for purchase in inspection.purchases {
-            lines.append("")
-            lines.append("purchase     \(purchase.transactionID) (one-time)")
-            lines.append("  status       \(purchase.status.rawValue)")
-            lines.append("  product      \(purchase.productID ?? "-")")
-            lines.append("  purchased    \(purchase.purchasedAt?.description ?? "-")")
-            if let cancellation = purchase.cancellation {
-                lines.append(cancelledLine(cancellation))
-            }
-        }
-        return lines.joined(separator: "\n")
-    }
-
-    private func cancelledLine(_ cancellation: Cancellation) -> String {
-        "  cancelled    \(cancellation.cancelledAt) (reason \(cancellation.reason.map(String.init) ?? "-"))"
     }
 }
 
