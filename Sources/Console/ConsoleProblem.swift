@@ -80,13 +80,13 @@ extension OpsConsole {
 }
 
 struct ErrorView {
-    var title: String
+    let chrome: Chrome
     var heading: String
     var message: String
     var back: String
     var backLabel: String
 
     init(heading: String, message: String, back: String, backLabel: String) {
-        (title, self.heading, self.message, self.back, self.backLabel) = (heading, heading, message, back, backLabel)
+        (chrome, self.heading, self.message, self.back, self.backLabel) = (Chrome(heading), heading, message, back, backLabel)
     }
 }

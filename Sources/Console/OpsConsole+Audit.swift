@@ -22,11 +22,7 @@ extension OpsConsole {
 }
 
 struct AuditView {
-    let title = "Audit trail"
-    let onAudit = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var action: String
     var summary: String
     var entries: [Entry]
@@ -47,7 +43,7 @@ struct AuditView {
     }
 
     init(viewer: OpsConsole.Operator, action: String, before: Int64?, entries: [AuditEntry], more: Bool) {
-        (operatorName, csrf, banners, self.action) = (viewer.name, viewer.csrf, viewer.banners, action)
+        (chrome, self.action) = (Chrome("Audit trail", tab: .audit, viewer: viewer), action)
         let of = action.isEmpty ? "" : " of \(action)"
         summary = entries.isEmpty ? "No actions\(of) are recorded\(before == nil ? "" : " before these")."
             : "\(entries.count) action\(entries.count == 1 ? "" : "s")\(of), newest first\(before == nil ? "" : ", older than the last page")."

@@ -91,11 +91,7 @@ struct DeadLetterFields {
 }
 
 struct DeadLettersView {
-    let title = "Dead letters"
-    let onDead = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var notice: String?
     var filter: DeadLetterFields
     /// Every letter's kind (error class) with its count, each with its own replay.
@@ -129,7 +125,7 @@ struct DeadLettersView {
 
     init(viewer: OpsConsole.Operator, fields: DeadLetterFields, counts: DeadLetterCounts, after: String?, letters: [DeadLetter], more: Bool,
          notice: String?) {
-        (operatorName, csrf, banners, self.notice, filter) = (viewer.name, viewer.csrf, viewer.banners, notice, fields)
+        (chrome, self.notice, filter) = (Chrome("Dead letters", tab: .dead, viewer: viewer), notice, fields)
         kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { errorClass, count in
             Kind(errorClass: errorClass, meaning: Self.meaning(of: errorClass), count: Shown.count(count),
                  link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription)))

@@ -57,11 +57,7 @@ extension OpsConsole {
 }
 
 struct ConfirmExtendView {
-    let title = "Extend the renewal date?"
-    let onSubscriptions = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var id: Int64
     var originalTransactionID: String
     var product: String
@@ -72,7 +68,7 @@ struct ConfirmExtendView {
     var refusal: String?
 
     init(who: OpsConsole.Operator, candidate: ExtensionCandidate, days: Int, reason: ExtendReason) {
-        (operatorName, csrf, banners) = (who.name, who.csrf, who.banners)
+        chrome = Chrome("Extend the renewal date?", tab: .subscriptions, viewer: who)
         (id, originalTransactionID, product) = (candidate.id, candidate.originalTransactionID, candidate.productID ?? "-")
         (self.days, self.reason) = (days, reason.name)
         if let why = candidate.ineligible {

@@ -46,7 +46,7 @@ extension OpsConsole {
         }
         // A halt (not a pause, which ends by itself) is lifted only once confirmed, on a page that says what it was.
         if form["confirm"] != "yes", let halt = who.banners.first(where: { $0.canResume && $0.app == app }) {
-            return page("confirm-resume", ConfirmResumeView(operatorName: who.name, csrf: who.csrf, banners: who.banners, halt: halt))
+            return page("confirm-resume", ConfirmResumeView(chrome: Chrome("Resume from a halt?", viewer: who), halt: halt))
         }
         let replayed = try await audited(who, "fleet.resume", target: app.map { "app:\($0)" }, results: { ["replayed": "\($0)"] }) { _ in
             try resumeFleet(settings: fleet, app: app)
@@ -58,10 +58,7 @@ extension OpsConsole {
 }
 
 struct ConfirmResumeView {
-    let title = "Resume from a halt?"
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     /// The halt to lift, explained as its banner explains it.
     var halt: Banner
 }

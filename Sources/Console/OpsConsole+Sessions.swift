@@ -117,7 +117,7 @@ extension OpsConsole {
 }
 
 struct LoginView {
-    let title = "Log in"
+    let chrome = Chrome("Log in")
     var problem: String?
 }
 

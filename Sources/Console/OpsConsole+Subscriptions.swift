@@ -108,18 +108,14 @@ extension OpsConsole {
 }
 
 struct SubscriptionPageView {
-    let title = "Subscriptions"
-    let onSubscriptions = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var notice: String?
     var query: String
     var subscription: Subscription?
     var choices: Choices?
 
     init(viewer: OpsConsole.Operator, query: String, notice: String?) {
-        (operatorName, csrf, banners, self.query, self.notice) = (viewer.name, viewer.csrf, viewer.banners, query, notice)
+        (chrome, self.query, self.notice) = (Chrome("Subscriptions", tab: .subscriptions, viewer: viewer), query, notice)
     }
 
     struct Choices {

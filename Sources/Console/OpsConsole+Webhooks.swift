@@ -14,11 +14,7 @@ extension OpsConsole {
 }
 
 struct WebhooksView {
-    let title = "Webhooks"
-    let onWebhooks = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var endpoints: [Endpoint]
 
     struct Endpoint {
@@ -42,7 +38,7 @@ struct WebhooksView {
     }
 
     init(viewer: OpsConsole.Operator, health: [WebhookHealth]) {
-        (operatorName, csrf, banners) = (viewer.name, viewer.csrf, viewer.banners)
+        chrome = Chrome("Webhooks", tab: .webhooks, viewer: viewer)
         endpoints = health.map { item in
             let endpoint = item.endpoint
             return Endpoint(

@@ -19,11 +19,7 @@ extension OpsConsole {
 }
 
 struct WorkersView {
-    let title = "Workers"
-    let onWorkers = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var processes: [Process]
     var hasProcesses: Bool
     var delayedSummary: String
@@ -57,7 +53,7 @@ struct WorkersView {
     static let inHandShown = 20
 
     init(viewer: OpsConsole.Operator, processes: [WorkerProcess], stats: QueueStats, delayed: [DelayedJob], offset: Int, now: Date) {
-        (operatorName, csrf, banners) = (viewer.name, viewer.csrf, viewer.banners)
+        chrome = Chrome("Workers", tab: .workers, viewer: viewer)
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         func ago(_ ms: Int64) -> String { "\(Shown.duration(Double(max(0, nowMs - ms)) / 1000)) ago" }
         self.processes = processes.map { process in

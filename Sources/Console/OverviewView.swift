@@ -8,11 +8,7 @@ import Operations
 /// The overview page: the queue, Apple, tonight's run; built from one `FleetStatus` reading and
 /// the hour of samples.
 struct OverviewView {
-    let title = "Overview"
-    let onOverview = true
-    var operatorName: String
-    var csrf: String
-    var banners: [Banner]
+    let chrome: Chrome
     var notice: String?
     var queue: FleetStatus.Queue
     var delayed: Int
@@ -111,9 +107,7 @@ struct OverviewView {
     /// `samples` are the last hour's, every few seconds; `minutes` one a minute over `window`.
     init(status: FleetStatus, samples: [ConsoleSample], minutes: [ConsoleSample], window: ChartWindow, now: Date,
          viewer: OpsConsole.Operator, notice: String?) {
-        operatorName = viewer.name
-        csrf = viewer.csrf
-        banners = viewer.banners
+        chrome = Chrome("Overview", tab: .overview, viewer: viewer)
         self.notice = notice
         queue = status.queue
         delayed = status.queue.delayedDue + status.queue.delayedLater

@@ -20,40 +20,40 @@ enum Templates {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>{{title}} · ReceiptFleet</title>
+        <title>{{chrome.title}} · ReceiptFleet</title>
         <link rel="stylesheet" href="/console/assets/console.css">
         <script src="/console/assets/console.js" defer></script>
         </head>
         <body>
         <header>
           <a class="brand" href="/console">ReceiptFleet</a>
-          {{#operatorName}}
+          {{#chrome.operatorName}}
           <nav>
-            <a href="/console"{{#onOverview}} aria-current="page"{{/onOverview}}>Overview</a>
-            <a href="/console/dead"{{#onDead}} aria-current="page"{{/onDead}}>Dead letters</a>
-            <a href="/console/subscriptions"{{#onSubscriptions}} aria-current="page"{{/onSubscriptions}}>Subscriptions</a>
-            <a href="/console/workers"{{#onWorkers}} aria-current="page"{{/onWorkers}}>Workers</a>
-            <a href="/console/webhooks"{{#onWebhooks}} aria-current="page"{{/onWebhooks}}>Webhooks</a>
-            <a href="/console/audit"{{#onAudit}} aria-current="page"{{/onAudit}}>Audit</a>
+            <a href="/console"{{#chrome.onOverview}} aria-current="page"{{/chrome.onOverview}}>Overview</a>
+            <a href="/console/dead"{{#chrome.onDead}} aria-current="page"{{/chrome.onDead}}>Dead letters</a>
+            <a href="/console/subscriptions"{{#chrome.onSubscriptions}} aria-current="page"{{/chrome.onSubscriptions}}>Subscriptions</a>
+            <a href="/console/workers"{{#chrome.onWorkers}} aria-current="page"{{/chrome.onWorkers}}>Workers</a>
+            <a href="/console/webhooks"{{#chrome.onWebhooks}} aria-current="page"{{/chrome.onWebhooks}}>Webhooks</a>
+            <a href="/console/audit"{{#chrome.onAudit}} aria-current="page"{{/chrome.onAudit}}>Audit</a>
           </nav>
           <form method="post" action="/console/logout" class="logout">
-            <input type="hidden" name="csrf" value="{{csrf}}">
-            <span>{{operatorName}}</span> <button type="submit">Log out</button>
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+            <span>{{chrome.operatorName}}</span> <button type="submit">Log out</button>
           </form>
-          {{/operatorName}}
+          {{/chrome.operatorName}}
         </header>
         <main>
-        {{#banners}}
+        {{#chrome.banners}}
         <div class="banner {{stateClass}}" role="alert" id="{{id}}">
           <p class="what" id="{{id}}-what">{{what}}</p>
           <p id="{{id}}-why">Reason: {{why}}</p>
           <p id="{{id}}-next">Next: {{next}}</p>
           {{#canResume}}<form method="post" action="/console/gate/resume" class="inline">
-            <input type="hidden" name="csrf" value="{{csrf}}">{{#app}}<input type="hidden" name="app" value="{{app}}">{{/app}}
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">{{#app}}<input type="hidden" name="app" value="{{app}}">{{/app}}
             <button type="submit">Resume{{#app}} {{app}}{{/app}}…</button>
           </form>{{/canResume}}
         </div>
-        {{/banners}}
+        {{/chrome.banners}}
         {{#notice}}<p class="notice" role="status" id="notice">{{notice}}</p>{{/notice}}
         {{$main}}{{/main}}
         </main>
@@ -153,7 +153,7 @@ enum Templates {
             <tbody>
             {{#apps}}<tr><td>{{name}}</td><td class="gate {{stateClass}}">{{state}}{{#halted}}
               <form method="post" action="/console/gate/resume" class="inline">
-                <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="app" value="{{name}}">
+                <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="app" value="{{name}}">
                 <button type="submit" id="resume-app-{{name}}">Resume {{name}}</button>
               </form>{{/halted}}</td><td>{{verified}}</td></tr>{{/apps}}
             </tbody>
@@ -172,13 +172,13 @@ enum Templates {
         <section aria-labelledby="gate-h">
           <h2 id="gate-h">Pause and resume</h2>
           <form method="post" action="/console/gate/pause" class="inline">
-            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <label for="reason">Reason</label>
             <input id="reason" name="reason" value="paused from the console" maxlength="200">
             <button type="submit" id="pause">Pause the fleet</button>
           </form>
           <form method="post" action="/console/gate/resume" class="inline">
-            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <button type="submit" id="resume">Resume</button>
           </form>
           <p class="hint">Pausing halts every worker, as <code>receiptfleet pause</code> does; jobs wait, uncharged, until you resume.</p>
@@ -207,7 +207,7 @@ enum Templates {
         <p class="problem" id="halt-reason">{{what}} Reason: {{why}}</p>
         <p id="halt-next">{{next}} Resuming before then halts it again.</p>
         <form method="post" action="/console/gate/resume">
-          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <input type="hidden" name="confirm" value="yes">
           {{#app}}<input type="hidden" name="app" value="{{app}}">{{/app}}
           <button type="submit" id="confirm-resume">Resume from the halt</button>
@@ -225,7 +225,7 @@ enum Templates {
         {{#ask}}
         <p id="extend-ask">{{ask}}</p>
         <form method="post" action="/console/subscriptions/{{id}}/extend">
-          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <input type="hidden" name="days" value="{{days}}">
           <input type="hidden" name="reason" value="{{reason}}">
           <input type="hidden" name="confirm" value="yes">
@@ -252,7 +252,7 @@ enum Templates {
           <thead><tr><th>Kind</th><th>Letters</th><th></th></tr></thead>
           <tbody>
           {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a> <span class="muted meaning">{{meaning}}</span></td><td>{{count}}</td>
-            <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{csrf}}">
+            <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{chrome.csrf}}">
               <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}">
               <button type="submit" class="replay-kind">Replay {{count}}</button></form></td></tr>{{/kinds}}
           </tbody>
@@ -263,12 +263,12 @@ enum Templates {
         {{#hasLetters}}
         <div class="actions">
           <form method="post" action="/console/dead/replay" class="inline">
-            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             {{#filter}}{{> filter-fields}}{{/filter}}
             <button type="submit" id="replay-matching">Replay {{scope}}</button>
           </form>
           <form method="post" action="/console/dead/purge" class="inline">
-            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             {{#filter}}{{> filter-fields}}{{/filter}}
             <label><input type="checkbox" name="confirm" value="yes" required> I mean it</label>
             <button type="submit" id="purge-matching" class="danger">Purge {{scope}}</button>
@@ -281,8 +281,8 @@ enum Templates {
             <span class="kind">{{errorClass}}</span><span class="muted">×{{attempts}}</span>
             <span class="message" title="{{message}}">{{message}}</span>
             <span class="muted when" title="run {{run}}">{{buried}}</span>
-            <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
-            <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
+            <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
+            <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
           </li>
           {{/letters}}
         </ul>
@@ -380,11 +380,11 @@ enum Templates {
           <div><dt>Next check</dt><dd>{{nextCheck}}</dd></div>
         </dl>
         <form method="post" action="/console/subscriptions/{{id}}/verify">
-          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <button type="submit" id="verify-now">Verify now</button>
         </form>
         <form method="post" action="/console/subscriptions/{{id}}/extend" class="filters" id="extend">
-          <input type="hidden" name="csrf" value="{{csrf}}">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <label for="days">Extend the renewal date by</label>
           <input id="days" name="days" type="number" min="1" max="90" value="7" required> days,
           <label for="reason">because</label>
