@@ -93,12 +93,12 @@ enum Templates {
             <div><dt>Delayed</dt><dd id="queue-delayed">{{delayed}}</dd></div>
             <div><dt>Dead</dt><dd id="queue-dead"><a href="/console/dead">{{queue.jobs.dead}}</a></dd></div>
             <div><dt>Oldest job</dt><dd id="queue-oldest">{{oldestAge}}</dd></div>
-            <div><dt>Live workers</dt><dd id="queue-workers">{{queue.liveWorkers}}</dd></div>
+            <div><dt>Live workers</dt><dd id="queue-workers">{{queue.state.liveWorkers}}</dd></div>
           </dl>
-          {{#queue.starvedWorkers}}
+          {{#queue.state.starvedWorkers}}
           <p class="gate paused" id="starved-{{process}}">Worker {{process}} gave up {{slotsGivenUp}} rate-limit slots, the last {{lastGivenUpSecondsAgo}} s ago:
             its threads wake too late for them (starved of CPU). Give it more CPU or fewer threads.</p>
-          {{/queue.starvedWorkers}}
+          {{/queue.state.starvedWorkers}}
           <p class="windows" id="windows">Charts over the {{#windows}}{{#current}}<strong>{{title}}</strong>{{/current}}{{^current}}<a href="{{link}}">{{title}}</a>{{/current}}{{^last}} · {{/last}}{{/windows}}</p>
           <figure>
             <figcaption>Jobs not yet done, {{windowTitle}} (peak {{depthChart.peak}})</figcaption>

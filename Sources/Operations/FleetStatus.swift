@@ -38,40 +38,34 @@ public struct FleetStatus: Sendable, Encodable {
         public var outcome: String
     }
 
-    /// Its job counts read as its own (`queue.ready`) and are written beside its other fields.
+    /// The queue: its job counts and the rest of its state, both read as its own (`queue.ready`,
+    /// `queue.liveWorkers`) and written as one JSON object.
     @dynamicMemberLookup
     public struct Queue: Sendable, Encodable {
         public var jobs: JobCounts
-        public var oldestJobAgeSeconds: Double?
-        public var liveWorkers: Int
-        public var consumers: Int
-        /// Worker processes that gave up rate-limit slots in the last 5 minutes: starved of CPU.
-        public var starvedWorkers: [StarvedWorker]
-        public var pausedUntil: Date?
-        public var haltedReason: String?
-        /// Jobs settled ever, fleet-wide (counters): acked, retried, buried.
-        public var jobsDone: Int64
-        public var jobsRetried: Int64
-        public var jobsDied: Int64
+        public var state: State
 
-        public subscript(dynamicMember count: KeyPath<JobCounts, Int>) -> Int { jobs[keyPath: count] }
-
-        private enum CodingKeys: String, CodingKey {
-            case oldestJobAgeSeconds, liveWorkers, consumers, starvedWorkers, pausedUntil, haltedReason, jobsDone, jobsRetried, jobsDied
+        public struct State: Sendable, Encodable {
+            public var oldestJobAgeSeconds: Double?
+            public var liveWorkers: Int
+            public var consumers: Int
+            /// Worker processes that gave up rate-limit slots in the last 5 minutes: starved of CPU.
+            public var starvedWorkers: [StarvedWorker]
+            public var pausedUntil: Date?
+            public var haltedReason: String?
+            /// Jobs settled ever, fleet-wide (counters): acked, retried, buried.
+            public var jobsDone: Int64
+            public var jobsRetried: Int64
+            public var jobsDied: Int64
         }
 
+        public subscript(dynamicMember count: KeyPath<JobCounts, Int>) -> Int { jobs[keyPath: count] }
+        public subscript<Value>(dynamicMember field: KeyPath<State, Value>) -> Value { state[keyPath: field] }
+
+        /// The counts beside the rest, as `status --json` writes the queue.
         public func encode(to encoder: any Encoder) throws {
             try jobs.encode(to: encoder)
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encodeIfPresent(oldestJobAgeSeconds, forKey: .oldestJobAgeSeconds)
-            try container.encode(liveWorkers, forKey: .liveWorkers)
-            try container.encode(consumers, forKey: .consumers)
-            try container.encode(starvedWorkers, forKey: .starvedWorkers)
-            try container.encodeIfPresent(pausedUntil, forKey: .pausedUntil)
-            try container.encodeIfPresent(haltedReason, forKey: .haltedReason)
-            try container.encode(jobsDone, forKey: .jobsDone)
-            try container.encode(jobsRetried, forKey: .jobsRetried)
-            try container.encode(jobsDied, forKey: .jobsDied)
+            try state.encode(to: encoder)
         }
     }
 

@@ -57,11 +57,11 @@ public final class FleetStatusReader {
             }
         }
         return FleetReading.RedisSide(
-            queue: FleetStatus.Queue(
-                jobs: stats.jobs, oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
+            queue: FleetStatus.Queue(jobs: stats.jobs, state: FleetStatus.Queue.State(
+                oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
                 consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
-                haltedReason: stats.haltedReason, jobsDone: stats.jobsDone, jobsRetried: stats.jobsRetried, jobsDied: stats.jobsDied),
+                haltedReason: stats.haltedReason, jobsDone: stats.jobsDone, jobsRetried: stats.jobsRetried, jobsDied: stats.jobsDied)),
             rateLimit: FleetStatus.RateLimitReading(perSecond: settings.rateLimit.perSecond, tokensGranted: stats.limiterGranted),
             serverAPI: FleetStatus.ServerAPIGate(
                 haltedReason: try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string,
