@@ -216,8 +216,7 @@ import TestSupport
             try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
                 // The worker has Apple judge the junk receipt the claim kept: refused, nothing is linked.
                 let judged = "SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL"
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try await api.count(judged) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                try await eventually(every: .milliseconds(200)) { try await api.count(judged) > 0 }
                 #expect(try await api.count(judged) == 1)
                 #expect(try await api.count("SELECT count(*) AS n FROM subscriptions WHERE account_id IS NOT NULL") == 0)
                 let listed = try await api.get("/v1/subscriptions?account_id=mallory")
@@ -284,8 +283,7 @@ import TestSupport
             try await api.resumeFleet()
             try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
                 let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try await api.count(linked) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+                try await eventually(every: .milliseconds(200)) { try await api.count(linked) > 0 }
                 #expect(try await api.count(linked) == 1)
                 let listed = try await api.get("/v1/subscriptions?account_id=alice")
                 #expect((listed.json["subscriptions"] as? [[String: Any]])?.map { $0["status"] as? String } == ["active"])

@@ -239,7 +239,7 @@ struct RedisTLSSidecarTests {
         try stunnel.run()
         // SIGKILL: the child inherits the test runner's blocked signals, SIGTERM among them.
         defer { kill(stunnel.processIdentifier, SIGKILL); stunnel.waitUntilExit() }
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(50)) }
+        try await eventually(within: .seconds(5), every: .milliseconds(50)) { FileManager.default.fileExists(atPath: socket) }
         // A refusal must come from the TLS handshake, not from a stunnel4 that never listened.
         guard FileManager.default.fileExists(atPath: socket) else { throw StunnelDidNotStart(config: file.path) }
         let password = URLComponents(string: ProcessInfo.processInfo.environment["RECEIPTFLEET_TLS_REDIS_URL"] ?? "")?.password ?? "receiptfleet-dev"

@@ -42,9 +42,9 @@ import Testing
                     _ = try await chaos.status(within: .seconds(30)) { status in
                         status.queue.consumers > 0 && status.queue.reserved > 0
                     }
-                    while try await chaos.verified(runID: "now") < chaos.subscriptions.count / 4 {
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
+                    try #require(try await eventually(within: .seconds(60)) {
+                        try await chaos.verified(runID: "now") >= chaos.subscriptions.count / 4
+                    })
                     first.send(SIGKILL)
                     #expect(try await first.exitStatus(within: .seconds(5)) != nil)
                     let replacement = try FleetProcess(["worker"], environment: chaos.environment)
@@ -76,7 +76,7 @@ import Testing
                     visibilityTimeout: .seconds(120), drainGrace: .seconds(10))
                 _ = try await setup.load()
                 let worker = try FleetProcess(["worker"], environment: setup.environment)
-                while try await setup.verified(runID: "e2e") < 8 { try await Task.sleep(for: .milliseconds(20)) }
+                try #require(try await eventually { try await setup.verified(runID: "e2e") >= 8 })
                 let held = try await setup.status(within: .zero) { _ in true }.queue.reserved
                 worker.send(SIGTERM)
                 #expect(try await worker.exitStatus(within: .seconds(12)) == 0)
@@ -122,11 +122,12 @@ import Testing
                 let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 200, rateLimit: 200)
                 _ = try await setup.load()
                 let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
-                while try await setup.verified(runID: "e2e") < 30 { try await Task.sleep(for: .milliseconds(20)) }
+                try #require(try await eventually { try await setup.verified(runID: "e2e") >= 30 })
                 simulator.store.startOutage(seconds: 8)
                 let paused = try await setup.status(within: .seconds(5)) { $0.queue.pausedUntil != nil }
                 #expect(paused.queue.pausedUntil != nil, "the fleet paused")
-                // Requests still in flight when the pause began may land; after that, only probes.
+                // Real time, in the worker processes and on Redis's clock: requests still in flight when
+                // the pause began may land in its first second; the next five see only probes.
                 try await Task.sleep(for: .seconds(1))
                 let before = simulator.store.statistics.requestsTotal
                 try await Task.sleep(for: .seconds(5))
@@ -159,14 +160,12 @@ import Testing
             }
             // The rate is measured from the first call Apple sees: how long a process takes to start
             // depends on the machine's load (two seconds and more when the timed suites share it).
-            let launched = ContinuousClock.now
-            while simulator.store.statistics.requestsTotal == 0, launched.duration(to: .now) < .seconds(30) {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await eventually { simulator.store.statistics.requestsTotal > 0 }
             let started = ContinuousClock.now
-            // Run until a receipt of the sandbox was redirected there (its threads' turns come in a few seconds).
+            // Real time: the rate is measured over at least three seconds of calls, then until a receipt
+            // of the sandbox was redirected there (its threads' turns come in a few seconds).
             try await Task.sleep(for: .seconds(3))
-            while redirects() == 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(100)) }
+            try await eventually(within: .seconds(30) - started.duration(to: .now), every: .milliseconds(100)) { redirects() > 0 }
             let seconds = Int(started.duration(to: .now).seconds.rounded(.down))
             worker.send(SIGTERM)
             #expect(try await worker.exitStatus(within: .seconds(30)) == 0)
@@ -209,16 +208,14 @@ import Testing
             let worker = try FleetProcess(["worker"], environment: setup.environment)
             // Two seconds of calls at the limit: every thread is up and has booked its slot (on a
             // loaded machine a fixed wait could stop the worker before all 64 threads started).
-            let deadline = ContinuousClock.now + .seconds(30)
-            while simulator.store.statistics.requestsTotal < 40, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            try await eventually(every: .milliseconds(100)) { simulator.store.statistics.requestsTotal >= 40 }
+            // Real time: the slots a stopped process holds pass on Redis's clock while it is stopped.
             try await Task.sleep(for: .seconds(1))
             worker.send(SIGSTOP)
             try await Task.sleep(for: .seconds(4))
             simulator.store.resetStatistics()
             worker.send(SIGCONT)
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: .seconds(4))  // real time: the seconds after it wakes are the ones measured
             let busiest = simulator.store.statistics.maxRequestsInOneSecond
             let status = try await setup.status(within: .seconds(15)) { !$0.queue.starvedWorkers.isEmpty }
             worker.send(SIGTERM)
@@ -283,12 +280,10 @@ import Testing
                 _ = try await setup.load()
                 let worker = try FleetProcess(["worker"], environment: setup.environment)
                 var held: Set<Int> = []
-                let deadline = ContinuousClock.now + .seconds(30)
-                while ContinuousClock.now < deadline {
+                try await eventually {
                     let status = try await setup.status(within: .zero) { _ in true }
                     held.insert(status.queue.reserved)
-                    if status.isSettled { break }
-                    try await Task.sleep(for: .milliseconds(20))
+                    return status.isSettled
                 }
                 worker.send(SIGTERM)
                 #expect(try await worker.exitStatus(within: .seconds(30)) == 0)

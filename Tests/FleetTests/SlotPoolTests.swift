@@ -222,7 +222,7 @@ import Testing
             let metrics = ProcessMetrics()
             let worker = RunningServices.worker(settings: settings, metrics: metrics)
             try await worker.whileRunning {
-                while try queue.processes().isEmpty { try await Task.sleep(for: .milliseconds(20)) }  // its first beat
+                try #require(try await eventually { try !queue.processes().isEmpty })  // its first beat
                 for _ in 0..<3 { metrics.fleet.gaveUpSlot() }
             }
             #expect(try queue.starvedWorkers().map(\.slotsGivenUp) == [3])

@@ -306,7 +306,7 @@ import TestSupport
                 for _ in 1...1_000 { _ = try HTTPClient().get(url: url) }
             }
             // A dropped client closes its connection; the server notices within a few milliseconds.
-            for _ in 1...100 where server.openConnections > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await eventually(within: .seconds(2)) { server.openConnections == 0 }
             stillOpen = server.openConnections
         }
         server.stop()

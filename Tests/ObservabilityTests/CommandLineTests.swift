@@ -37,11 +37,10 @@ import Testing
             let schedulerURL = try await waitForMetricsURL(in: scheduler)
             let subscriptions = Double(deployment.receipts.flatMap(\.subscriptions).count)
             var scrape = Scrape(try await fetch(schedulerURL).body)
-            let deadline = ContinuousClock.now + .seconds(30)
             // The pass counts its jobs page by page, and records its success at its end.
-            while scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(200))
+            try await eventually(every: .milliseconds(200)) {
                 scrape = Scrape(try await fetch(schedulerURL).body)
+                return scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") != 0
             }
             #expect(scrape.value("receiptfleet_scheduler_jobs_enqueued_total") == subscriptions, "the first pass enqueued every subscription")
             #expect((scrape.value("receiptfleet_scheduler_last_success_timestamp_seconds") ?? 0) > 0)

@@ -124,10 +124,9 @@ import Testing
                 let settings = deployment.settings
                 let (live, processes) = try await worker.whileRunning {
                     var live: Double?
-                    let deadline = ContinuousClock.now + .seconds(15)
-                    while live != Double(deployment.settings.concurrency), ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(200))
+                    try await eventually(within: .seconds(15), every: .milliseconds(200)) {
                         live = try await server.scrape().value("receiptfleet_live_workers")
+                        return live == Double(deployment.settings.concurrency)
                     }
                     // The heartbeat also says what the process is, for the console's workers page.
                     let processes = try await onOwnThread {

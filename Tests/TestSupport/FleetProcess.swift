@@ -41,8 +41,7 @@ public final class FleetProcess {
 
     /// Waits up to `limit` for the process to end; its exit status, or nil if it still runs.
     public func exitStatus(within limit: Duration) async throws -> Int32? {
-        let deadline = ContinuousClock.now + limit
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await eventually(within: limit, every: .milliseconds(50)) { !process.isRunning }
         return process.isRunning ? nil : process.terminationStatus
     }
 
