@@ -33,11 +33,8 @@ import Testing
             // A month passes at Apple: the subscription renewed. The worker asks, and only then writes the event.
             api.simulator.store.clock.advance(byMs: 31 * 86_400_000)
             try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
-                let deadline = ContinuousClock.now + .seconds(30)
                 let renewed = "SELECT count(*) AS n FROM events WHERE type = 'renewed' AND subscription_id = \(id)"
-                while try await api.count(renewed) == 0, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(200))
-                }
+                try await eventually(every: .milliseconds(200)) { try await api.count(renewed) > 0 }
                 #expect(try await api.count(renewed) == 1)
                 #expect(try await api.count("SELECT count(*) AS n FROM verifications WHERE run_id LIKE 'notification-%'") == 1)
             }

@@ -253,10 +253,9 @@ import TestSupport
                 // Both judged: the junk after three 21002s, as any receipt Apple cannot read.
                 let linked = "SELECT count(*) AS n FROM subscriptions WHERE account_id = 'alice'"
                 let waiting = "SELECT count(*) AS n FROM account_claims WHERE resolved_at IS NULL"
-                let deadline = ContinuousClock.now + .seconds(40)
-                while ContinuousClock.now < deadline {
-                    if try await api.count(linked) == 1, try await api.count(waiting) == 0 { break }
-                    try await Task.sleep(for: .milliseconds(200))
+                try await eventually(within: .seconds(40), every: .milliseconds(200)) {
+                    let (linkedCount, waitingCount) = (try await api.count(linked), try await api.count(waiting))
+                    return linkedCount == 1 && waitingCount == 0
                 }
                 #expect(try await api.count(linked) == 1)
                 let listed = try await api.get("/v1/subscriptions?account_id=alice")

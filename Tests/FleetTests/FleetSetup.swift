@@ -133,14 +133,14 @@ struct FleetSetup: Sendable {
     /// as the workers see too); the error is thrown only if no read succeeds by the deadline.
     func status(within limit: Duration, until done: @escaping @Sendable (FleetStatus) -> Bool) async throws -> FleetStatus {
         let settings = settings
-        let deadline = ContinuousClock.now + limit
-        while true {
-            do {
-                let status = try await onOwnThread { try FleetStatus.read(settings: settings) }
-                if done(status) || ContinuousClock.now > deadline { return status }
-            } catch where ContinuousClock.now <= deadline {}
-            try await Task.sleep(for: .milliseconds(200))
+        var status: FleetStatus?
+        // A reading that fails (a server still starting) is read again while the limit lasts.
+        try await eventually(within: limit, every: .milliseconds(200)) {
+            status = try? await onOwnThread { try FleetStatus.read(settings: settings) }
+            return status.map(done) ?? false
         }
+        if let status { return status }
+        return try await onOwnThread { try FleetStatus.read(settings: settings) }
     }
 
     /// The subscriptions whose stored status differs from the simulator's truth at the moment

@@ -18,12 +18,9 @@ import Testing
                 var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 120, secret: "the-new-secret")
                 setup.settings.previousSharedSecret = SharedSecret("the-old-secret")
                 let total = try await setup.load().enqueued
-                let switched = Task {
+                let switched = Task { [setup] in
                     // A third of the night, or a minute: a fleet that halted verifies nothing more.
-                    let deadline = ContinuousClock.now + .seconds(60)
-                    while try await setup.verified(runID: "e2e") < total / 3, ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
+                    try await eventually(within: .seconds(60)) { try await setup.verified(runID: "e2e") >= total / 3 }
                     var switchedKnobs = simulator.store.knobs
                     switchedKnobs.sharedSecret = "the-new-secret"
                     try simulator.store.setKnobs(switchedKnobs)

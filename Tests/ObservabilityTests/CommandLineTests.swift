@@ -342,12 +342,13 @@ import Testing
 
     /// The URL a process logs once its metrics server listens (within 30 s).
     private func waitForMetricsURL(in process: FleetProcess) async throws -> String {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let match = process.log.firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\/metrics/) { return String(match.output) }
-            try await Task.sleep(for: .milliseconds(100))
+        var url: String?
+        try await eventually(every: .milliseconds(100)) {
+            url = process.log.firstMatch(of: /http:\/\/127\.0\.0\.1:\d+\/metrics/).map { String($0.output) }
+            return url != nil
         }
-        throw Timeout(what: "the metrics URL in the log: \(process.log)")
+        guard let url else { throw Timeout(what: "the metrics URL in the log: \(process.log)") }
+        return url
     }
 }
 

@@ -160,11 +160,8 @@ import Testing
                 #expect(events > 0)
 
                 try await RunningServices.relay(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
-                    let deadline = ContinuousClock.now + .seconds(30)
-                    while try await deployment.count("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'delivered'") < events,
-                        ContinuousClock.now < deadline
-                    {
-                        try await Task.sleep(for: .milliseconds(100))
+                    try await eventually(every: .milliseconds(100)) {
+                        try await deployment.count("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'delivered'") >= events
                     }
                 }
 

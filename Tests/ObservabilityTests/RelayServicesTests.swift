@@ -28,10 +28,8 @@ import Testing
             #expect(events > 2)
 
             let held = try await RunningServices.relay(settings: deployment.settings, logger: quietLogger).whileRunning {
-                let deadline = ContinuousClock.now + .seconds(10)  // well before the hanging requests time out (15 s)
-                while healthy.requests.count < events, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
+                // Well before the hanging requests time out (15 s).
+                try await eventually(within: .seconds(10)) { healthy.requests.count >= events }
                 let held = hanging.requests.count
                 hanging.stop()  // ends the held requests, so the relay can stop
                 return held

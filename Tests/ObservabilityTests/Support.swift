@@ -66,12 +66,8 @@ struct Deployment: Sendable {
 
     /// Waits (up to 60 s) until no job is ready, reserved or delayed.
     func waitUntilTheQueueIsEmpty() async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while true {
-            let stats = try await queueStats()
-            if stats.ready + stats.reserved + stats.delayedDue + stats.delayedLater == 0 { return }
-            guard ContinuousClock.now < deadline else { throw Timeout(what: "the queue to empty: \(stats)") }
-            try await Task.sleep(for: .milliseconds(200))
+        guard try await eventually(within: .seconds(60), every: .milliseconds(200), { try await queueStats().jobs.outstanding == 0 }) else {
+            throw Timeout(what: "the queue to empty: \(try await queueStats())")
         }
     }
 

@@ -30,10 +30,7 @@ import Testing
                 ["relay", "--metrics-address", "off"],
                 environment: deployment.settings.processEnvironment.merging(
                     ["http_proxy": proxyURL, "https_proxy": proxyURL, "ALL_PROXY": proxyURL, "no_proxy": ""]) { $1 })
-            let deadline = ContinuousClock.now + .seconds(30)
-            while receiver.requests.isEmpty, proxy.requests.isEmpty, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+            try await eventually(every: .milliseconds(50)) { !receiver.requests.isEmpty || !proxy.requests.isEmpty }
             relay.send(SIGTERM)
             _ = try await relay.exitStatus(within: .seconds(30))
             #expect(receiver.requests.count == 1, "\(relay.log)")
