@@ -294,8 +294,17 @@ extension Rule where Value == String {
         }
     }
     public static var path: Rule { Rule("a file's path") { path, _ in path }.completing(.file) }
-    /// Shown with its password masked.
-    public static var connection: Rule { Rule("a URL or conninfo") { text, _ in text }.showing { Redact.connectionString($0) } }
+    /// Shown with its password masked. Refused with white space around it, which the clients refuse
+    /// (a stray space or newline from a copied secret).
+    public static var connection: Rule {
+        Rule("a URL or conninfo") { text, _ in
+            guard text.trimmingCharacters(in: .whitespacesAndNewlines) == text else {
+                throw InvalidValue("it begins or ends with white space (a space or a newline), which the client refuses: remove it")
+            }
+            return text
+        }
+        .showing { Redact.connectionString($0) }
+    }
     public static var url: Rule { Rule("a URL") { text, _ in text }.showing { Redact.url($0) } }
     /// Read now, so that a wrong path fails at start.
     public static var readableFile: Rule {

@@ -14,7 +14,9 @@ public enum Redact {
 
     /// A URL (`scheme://…`) or, failing that, a libpq `key=value` string, its secrets masked.
     public static func connectionString(_ text: String) -> String {
-        text.firstMatch(of: /^[A-Za-z][A-Za-z0-9+.\-]*:\/\//) == nil ? conninfo(text) : url(text)
+        // Leading white space (a copied line, a stray newline) must not turn a URL into "conninfo"
+        // with no password keyword, printed whole.
+        text.firstMatch(of: /^\s*[A-Za-z][A-Za-z0-9+.\-]*:\/\//) == nil ? conninfo(text) : url(text)
     }
 
     /// Free text (a server's message, say) with every occurrence of a known secret masked.

@@ -184,6 +184,19 @@ import Testing
         for entry in inFile { #expect(row(entry.key, "file", in: byFile.output), "\(entry.key) did not arrive from the file") }
     }
 
+    /// A server URL with white space around it (a copied secret's stray space or newline) is refused
+    /// before any client sees it, and the refusal never prints the password.
+    @Test func aServerURLWithWhiteSpaceIsRefusedAndItsPasswordNeverShown() async throws {
+        for url in [" postgresql://fleet:S9lead@db/x", "\npostgresql://fleet:S9lead@db/x", "postgresql://fleet:S9lead@db/x "] {
+            let check = try await runFleetCommand(["config", "check"], environment: ["RECEIPTFLEET_POSTGRES_URL": url])
+            #expect(check.status != 0, "\(check.output)")
+            #expect(check.output.contains("configuration 'postgres-url' (from environment RECEIPTFLEET_POSTGRES_URL): it begins or ends with white space"),
+                    "\(check.output)")
+            #expect(!check.output.contains("S9lead"), "\(check.output)")
+            #expect(!check.output.contains("The configuration is valid."))
+        }
+    }
+
     /// serve's settings are checked whether or not API tokens are set, from any layer.
     @Test func aServeSettingIsCheckedFromTheFileToo() async throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("serve-config") + ".json")

@@ -13,6 +13,8 @@ import Testing
         ("unix:///run/redis.sock?db=0&user=app&password=a%26b", "unix:///run/redis.sock?db=0&user=app&password=***"),
         ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
         ("https://verify.internal/verifyReceipt?user=a@b", "https://verify.internal/verifyReceipt?user=a@b"),
+        (" postgresql://fleet:S9lead@db/x", " postgresql://fleet:***@db/x"),
+        ("\nredis://:S9lead@cache:6379/0", "\nredis://:***@cache:6379/0"),
     ])
     func urls(url: String, shown: String) {
         #expect(Redact.connectionString(url) == shown)
