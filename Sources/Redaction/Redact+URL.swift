@@ -1,9 +1,10 @@
 import Foundation
 
 extension Redact {
-    /// A URL with the password of its user info (`scheme://user:password@host…`) and every secret
-    /// query parameter (`?password=…`, `?token=…`: `isQuerySecret`, the name percent-encoded or
-    /// not) replaced by `***`.
+    /// A URL with the password of its user info (`scheme://user:password@host…`) and the value of
+    /// every query parameter replaced by `***`: the one masking rule for every URL the product
+    /// prints. Receivers and proxies take credentials under names no list can hold (`?code=`,
+    /// `?jwt=`, `?session=`), and where a URL points is in its host and path.
     ///
     /// Written for URLs people type, not only valid ones, and for every form a client accepts:
     /// the user info ends at the last `@` before the query (so a password with a raw `@`, `:` or
@@ -32,21 +33,21 @@ extension Redact {
         return Self.url(base) + (base.count < url.count ? "?…" : "")
     }
 
-    /// `?a=1&password=…#fragment` with the secret parameters' values masked; the fragment as is.
+    /// `?a=1&password=…#fragment` with every parameter's value masked (a name alone stays); the
+    /// fragment as is.
     private static func query(_ rest: String) -> String {
         guard rest.hasPrefix("?") else { return rest }
         let fragmentStart = rest.firstIndex(of: "#") ?? rest.endIndex
         let parameters = rest[rest.index(after: rest.startIndex)..<fragmentStart].split(separator: "&", omittingEmptySubsequences: false)
         let masked = parameters.map { parameter in
-            let name = parameter.prefix { $0 != "=" }
-            return isQuerySecret(name.removingPercentEncoding ?? String(name)) ? "\(name)=\(mask)" : String(parameter)
+            parameter.contains("=") ? "\(parameter.prefix { $0 != "=" })=\(mask)" : String(parameter)
         }
         return "?" + masked.joined(separator: "&") + rest[fragmentStart...]
     }
 
     /// Words that name a secret in a query parameter (`?token=`, `?api_key=`, `?X-Amz-Signature=`,
-    /// `?sslpassword=`), matched anywhere in the name, in any case: a receiver's or a proxy's own
-    /// names cannot be listed, and masking a harmless parameter costs less than showing a secret.
+    /// `?sslpassword=`), matched anywhere in the name, in any case: a webhook URL that carries one
+    /// is refused (`WebhookDestination`), since a credential belongs in the signature instead.
     static let querySecretWords = ["pass", "pwd", "secret", "token", "key", "auth", "sig", "credential"]
 
     public static func isQuerySecret(_ name: some StringProtocol) -> Bool {

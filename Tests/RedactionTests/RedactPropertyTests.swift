@@ -36,6 +36,11 @@ import Testing
     /// The secret parameter's name as written: libpq's spellings, any case, or percent-encoded in a URL.
     static let secretName = oneOf(["password", "sslpassword", "PASSWORD", "Password", "pass%77ord", "%70assword"])
 
+    /// Query parameters as a URL prints them: every value masked, whatever its name.
+    static func masked(_ parameters: [String]) -> [String] {
+        parameters.map { $0.contains("=") ? "\($0.prefix { $0 != "=" })=***" : $0 }
+    }
+
     /// Where the password goes in a URL: in the user info, among the query parameters, or both.
     enum URLPlace: CaseIterable { case userInfo, query, both }
 
@@ -49,15 +54,15 @@ import Testing
         await propertyCheck(count: 400, input: Self.password, shape) { password, shape in
             let (scheme, (user, host, port), (path, parameters), (place, index, name)) = shape
             let encoded = Self.percentEncoded(password)
-            func url(_ secret: String) -> String {
+            func url(_ secret: String, _ parameters: [String]) -> String {
                 let userInfo = place == .query ? (user.isEmpty ? "" : "\(user)@") : "\(user):\(secret)@"
                 var query = parameters
                 if place != .userInfo { query.insert("\(name)=\(secret)", at: min(index, query.count)) }
                 let authority = "\(userInfo)\(host)" + (port.first.map { ":\($0)" } ?? "")
                 return "\(scheme)://\(authority)\(path)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
             }
-            let shown = Redact.connectionString(url(encoded))
-            #expect(shown == url("***"))
+            let shown = Redact.connectionString(url(encoded, parameters))
+            #expect(shown == url("***", Self.masked(parameters)))
             #expect(!shown.contains(password) && !shown.contains(encoded))
         }
     }
@@ -78,18 +83,18 @@ import Testing
         )
         await propertyCheck(count: 400, input: Self.rawPassword, shape) { password, shape in
             let (scheme, (user, host, port), (path, parameters)) = shape
-            func url(_ secret: String) -> String {
+            func url(_ secret: String, _ parameters: [String]) -> String {
                 "\(scheme)://\(user):\(secret)@\(host)" + (port.first.map { ":\($0)" } ?? "") + path
                     + (parameters.isEmpty ? "" : "?" + parameters.joined(separator: "&"))
             }
-            let shown = Redact.connectionString(url(password))
-            #expect(shown == url("***"))
+            let shown = Redact.connectionString(url(password, parameters))
+            #expect(shown == url("***", Self.masked(parameters)))
             #expect(!shown.contains(password))
         }
     }
 
     /// The URLs that allow a query (Apple's, the Server API's, webhooks') keep their secrets under
-    /// any name a receiver chooses.
+    /// any name a receiver chooses: every value is masked.
     @Test func querySecretsUnderAnyNameAreMasked() async {
         let name = Self.oneOf([
             "token", "secret", "key", "api_key", "apiKey", "access_token", "client_secret", "X-Amz-Signature", "sig", "auth",
@@ -102,13 +107,13 @@ import Testing
         await propertyCheck(count: 400, input: Self.password, shape) { password, shape in
             let ((scheme, host, path), (parameters, index, name)) = shape
             let encoded = Self.percentEncoded(password)
-            func url(_ secret: String) -> String {
+            func url(_ secret: String, _ parameters: [String]) -> String {
                 var query = parameters
                 query.insert("\(name)=\(secret)", at: min(index, query.count))
                 return "\(scheme)://\(host)\(path)?" + query.joined(separator: "&")
             }
-            let shown = Redact.url(url(encoded))
-            #expect(shown == url("***"))
+            let shown = Redact.url(url(encoded, parameters))
+            #expect(shown == url("***", Self.masked(parameters)))
             #expect(!shown.contains(password) && !shown.contains(encoded))
         }
     }
