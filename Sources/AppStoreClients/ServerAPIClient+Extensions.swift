@@ -61,8 +61,16 @@ extension ServerAPIClient {
         }
     }
 
-    /// `text` as one segment of a URL's path: it cannot reach another path or add a query.
+    /// `text` as one segment of a URL's path: it cannot reach another path or add a query. ASCII
+    /// letters, digits, `-`, `_` and `.` (a product id's) stay as they are, but a segment of dots
+    /// alone (`.`, `..`) is encoded whole: the client would resolve it into the parent path.
     static func pathSegment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."])) ?? ""
+        guard !text.isEmpty, text.allSatisfy({ $0 == "." }) else {
+            return text.addingPercentEncoding(withAllowedCharacters: pathSegmentCharacters) ?? ""
+        }
+        return String(repeating: "%2E", count: text.count)
     }
+
+    private static let pathSegmentCharacters = CharacterSet(
+        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
 }

@@ -82,7 +82,7 @@ public final class ServerAPIClient {
                 break
             }
             next = nil
-            var (exchange, answer) = call("/inApps/v1/subscriptions/" + originalTransactionID, .subscriptionStatuses, in: current)
+            var (exchange, answer) = call("/inApps/v1/subscriptions/" + Self.pathSegment(originalTransactionID), .subscriptionStatuses, in: current)
             if let answer { signed = statuses(answer, into: &exchange) ?? signed }
             if exchange.outcome == .serverAPI(.notFound) {
                 if verification.exchanges.isEmpty, onlyIn == nil {
@@ -131,7 +131,7 @@ public final class ServerAPIClient {
             }
             let query = ((revokedOnly ? ["revoked=true"] : [])
                 + (revision.map { ["revision=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")] } ?? []))
-            let path = "/inApps/v2/history/" + originalTransactionID + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+            let path = "/inApps/v2/history/" + Self.pathSegment(originalTransactionID) + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
             var (exchange, answer) = call(path, .transactionHistory, in: verification.environment)
             let page = answer.flatMap { history($0, into: &exchange, adding: &signed) }
             verification.exchanges.append(exchange)

@@ -73,6 +73,13 @@ import Testing
             Self.error { _ = try client.lookUpOrder("MQ5V-6W7X8") }
         }
         #expect(malformed?.code == 4_000_000 && malformed?.description.contains("HTTP 400") == true, "\(String(describing: malformed))")
+        // A dot-segment stays the order id Apple judges: it never reaches another of Apple's paths.
+        for dots in ["..", "../../v1/subscriptions/1", "."] {
+            let refused = try await withSimulatedServerAPIClient(anchorMs: Self.anchorMs, nowMs: Self.nowMs) { client in
+                Self.error { _ = try client.lookUpOrder(dots) }
+            }
+            #expect(refused?.code == 4_000_000, "\(dots): \(String(describing: refused))")
+        }
         let unauthorized = try await withSimulatedServerAPIClient(anchorMs: Self.anchorMs, nowMs: Self.nowMs, unknownKey: true) { client in
             Self.error { _ = try client.lookUpOrder("MQ5V6W7X8Y") }
         }
