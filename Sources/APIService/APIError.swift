@@ -73,11 +73,12 @@ extension Duration {
 
 extension APIError {
     /// `id`, a client's name for something (an account, a transaction to look up), once it is 1 to
-    /// 256 characters and holds no control character: PostgreSQL refuses a NUL in text, so one
-    /// must be refused before anything is asked or stored, and no id holds a control character.
+    /// 256 bytes of UTF-8 and holds no control character: PostgreSQL refuses a NUL in text, and an
+    /// index row a few kilobytes long, so either must be refused before anything is asked or
+    /// stored. Counted in bytes: one character may be any number of combining marks.
     static func checkedID(_ id: String, _ name: String) throws(APIError) -> String {
-        guard !id.isEmpty, id.count <= 256, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw .badRequest("invalid_\(name)", "'\(name)' must be 1 to 256 characters, none of them a control character")
+        guard !id.isEmpty, id.utf8.count <= 256, !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .badRequest("invalid_\(name)", "'\(name)' must be 1 to 256 bytes of UTF-8, none of them a control character")
         }
         return id
     }

@@ -101,8 +101,9 @@ import TestSupport
         }
     }
 
-    /// PostgreSQL refuses a NUL in text: an id holding one (or any control character) is refused
-    /// with 400 before Apple is asked or anything is stored, on every route that takes an id.
+    /// PostgreSQL refuses a NUL in text, and an index row of kilobytes: an id holding a control
+    /// character, or longer than 256 bytes, is refused with 400 before Apple is asked or anything is
+    /// stored, on every route that takes an id.
     @Test func anIDWithAControlCharacterIsRefusedBeforeAnythingIsAskedOrStored() async throws {
         try await APIHarness.with(serverAPI: true) { api in
             let receipt = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData, "account_id": "a\u{0}b"])
@@ -113,6 +114,12 @@ import TestSupport
             #expect(try await api.get("/v1/purchases?transaction_id=%00").code == "invalid_transaction_id")
             let deletion = try await api.delete("/v1/accounts/a%00b")
             #expect(deletion.status == 400 && deletion.code == "invalid_account_id", "\(deletion.json)")
+            // One character of 12 KB ("a" and 6,000 combining marks): the limit is in bytes.
+            let long = "a" + String(repeating: "\u{0301}", count: 6_000)
+            let marks = try await api.post("/v1/receipts", ["receipt": api.receipt().receiptData, "account_id": long])
+            #expect(marks.status == 400 && marks.code == "invalid_account_id", "\(marks.json)")
+            let consent = try await api.put("/v1/accounts/" + (long.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + "/refund-consent")
+            #expect(consent.status == 400 && consent.code == "invalid_account_id", "\(consent.json)")
             #expect(try await api.count("SELECT count(*) AS n FROM subscriptions") == 0)
         }
     }
