@@ -10,6 +10,7 @@ import ServiceLifecycle
 /// (`sampler`) is a service of its own, run beside this one.
 public struct ConsoleServer: NamedService {
     let console: OpsConsole
+    let trustedProxies: TrustedProxies
     let host: String
     let port: Int
     let logger: Logger
@@ -21,6 +22,7 @@ public struct ConsoleServer: NamedService {
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         console = try OpsConsole(settings: settings, fleet: fleet, logger: logger)
+        trustedProxies = settings.trustedProxies
         (self.host, self.port, self.logger, self.onListening) = (host, port, logger, onListening)
     }
 
@@ -29,6 +31,7 @@ public struct ConsoleServer: NamedService {
     /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
     public func run() async throws {
         let router = Router(context: ConsoleServerContext.self)
+        router.add(middleware: CallerMiddleware(trustedProxies: trustedProxies))
         router.get("/") { _, _ in OpsConsole.redirect(to: "/console") }
         console.addRoutes(to: router)
         let onListening = onListening

@@ -45,9 +45,15 @@ public struct APISettings: Sendable {
         clientRateBurst = try configuration[Settings.clientRateBurst]
         notificationRateLimit = try configuration[Settings.notificationRateLimit]
         notificationRateBurst = try configuration[Settings.notificationRateBurst]
-        trustedProxies = try configuration[Settings.trustedProxies].map {
-            try TrustedProxies(parsing: $0, header: configuration[Settings.trustedProxyHeader])
-        } ?? .none
+        trustedProxies = try configuration.trustedProxies()
         lanes = try configuration[Settings.lanes]
+    }
+}
+
+extension ResolvedConfiguration {
+    /// The proxies whose header names the caller (`trusted-proxies`, `trusted-proxy-header`): for
+    /// `serve` and `console` alike, which count wrong logins by the caller's address.
+    func trustedProxies() throws -> TrustedProxies {
+        try self[Settings.trustedProxies].map { try TrustedProxies(parsing: $0, header: self[Settings.trustedProxyHeader]) } ?? .none
     }
 }

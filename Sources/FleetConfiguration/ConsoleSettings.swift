@@ -6,6 +6,9 @@ public struct ConsoleSettings: Sendable {
     public var operators: NamedTokens
     /// Mark the session cookie Secure: set it when the console is reached over TLS (a proxy in front).
     public var secureCookies: Bool
+    /// The proxies whose header names the caller of `receiptfleet console` (under `serve`, the API's
+    /// own decide): wrong logins are counted by the caller's address, not the proxy's.
+    public var trustedProxies: TrustedProxies
     /// How long a login lasts.
     public var sessionLifetime: Duration = .seconds(12 * 3_600)
     /// How often a sample of the fleet is taken for the charts (one per period across all replicas).
@@ -21,5 +24,6 @@ public struct ConsoleSettings: Sendable {
         guard let operators = try configuration[Settings.consoleTokens] else { return nil }
         self.operators = operators
         secureCookies = try configuration[Settings.consoleSecureCookies]
+        trustedProxies = try configuration.trustedProxies()
     }
 }

@@ -249,10 +249,10 @@ public struct SettingsRegistry: Sendable {
         "lanes", .whole(1...256), default: 4, .flag, for: .serve,
         help: "Threads with their own Redis, PostgreSQL and Apple connections serving requests.")
     public let trustedProxies = Setting<String?>(
-        "trusted-proxies", .trustedProxies, unset: "none (the peer's address is the caller's)", .flag, for: .serve,
+        "trusted-proxies", .trustedProxies, unset: "none (the peer's address is the caller's)", .flag, for: [.serve, .console],
         help: "Proxies (comma-separated addresses or CIDR networks) whose trusted-proxy-header names the caller's address, e.g. 10.0.0.0/8,127.0.0.1.")
     public let trustedProxyHeader = Setting<ForwardedHeader>(
-        "trusted-proxy-header", .forwardedHeader, default: .xForwardedFor, .flag, for: .serve,
+        "trusted-proxy-header", .forwardedHeader, default: .xForwardedFor, .flag, for: [.serve, .console],
         help: "The one header the trusted proxies name the caller in: x-forwarded-for (nginx, AWS load balancers) or forwarded (RFC 7239); the other is never read.",
         show: { $0.rawValue })
     public let consoleTokens = Setting<NamedTokens?>(

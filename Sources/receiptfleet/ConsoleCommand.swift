@@ -51,5 +51,7 @@ struct ConsoleOptions: SettingFlags {
     static let commands = Commands.console
 
     @Option(Settings.address) var address: String?
+    @Option(Settings.trustedProxies) var trustedProxies: String?
+    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
 }
 

@@ -34,7 +34,7 @@ struct ConsoleHarness: Sendable {
     static func with<T: Sendable>(
         replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
         operators: (_ replica: Int, _ aliceToken: String) -> String = { "ops-alice:\($1)" },
-        serverAPI: Bool = false, configureFleet: (inout FleetSettings) -> Void = { _ in },
+        serverAPI: Bool = false, trustedProxies: String? = nil, configureFleet: (inout FleetSettings) -> Void = { _ in },
         _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
@@ -62,9 +62,11 @@ struct ConsoleHarness: Sendable {
                 var running: [RunningServices] = []
                 defer { for services in running { services.cancel() } }
                 for replica in 0..<replicas {
-                    guard var settings = try ConsoleSettings(.given([
+                    var given: SettingValues = [
                         Settings.consoleTokens: operators(replica, token), Settings.consoleSecureCookies: "\(secureCookies)",
-                    ], command: .console)) else { throw ServerDidNotStart() }
+                    ]
+                    given[Settings.trustedProxies] = trustedProxies
+                    guard var settings = try ConsoleSettings(.given(given, command: .console)) else { throw ServerDidNotStart() }
                     settings.sampleInterval = sampleInterval
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     let server = try ConsoleServer(
@@ -136,8 +138,10 @@ struct ConsoleHarness: Sendable {
         }
     }
 
-    func post(_ path: String, _ form: [String: String], session: Session? = nil, replica: Int = 0) async throws -> Reply {
+    /// `forwardedFor`: the caller a proxy in front would name in X-Forwarded-For.
+    func post(_ path: String, _ form: [String: String], session: Session? = nil, replica: Int = 0, forwardedFor: String? = nil) async throws -> Reply {
         var headers = Self.headers(session)
+        if let forwardedFor { headers.append(name: "X-Forwarded-For", value: forwardedFor) }
         headers.append(name: "Content-Type", value: "application/x-www-form-urlencoded")
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
         let body = form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")

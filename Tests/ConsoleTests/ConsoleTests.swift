@@ -111,6 +111,22 @@ import Testing
         }
     }
 
+    /// Behind a trusted proxy (`trusted-proxies`, as `serve` has it), wrong logins are counted by the
+    /// caller the proxy names, not by the proxy: one guesser does not lock every operator out.
+    @Test func behindATrustedProxyWrongLoginsAreCountedByTheCaller() async throws {
+        try await ConsoleHarness.with(trustedProxies: "127.0.0.1") { console in
+            for attempt in 0..<OpsConsole.loginAttempts {
+                let wrong = try await console.post(
+                    "/console/login", ["token": "wrong-\(attempt)-0123456789abcdef"], forwardedFor: "203.0.113.5")
+                #expect(wrong.status == 401)
+            }
+            let guesser = try await console.post("/console/login", ["token": console.operatorToken], forwardedFor: "203.0.113.5")
+            #expect(guesser.status == 429, "the guesser's own address used its tries")
+            let colleague = try await console.post("/console/login", ["token": console.operatorToken], forwardedFor: "203.0.113.6")
+            #expect(colleague.status == 303 && colleague.sessionCookie != nil, "another operator behind the same proxy logs in")
+        }
+    }
+
     /// Without Redis nothing can count wrong logins, so none is tried: 503, at the Redis deadline.
     @Test func noLoginIsTriedWhileRedisCannotCountWrongOnes() async throws {
         let proxy = try FreezableProxy.forTestRedis()
