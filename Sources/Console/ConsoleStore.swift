@@ -66,28 +66,36 @@ struct ConsoleStore {
 
     // MARK: Wrong logins
 
-    /// How long logins from `address` are still refused, once it has `limit` wrong ones in its
-    /// window; nil while it may try.
-    func loginRefusal(from address: String, limit: Int) throws -> Duration? {
-        let key = loginFailuresKey(address)
-        guard let failures = try connection.command("GET", key).string.flatMap(Int.init), failures >= limit else { return nil }
-        return .milliseconds(max(1_000, try connection.command("PTTL", key).int ?? 1_000))
+    /// Takes one of the `limit` login tries `address` has in a window, fleet-wide, before its token
+    /// is even looked at: the check and the count are one step, so a hundred tries at once get
+    /// `limit` answers, not a hundred. Returns the tries taken so far, or how long the address must
+    /// wait when it has none left. A login that succeeds gives its try back (`returnLoginTry`).
+    func takeLoginTry(from address: String, limit: Int, window: Duration) throws -> (taken: Int, refusedFor: Duration?) {
+        let reply = try connection.run(
+            Self.takeLoginTryScript, keys: [loginTriesKey(address)], arguments: [window.wholeMilliseconds, limit])
+        guard let parts = reply.array, parts.count == 2, let allowed = parts[0].int, let value = parts[1].int else {
+            throw RedisError.server("unexpected reply to the login tries script: \(reply)")
+        }
+        return allowed == 1 ? (Int(value), nil) : (limit + 1, .milliseconds(max(1_000, value)))
     }
 
-    /// Counts a wrong login from `address`, fleet-wide; returns the window's count so far.
-    func countLoginFailure(from address: String, window: Duration) throws -> Int {
-        try connection.run(Self.countLoginFailureScript, keys: [loginFailuresKey(address)], arguments: [window.wholeMilliseconds]).int.map(Int.init) ?? 0
+    /// A login that succeeded: its try does not count against the address.
+    func returnLoginTry(from address: String) throws {
+        _ = try connection.command("DECR", loginTriesKey(address))
     }
 
-    private func loginFailuresKey(_ address: String) -> String { "\(prefix):console:login-failures:\(address)" }
+    private func loginTriesKey(_ address: String) -> String { "\(prefix):console:login-tries:\(LoginAddress.bucket(address))" }
 
-    /// KEYS[1]  the address's wrong logins
+    /// KEYS[1]  the address's login tries in the window
     /// ARGV[1]  the window, in ms
-    /// Counts one more; the first of a window starts its expiry, in the same step, so a count never outlives it.
-    static let countLoginFailureScript = RedisScript("""
-        local failures = redis.call('INCR', KEYS[1])
-        if failures == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-        return failures
+    /// ARGV[2]  the tries a window allows
+    /// Returns {1, tries taken} while the address may try, else {0, ms until the window ends}. The
+    /// first try of a window starts its expiry in the same step, so a count never outlives it.
+    static let takeLoginTryScript = RedisScript("""
+        local tries = redis.call('INCR', KEYS[1])
+        if tries == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+        if tries > tonumber(ARGV[2]) then return {0, redis.call('PTTL', KEYS[1])} end
+        return {1, tries}
         """)
 
     // MARK: Samples

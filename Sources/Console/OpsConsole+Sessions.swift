@@ -26,14 +26,17 @@ extension OpsConsole {
     public static let loginAttempts = 10
     static let loginWindow = Duration.seconds(15 * 60)
 
-    /// A token for a session: refused while `address` has used up its wrong logins (429), and
-    /// while Redis cannot count them (503), since guessing would then be unlimited.
+    /// A token for a session: each login takes one of the address's tries first (an IPv6 address's
+    /// /64 shares them), and is refused once they are used up (429) and while Redis cannot count
+    /// them (503), since guessing would then be unlimited; a login that succeeds gives its try back.
     func logIn(_ request: Request, from address: String?) async throws -> Response {
         let form = try await Form(request)
         let address = address ?? "unknown"
-        let refusedFor: Duration?
+        let (taken, refusedFor): (Int, Duration?)
         do {
-            refusedFor = try await lanes.run { desk in try desk.store.loginRefusal(from: address, limit: Self.loginAttempts) }
+            (taken, refusedFor) = try await lanes.run { desk in
+                try desk.store.takeLoginTry(from: address, limit: Self.loginAttempts, window: Self.loginWindow)
+            }
         } catch {
             logger.warning("console: a login refused: Redis cannot count wrong logins", metadata: ["error": "\(error)"])
             return page("login", LoginView(problem: "Logging in is not possible right now (the fleet's Redis does not answer). Try again shortly."),
@@ -47,11 +50,10 @@ extension OpsConsole {
             return response
         }
         guard let grant = settings.operators.grant(presenting: form["token"] ?? "") else {
-            let failures = try await lanes.run { desk in try desk.store.countLoginFailure(from: address, window: Self.loginWindow) }
             // One line when an address runs out of tries, not one per guess.
-            if failures == Self.loginAttempts {
+            if taken == Self.loginAttempts {
                 logger.warning("console: logins refused for a while after wrong tokens",
-                               metadata: ["address": "\(address)", "wrong_tokens": "\(failures)", "for": "\(Self.loginWindow)"])
+                               metadata: ["address": "\(address)", "wrong_tokens": "\(taken)", "for": "\(Self.loginWindow)"])
             }
             // Slows guessing down; a real token is 16 characters or more, so guessing cannot win anyway.
             try await Task.sleep(for: .seconds(1))
@@ -59,7 +61,10 @@ extension OpsConsole {
                         status: .unauthorized)
         }
         let lifetime = settings.sessionLifetime
-        let (id, _) = try await lanes.run { desk in try desk.store.startSession(for: grant.name, tokenMark: grant.mark, lifetime: lifetime) }
+        let (id, _) = try await lanes.run { desk in
+            try desk.store.returnLoginTry(from: address)
+            return try desk.store.startSession(for: grant.name, tokenMark: grant.mark, lifetime: lifetime)
+        }
         logger.notice("console: logged in", metadata: ["operator": "\(grant.name)"])
         return Self.redirect(to: "/console", cookie: sessionCookie(id, maxAge: Int(lifetime.components.seconds)))
     }

@@ -127,6 +127,36 @@ import Testing
         }
     }
 
+    /// The check and the count are one step: thirty wrong logins at once from one address get the
+    /// address's ten tries and twenty refusals, not thirty tries.
+    @Test func wrongLoginsAtOnceGetOnlyTheAddressesTries() async throws {
+        try await ConsoleHarness.with { console in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for attempt in 0..<(3 * OpsConsole.loginAttempts) {
+                    group.addTask { try await console.post("/console/login", ["token": "wrong-\(attempt)-0123456789abcdef"]).status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.count { $0 == 401 } == OpsConsole.loginAttempts, "\(statuses.sorted())")
+            #expect(statuses.count { $0 == 429 } == 2 * OpsConsole.loginAttempts)
+        }
+    }
+
+    /// An IPv6 caller holds a whole /64: its addresses share one set of tries.
+    @Test func theAddressesOfOneIPv6SlashSixtyFourShareTheirTries() async throws {
+        try await ConsoleHarness.with(trustedProxies: "127.0.0.1") { console in
+            for attempt in 0..<OpsConsole.loginAttempts {
+                let wrong = try await console.post(
+                    "/console/login", ["token": "wrong-\(attempt)-0123456789abcdef"], forwardedFor: "2001:db8:7:9::\(attempt + 1)")
+                #expect(wrong.status == 401)
+            }
+            let sameSlash64 = try await console.post("/console/login", ["token": console.operatorToken], forwardedFor: "2001:db8:7:9:ffff::1")
+            #expect(sameSlash64.status == 429, "another address of the same /64 has no tries left")
+            let otherSlash64 = try await console.post("/console/login", ["token": console.operatorToken], forwardedFor: "2001:db8:7:a::1")
+            #expect(otherSlash64.status == 303)
+        }
+    }
+
     /// Without Redis nothing can count wrong logins, so none is tried: 503, at the Redis deadline.
     @Test func noLoginIsTriedWhileRedisCannotCountWrongOnes() async throws {
         let proxy = try FreezableProxy.forTestRedis()
