@@ -35,11 +35,11 @@ struct Subscriptions: ParsableCommand {
         var file: String
 
         func run() throws {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw ValidationError("Cannot read \(file) as UTF-8 text: check the path.")
+            guard let data = FileManager.default.contents(atPath: file) else {
+                throw ValidationError("Cannot read \(file): check the path and that it is readable.")
             }
             let settings = try options.settings()
-            let (subscriptions, problems) = SubscriptionFile.parse(text, csv: file.hasSuffix(".csv"), apps: settings.apps)
+            let (subscriptions, problems) = SubscriptionFile.parse(data, csv: file.hasSuffix(".csv"), apps: settings.apps)
             for problem in problems.prefix(20) { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             if problems.count > 20 { FileHandle.standardError.write(Data("… and \(problems.count - 20) more bad lines\n".utf8)) }
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
@@ -96,17 +96,28 @@ struct Subscriptions: ParsableCommand {
     }
 }
 
-/// Reads subscription files: JSON lines or CSV with a header.
+/// Reads subscription files: JSON lines or CSV with a header. Each line is judged alone, bytes
+/// first: a line that is not UTF-8, or whose fields hold a control character (a NUL, which
+/// PostgreSQL refuses in text), is reported by its number and the others are kept.
 enum SubscriptionFile {
     /// Each line's app is its `app`, else the app of its `bundle_id`, else the deployment's one app.
-    static func parse(_ text: String, csv: Bool, apps: AppCatalog) -> ([NewSubscription], [String]) {
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    static func parse(_ data: Data, csv: Bool, apps: AppCatalog) -> ([NewSubscription], [String]) {
+        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .map { String(validating: $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0, as: UTF8.self) }
         var header: [String] = []
-        if csv, !lines.isEmpty { header = lines.removeFirst().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } }
-        var subscriptions: [NewSubscription] = []
         var problems: [String] = []
-        for (index, line) in lines.enumerated() where !line.trimmingCharacters(in: .whitespaces).isEmpty {
+        if csv, !lines.isEmpty {
+            guard let first = lines.removeFirst() else { return ([], ["line 1: the header is not UTF-8 text"]) }
+            header = first.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        var subscriptions: [NewSubscription] = []
+        for (index, line) in lines.enumerated() {
             let number = index + (csv ? 2 : 1)
+            guard let line else {
+                problems.append("line \(number): not UTF-8 text")
+                continue
+            }
+            guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
             let fields: [String: String]
             if csv {
                 let values = line.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -121,6 +132,10 @@ enum SubscriptionFile {
                     continue
                 }
                 fields = object.compactMapValues { $0 is NSNull ? nil : "\($0)" }
+            }
+            guard !fields.values.contains(where: { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
+                problems.append("line \(number): a field holds a control character (a NUL?), which the ledger cannot store")
+                continue
             }
             guard let id = fields["original_transaction_id"], !id.isEmpty else {
                 problems.append("line \(number): original_transaction_id is missing")

@@ -173,6 +173,31 @@ import Testing
         }
     }
 
+    /// A line with a NUL, or that is not UTF-8, is one bad line: reported by its number, the good
+    /// lines imported (a NUL aborted the whole import in PostgreSQL, and bad UTF-8 anywhere read as
+    /// a wrong path).
+    @Test func importReportsUnreadableLinesByNumberAndKeepsTheGoodOnes() async throws {
+        try await Deployment.with { deployment in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("import") + ".jsonl")
+            defer { try? FileManager.default.removeItem(at: file) }
+            var bytes = Array(#"{"original_transaction_id": "1", "receipt": "cmVjZWlwdA=="}"#.utf8) + [0x0A]
+            bytes += Array(#"{"original_transaction_id": "2\u0000", "receipt": "cmVjZWlwdA=="}"#.utf8) + [0x0A]
+            bytes += Array(#"{"original_transaction_id": "3", "receipt": "cmVj"#.utf8) + [0xFF, 0xFE] + Array(#"ZWlwdA=="}"#.utf8) + [0x0A]
+            bytes += Array(#"{"original_transaction_id": "4", "receipt": "cmVjZWlwdA=="}"#.utf8) + [0x0A]
+            try Data(bytes).write(to: file)
+            let imported = try await runFleetCommand(["subscriptions", "import", file.path], environment: deployment.settings.processEnvironment)
+            #expect(imported.status == 2, "\(imported.output)")
+            #expect(imported.output.contains("line 2: a field holds a control character"), "\(imported.output)")
+            #expect(imported.output.contains("line 3: not UTF-8 text"), "\(imported.output)")
+            #expect(imported.output.contains("Added 2, already present 0, bad lines 2."), "\(imported.output)")
+            let ids = try await onOwnThread {
+                try deployment.database.connect().query("SELECT original_transaction_id AS id FROM subscriptions ORDER BY 1")
+                    .map { try $0["id"].text() ?? "" }
+            }
+            #expect(ids == ["1", "4"])
+        }
+    }
+
     @Test func theCallTimeoutsAreShownCheckedAndReachTheClients() async throws {
         let shown = try await runFleetCommand(
             ["config", "check", "--redis-timeout", "2.5"], environment: ["RECEIPTFLEET_POSTGRES_TIMEOUT": "4"])
