@@ -28,6 +28,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        // Hummingbird's own: the request parts a server's channel handlers see (the console's and
+        // the API's request deadline).
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.0.0"),
@@ -125,12 +128,14 @@ let package = Package(
         // The ops console: one web page of the queue, Apple, dead letters, subscriptions and webhooks
         // (under /console in receiptfleet serve, or alone in receiptfleet console).
         .target(name: "Console", dependencies: [
-            "AccessTokens", "AppStore", "EventRelay", "Fleet", "FleetConfiguration", "Operations", "JobQueue", "Lanes",
-            "Ledger", "PostgresClient",
-            "Redaction", "RedisClient",
+            "AccessTokens", "AppStore", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger", "Operations",
+            "PostgresClient", "Redaction", "RedisClient",
             .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -72,6 +72,7 @@ public final class APIServer: NamedService {
         let onListening = onListening
         let app = Application(
             router: router(),
+            server: DeadlineServer.http1(deadline: settings.requestDeadline),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)

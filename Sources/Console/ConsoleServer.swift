@@ -11,6 +11,7 @@ import ServiceLifecycle
 public struct ConsoleServer: NamedService {
     let console: OpsConsole
     let trustedProxies: TrustedProxies
+    let requestDeadline: Duration
     let host: String
     let port: Int
     let logger: Logger
@@ -22,7 +23,7 @@ public struct ConsoleServer: NamedService {
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         console = try OpsConsole(settings: settings, fleet: fleet, logger: logger)
-        trustedProxies = settings.trustedProxies
+        (trustedProxies, requestDeadline) = (settings.trustedProxies, settings.requestDeadline)
         (self.host, self.port, self.logger, self.onListening) = (host, port, logger, onListening)
     }
 
@@ -37,6 +38,7 @@ public struct ConsoleServer: NamedService {
         let onListening = onListening
         let app = Application(
             router: router,
+            server: DeadlineServer.http1(deadline: requestDeadline),
             configuration: .init(address: .hostname(host, port: port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -29,6 +29,10 @@ public struct APISettings: Sendable {
     public var lanes: Int
     /// How long a registration may wait for the fleet's rate limiter before answering 503.
     public var appleWait: Duration = .seconds(10)
+    /// How long a request may take to arrive whole (its headers, then its body): a caller that
+    /// never finishes one holds its connection no longer. Apple and an app's back end send theirs in
+    /// well under a second.
+    public var requestDeadline: Duration = .seconds(30)
 
     /// serve's settings as `configuration` resolves them; API tokens are required.
     public init(_ configuration: ResolvedConfiguration) throws {

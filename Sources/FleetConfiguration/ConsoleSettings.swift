@@ -17,6 +17,8 @@ public struct ConsoleSettings: Sendable {
     public var app = AppCatalog.defaultAppName
     /// Threads with their own Redis and PostgreSQL connections serving the pages.
     public var lanes = 2
+    /// How long a request may take to arrive whole, as the API's (`APISettings.requestDeadline`).
+    public var requestDeadline: Duration = .seconds(30)
 
     /// The console's settings as `configuration` resolves them; nil when no operator token is
     /// configured (serve then mounts no console).

@@ -1,0 +1,67 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import NIOHTTPTypes
+
+/// A server whose every request must arrive whole within `deadline`: its headers from the moment
+/// the connection opens (or the previous answer ended), its body from its headers on. A caller
+/// that sends a `Content-Length` and then a byte now and then, or never finishes its headers,
+/// holds a connection and a descriptor for at most that long, not for ever.
+public enum DeadlineServer {
+    public static func http1(deadline: Duration) -> HTTPServerBuilder {
+        .http1(configuration: HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadline(deadline: TimeAmount(deadline))],
+            idleTimeout: nil))
+    }
+}
+
+/// Closes the connection when the request being read has not ended `deadline` after its clock
+/// started: when the connection opened or the previous response ended (the headers' clock), or
+/// when its headers came (the body's). While a request is answered no clock runs: an answer may
+/// wait for Apple.
+final class RequestDeadline: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
+
+    init(deadline: TimeAmount) { self.deadline = deadline }
+
+    func handlerAdded(context: ChannelHandlerContext) { arm(context) }
+
+    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: arm(context)
+        case .end: disarm()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { arm(context) }
+        context.write(data, promise: promise)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        disarm()
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: deadline) { bound.value.close(promise: nil) }
+    }
+
+    private func disarm() {
+        timer?.cancel()
+        timer = nil
+    }
+}
