@@ -64,6 +64,25 @@ struct ConsoleStore {
         text.utf8.count == 64 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
     }
 
+    // MARK: Confirmations
+
+    /// A confirmation for one action shown on a confirmation page: the page's form carries it, and
+    /// the action is done only by the first post that uses it, so a form sent twice (a double
+    /// click, a retried request) acts once.
+    func issueConfirmation(lifetime: Duration) throws -> String {
+        let token = Self.randomToken()
+        try connection.command("SET", confirmationKey(token), "1", "PX", lifetime.wholeMilliseconds)
+        return token
+    }
+
+    /// Whether `token` was issued and not used yet; uses it.
+    func useConfirmation(_ token: String) throws -> Bool {
+        guard Self.isToken(token) else { return false }
+        return try connection.command("DEL", confirmationKey(token)).int == 1
+    }
+
+    private func confirmationKey(_ token: String) -> String { "\(prefix):console:confirmation:\(token)" }
+
     // MARK: Wrong logins
 
     /// Takes one of the `limit` login tries `address` has in a window, fleet-wide, before its token

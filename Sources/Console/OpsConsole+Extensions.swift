@@ -28,9 +28,16 @@ extension OpsConsole {
             return candidate
         }
         guard form["confirm"] == "yes" else {
-            return page("confirm-extend", ConfirmExtendView(who: who, candidate: candidate, days: days, reason: reason))
+            let confirmation = try await lanes.run { desk in try desk.store.issueConfirmation(lifetime: Self.confirmationLifetime) }
+            return page("confirm-extend", ConfirmExtendView(
+                who: who, candidate: candidate, days: days, reason: reason, confirmation: confirmation))
         }
         if let why = candidate.ineligible { throw ConsoleProblem.badRequest("Subscription \(id) cannot be extended: \(why).") }
+        // Apple allows two extensions a year: a confirmation sent twice asks once.
+        let token = form["confirmation"] ?? ""
+        guard try await lanes.run({ desk in try desk.store.useConfirmation(token) }) else {
+            return Self.redirect(to: "/console/subscriptions/\(id)?done=already-confirmed")
+        }
         let outcome = try await audited(
             who, "subscriptions.extend", target: "subscription \(id)", details: ["days": "\(days)", "reason": reason.name],
             results: { ["result": "\($0)"] }
@@ -41,6 +48,9 @@ extension OpsConsole {
         let extended = if case .extended = outcome { true } else { false }
         return Self.redirect(to: "/console/subscriptions/\(id)?done=\(extended ? "extended" : "extension-refused")")
     }
+
+    /// How long a confirmation page's form may be sent.
+    static let confirmationLifetime = Duration.seconds(15 * 60)
 
     /// How long a console request waits for Apple's endpoint budget: the operator is looking at the
     /// page, and its lane serves no other page meanwhile.
@@ -66,8 +76,11 @@ struct ConfirmExtendView {
     /// What Apple will be asked, or nil when the ledger says Apple would refuse.
     var ask: String?
     var refusal: String?
+    /// The one-time confirmation the form carries (`ConsoleStore.useConfirmation`).
+    var confirmation: String
 
-    init(who: OpsConsole.Operator, candidate: ExtensionCandidate, days: Int, reason: ExtendReason) {
+    init(who: OpsConsole.Operator, candidate: ExtensionCandidate, days: Int, reason: ExtendReason, confirmation: String) {
+        self.confirmation = confirmation
         chrome = Chrome("Extend the renewal date?", tab: .subscriptions, viewer: who)
         (id, originalTransactionID, product) = (candidate.id, candidate.originalTransactionID, candidate.productID ?? "-")
         (self.days, self.reason) = (days, reason.name)

@@ -80,6 +80,7 @@ struct Notice {
         case "not-verified": text = "Not verified: the fleet is paused or halted, or Apple did not answer usefully; see the verifications below."
         case "extended": text = "Apple extended the renewal date. Its check is queued: renewal_extended follows once a worker has verified it."
         case "extension-refused": text = "Apple refused the extension; the audit trail says why."
+        case "already-confirmed": text = "That confirmation was already sent: the action was done once, not again."
         default: return nil
         }
     }

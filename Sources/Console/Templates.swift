@@ -229,6 +229,7 @@ enum Templates {
           <input type="hidden" name="days" value="{{days}}">
           <input type="hidden" name="reason" value="{{reason}}">
           <input type="hidden" name="confirm" value="yes">
+          <input type="hidden" name="confirmation" value="{{confirmation}}">
           <button type="submit" id="confirm-extend">Ask Apple to extend it</button>
           <a href="/console/subscriptions/{{id}}">Cancel</a>
         </form>

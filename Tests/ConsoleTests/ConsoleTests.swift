@@ -532,9 +532,18 @@ import Testing
             #expect(try await console.post("/console/subscriptions/\(record.id)/extend", form.merging(["days": "91"]) { $1 }, session: session)
                 .status == 400)
 
-            let done = try await console.post(
-                "/console/subscriptions/\(record.id)/extend", form.merging(["confirm": "yes"]) { $1 }, session: session)
-            #expect(done.location == "/console/subscriptions/\(record.id)?done=extended")
+            // The confirmation page's form, sent three times at once (a double click, a retry): Apple
+            // is asked once, and allows only two extensions a year.
+            let confirmation = try #require(confirm.body.firstMatch(of: /name="confirmation" value="([0-9a-f]{64})"/)?.output.1)
+            let confirmed = form.merging(["confirm": "yes", "confirmation": String(confirmation)]) { $1 }
+            let sent = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<3 {
+                    group.addTask { try await console.post("/console/subscriptions/\(record.id)/extend", confirmed, session: session).location }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(sent.count { $0 == "/console/subscriptions/\(record.id)?done=extended" } == 1, "\(sent)")
+            #expect(sent.count { $0 == "/console/subscriptions/\(record.id)?done=already-confirmed" } == 2, "\(sent)")
             let audited = try await console.onLedger { try $0.auditTrail(action: "subscriptions.extend") }
             #expect(audited.map(\.via) == [.console] && audited.first?.actor == "ops-alice" && audited.first?.details["days"] == "5")
 
