@@ -13,6 +13,11 @@ enum ConsoleProblem: Error {
     case badRequest(String)
 }
 
+extension ConsoleProblem {
+    /// The longest query value a console page takes: a search or a filter, never a document.
+    static let longestQueryValue = 1_024
+}
+
 /// In front of every console route: turns problems into pages, and any other failure into a page
 /// that says it is logged (the log has the error, which names hosts and causes, never secrets).
 struct ConsolePagesMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -20,6 +25,7 @@ struct ConsolePagesMiddleware<Context: RequestContext>: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
+            try Self.checkQuery(request.uri.queryParameters)
             return try await next(request, context)
         } catch let problem as ConsoleProblem {
             return console.page(for: problem, method: request.method)
@@ -37,6 +43,18 @@ struct ConsolePagesMiddleware<Context: RequestContext>: RouterMiddleware {
             return console.page("error", ErrorView(
                 heading: "Something failed", message: "The server could not do this: \(Self.short(error)). It is logged; try again.",
                 back: "/console", backLabel: "Back to the overview"), status: .internalServerError)
+        }
+    }
+
+    /// Every query value a page reads is text a person typed: one holding a control character (a
+    /// NUL, which PostgreSQL refuses) or longer than a search can be is refused for all of them.
+    private static func checkQuery(_ parameters: Hummingbird.Parameters) throws(ConsoleProblem) {
+        for (name, value) in parameters {
+            guard value.utf8.count <= ConsoleProblem.longestQueryValue,
+                  !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw .badRequest("The value of '\(name.prefix(40))' holds a control character or is over \(ConsoleProblem.longestQueryValue) bytes.")
+            }
         }
     }
 

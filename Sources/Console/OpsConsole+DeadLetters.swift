@@ -22,8 +22,11 @@ extension OpsConsole {
     }
 
     /// A dead letter's id (a stream entry id), or a 400 naming what was given.
+    /// A stream entry's id, MS-SEQ, each part a number Redis holds (64 bits): Redis answers any
+    /// other an error.
     private static func letterID(_ text: String) throws -> String {
-        guard text.range(of: #"^[0-9]+-[0-9]+$"#, options: .regularExpression) != nil else {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isASCII) && UInt64($0) != nil }) else {
             throw ConsoleProblem.badRequest("'\(text.prefix(40))' is not a dead letter's id.")
         }
         return text

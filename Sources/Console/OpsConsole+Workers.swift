@@ -5,11 +5,19 @@ import JobQueue
 /// The fleet's worker processes and what each holds now (Sidekiq's Busy page), and the jobs that
 /// wait for a time: retries, jobs a pause postponed, checks scheduled for later.
 extension OpsConsole {
+    /// The furthest a page of waiting jobs may start: beyond any queue this fleet holds.
+    static let largestOffset = 100_000_000
+
     static let delayedPage = 100
 
     func workers(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
-        let offset = request.uri.queryParameters["from"].flatMap { Int($0) }.map { max(0, $0) } ?? 0
+        let offset = try request.uri.queryParameters["from"].map { text -> Int in
+            guard let offset = Int(text), (0...Self.largestOffset).contains(offset) else {
+                throw ConsoleProblem.badRequest("'\(text.prefix(40))' is not a place in the list: a whole number from 0 to \(Self.largestOffset).")
+            }
+            return offset
+        } ?? 0
         let (processes, stats, delayed) = try await lanes.run { desk in
             (try desk.queue.processes(), try desk.queue.stats(),
              try desk.queue.delayedJobs(offset: offset, limit: Self.delayedPage))

@@ -154,11 +154,15 @@ extension JobQueue {
         return counts
     }
 
+    static let largestStreamID = "18446744073709551615-18446744073709551615"
+
     /// Reads the dead-letter stream oldest first (after the entry `after`), a page at a time, while
     /// `body` returns true.
     private func forEachDeadLetterPage(
         after: String? = nil, _ body: ([DeadLetter]) throws(QueueError) -> Bool
     ) throws(QueueError) {
+        // Nothing comes after the largest id a stream can hold, and Redis refuses a range from past it.
+        if after == Self.largestStreamID { return }
         var start = after.map { "(" + $0 } ?? "-"
         while true {
             let reply = try connection.execute(["XRANGE", keys.dead, start, "+", "COUNT", 500])
