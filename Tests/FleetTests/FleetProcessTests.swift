@@ -215,7 +215,8 @@ import Testing
             try await Task.sleep(for: .seconds(4))
             simulator.store.resetStatistics()
             worker.send(SIGCONT)
-            try await Task.sleep(for: .seconds(4))  // real time: the seconds after it wakes are the ones measured
+            // Real time: the seconds after it wakes are the ones measured.
+            try await Task.sleep(for: .seconds(4))
             let busiest = simulator.store.statistics.maxRequestsInOneSecond
             let status = try await setup.status(within: .seconds(15)) { !$0.queue.starvedWorkers.isEmpty }
             worker.send(SIGTERM)
