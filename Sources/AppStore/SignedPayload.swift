@@ -54,6 +54,17 @@ public struct SignedPayloadVerifier: Sendable {
         return try parsed.payload(verifiedWith: key)
     }
 
+    /// The payload of `jws` once its chain and signature hold at `time`, for a thread of the
+    /// fleet's own: a chain validated before is only looked up; a new one (once per chain Apple
+    /// signs with) is validated on this very thread.
+    public func payloadOnThisThread(of jws: String, at time: Date) throws(SignatureError) -> Data {
+        if let payload = try payloadOfKnownChain(of: jws, at: time) { return payload }
+        let checked = CallingThreadExecutor.run { () async -> Result<Data, SignatureError> in
+            do throws(SignatureError) { return .success(try await payload(of: jws, at: time)) } catch { return .failure(error) }
+        }
+        return try checked.get()
+    }
+
     /// Validates an `x5c` chain at `time`; returns its signing key and when all its certificates are valid.
     private func validate(
         _ x5c: [String], at time: Date

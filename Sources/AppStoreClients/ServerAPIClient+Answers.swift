@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
 import HTTPClient
-import Synchronization
 
 /// How the client reads Apple's answers: error bodies, statuses and history pages, every signed
 /// payload checked before it is kept.
@@ -59,22 +58,9 @@ extension ServerAPIClient {
         return nil
     }
 
-    /// The payload of `jws`, once its chain and signature hold. A chain validated before is checked
-    /// here; a new one (once per chain Apple signs with) on Swift's pool, where swift-certificates'
-    /// validation runs, while this thread (a worker's own) waits for it.
+    /// The payload of `jws`, once its chain and signature hold.
     func verified(_ jws: String, at now: Date) throws -> Data {
-        if let payload = try signatures.payloadOfKnownChain(of: jws, at: now) { return payload }
-        let signatures = signatures
-        let result = Mutex<Result<Data, SignatureError>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let checked: Result<Data, SignatureError>
-            do throws(SignatureError) { checked = .success(try await signatures.payload(of: jws, at: now)) } catch { checked = .failure(error) }
-            result.withLock { $0 = checked }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
+        try signatures.payloadOnThisThread(of: jws, at: now)
     }
 
     /// Retry-After as Apple or a proxy writes it: seconds to wait, or a UNIX time in milliseconds.

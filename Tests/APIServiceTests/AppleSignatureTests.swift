@@ -83,6 +83,27 @@ import X509
         #expect(try verifier.payloadOfKnownChain(of: otherHeader, at: Self.signedDate) == nil)
     }
 
+    /// A worker's thread validates a chain it has not seen on itself: the async validation's work
+    /// runs on the calling thread, with no hop to Swift's pool and no thread waiting for a task.
+    @Test func aNewChainIsValidatedOnTheCallingThread() async throws {
+        let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        let genuine = try Self.genuine()
+        let (payload, ranHere) = try await onOwnThread {
+            let caller = pthread_self()
+            let ranOn = CallingThreadExecutor.run { () async -> pthread_t in
+                await Task.yield()
+                return pthread_self()
+            }
+            return (try verifier.payloadOnThisThread(of: genuine, at: Self.signedDate), pthread_equal(ranOn, caller) != 0)
+        }
+        #expect(ranHere, "the task's jobs ran on the thread that asked")
+        #expect(try verifier.payloadOfKnownChain(of: genuine, at: Self.signedDate) == payload, "the validated chain is remembered")
+        let other = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
+        #expect(throws: SignatureError.self, "an expired chain is refused here as in the async check") {
+            try other.payloadOnThisThread(of: genuine, at: Date())
+        }
+    }
+
     @Test func aLongerChainOrAnOversizedPayloadIsRefusedUnread() async throws {
         let verifier = SignedPayloadVerifier(trustedRoots: [try AppleRootCertificate.load()])
         let parts = try Self.genuine().split(separator: ".").map(String.init)
