@@ -207,7 +207,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ], path: "Tests/TestSupport"),
         .testTarget(name: "LanesTests", dependencies: [
-            "Lanes",
+            "Lanes", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

@@ -27,10 +27,8 @@ import TestSupport
             #expect(started.duration(to: .now) < .seconds(2))
 
             proxy.thaw()
-            var recovered = false
-            for _ in 0..<40 where !recovered {
-                recovered = try await api.get("/v1/subscriptions?account_id=x", auth: .none).status == 401
-                if !recovered { try await Task.sleep(for: .milliseconds(250)) }
+            let recovered = try await eventually(within: .seconds(10), every: .milliseconds(250)) {
+                try await api.get("/v1/subscriptions?account_id=x", auth: .none).status == 401
             }
             #expect(recovered, "the limit is checked again once Redis answers")
         }

@@ -45,7 +45,8 @@ struct FaultTests {
             #expect(stats.rateLimitViolations >= busiest - 10 && stats.rateLimitViolations <= 15)
             let violations = stats.rateLimitViolations
 
-            // A second later the window is empty again: a few more requests break no limit.
+            // A second later the window is empty again: a few more requests break no limit. (Real
+            // time: the simulator counts requests per second of the wall clock, as Apple does.)
             try await Task.sleep(for: .milliseconds(1100))
             for _ in 0..<5 { _ = try await verify(client, renewing) }
             stats = try await fetchStats(client)

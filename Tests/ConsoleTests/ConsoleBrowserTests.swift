@@ -43,6 +43,7 @@ import Testing
                         try queue.reportProcess(WorkerProcess(
                             name: JobQueue.processName, host: JobQueue.hostName, pid: 4242, threads: 4, startedAt: started, jobsDone: 1_660))
                     }
+                    // Real time: the browser reads the page on the wall clock, as an operator does.
                     try await Task.sleep(for: .seconds(5))
                 }
             }

@@ -199,12 +199,9 @@ import Testing
             #expect(frozen.status == 503)
             #expect(frozen.body.contains("Redis is not answering"))
             proxy.thaw()
-            var page = try await console.get("/console", session: session)
-            for _ in 0..<20 where page.status != 200 {
-                try await Task.sleep(for: .milliseconds(250))
-                page = try await console.get("/console", session: session)
-            }
-            #expect(page.status == 200)
+            #expect(try await eventually(within: .seconds(5), every: .milliseconds(250)) {
+                try await console.get("/console", session: session).status == 200
+            })
         }
     }
 
@@ -729,8 +726,7 @@ import Testing
                 let key = "\(fleet.keyPrefix):console:minutes"
                 // The sampler's own first sample (the empty fleet's counters, in this minute) would
                 // sit among these and draw a rate from 0: it goes before they come.
-                let deadline = ContinuousClock.now + .seconds(10)
-                while try redis.command("ZCARD", key).int == 0, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+                try eventuallyOnThisThread(within: .seconds(10)) { try redis.command("ZCARD", key).int != 0 }
                 try redis.command("DEL", key)
                 let now = try redis.command("TIME").array!.first!.string.flatMap { Int64($0) }! * 1_000
                 for minute in 0..<180 {
@@ -768,14 +764,11 @@ import Testing
             let key = "\(console.fleet.keyPrefix):console:samples"
             let fleet = console.fleet
             // Each replica samples when it starts; with the harness's long interval all three fall in one bucket.
-            var count = 0
-            for _ in 0..<100 where count == 0 {
-                try await Task.sleep(for: .milliseconds(50))
-                count = try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) }
-            }
+            let samples = { try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) } }
+            try await eventually(within: .seconds(5), every: .milliseconds(50)) { try await samples() > 0 }
+            // Real time: the other replicas' first samples, which must not add to the bucket, come meanwhile.
             try await Task.sleep(for: .milliseconds(500))
-            count = try await onOwnThread { Int(try RedisConnection(fleet.redisConfiguration()).command("ZCARD", key).int ?? 0) }
-            #expect(count == 1)
+            #expect(try await samples() == 1)
         }
     }
 }
@@ -793,9 +786,9 @@ import Testing
             let process = try FleetProcess(
                 ["console", "--address", "127.0.0.1:0"], environment: environment.merging(["RECEIPTFLEET_CONSOLE_TOKENS": "cli-ops:\(token)"]) { $1 })
             var port: Int?
-            for _ in 0..<200 where port == nil {
-                try await Task.sleep(for: .milliseconds(50))
+            try await eventually(within: .seconds(10), every: .milliseconds(50)) {
                 port = process.log.firstMatch(of: /http:\/\/127\.0\.0\.1:(\d+)\/console/).flatMap { Int($0.1) }
+                return port != nil
             }
             let bound = try #require(port, "the console did not say where it listens:\n\(process.log)")
             let root = try await onOwnThread { try HTTPClient().get(url: "http://127.0.0.1:\(bound)/") }

@@ -39,7 +39,7 @@ import Testing
                 otherReceiver.stop()
                 dispatchers.stop(grace: .seconds(30))
             }
-            guard eventually(within: .seconds(120), { healthy.requests.count >= events }) else {
+            guard eventuallyOnThisThread(within: .seconds(120), { healthy.requests.count >= events }) else {
                 throw Unfinished(received: healthy.requests.count)
             }
             return ContinuousClock.now - started

@@ -33,7 +33,7 @@ import Testing
                 let before = receiver.requests.count
                 for subscription in try insertSubscriptions(count, on: database) { try insertEvent(subscription, on: database) }
                 try relay.runOnce()
-                #expect(eventually { receiver.requests.count >= before + count }, "the dispatcher delivered them")
+                #expect(eventuallyOnThisThread { receiver.requests.count >= before + count }, "the dispatcher delivered them")
             }
             try deliver(3)
             let (new, until) = try registry.rotateSigningSecret(id: endpoint.id, overlap: .seconds(3_600))

@@ -70,16 +70,6 @@ final class RunningDispatchers: Sendable {
     }
 }
 
-/// Waits until `condition` holds, checking every 5 ms; false if it still does not after `limit`.
-func eventually(within limit: Duration = .seconds(30), _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        Thread.sleep(forTimeInterval: 0.005)
-    }
-    return try condition()
-}
-
 /// Runs the dispatcher once at each offset from `clock`'s start (moving the clock there) and
 /// describes what each run did: attempts made, then the delivery's state, attempts so far, and
 /// its next attempt as seconds after the start.

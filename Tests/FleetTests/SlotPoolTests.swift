@@ -31,6 +31,7 @@ import Testing
         let pool = SlotPool(tolerance: .milliseconds(10))
         pool.keep([.now], for: .verifyReceipt)
         #expect(pool.recentDemand(for: .verifyReceipt) == 1)
+        // Real time: slots are instants of the monotonic clock the gate books them on.
         Thread.sleep(forTimeInterval: 0.02)
         #expect(pool.recentDemand(for: .verifyReceipt) == 0)
     }

@@ -38,8 +38,8 @@ struct DeliveryTests {
             // Not idle long enough yet: nothing to reclaim. (A timeout far above a loaded machine's
             // pauses, so the check is the rule's, not the scheduler's.)
             let early = try rescuer.reclaim(idleLongerThan: .seconds(30), maxDeliveries: 5)
-            Thread.sleep(forTimeInterval: 1.05)
-            let late = try rescuer.reclaim(idleLongerThan: .seconds(1), maxDeliveries: 5)
+            // Any idle time is long enough for a timeout of zero: the same rule, without waiting.
+            let late = try rescuer.reclaim(idleLongerThan: .zero, maxDeliveries: 5)
             let acked = try late.jobs.first.map { try rescuer.ack($0) }
             return (lost, early.jobs.count, late.jobs, acked, try connection.length(ofStream: deployment.keys.ready))
         }
@@ -64,8 +64,7 @@ struct DeliveryTests {
 
             let second = try unwrap(try owner.reserve(block: .zero).first, "a reserved job")
             let othersAckBeforeReclaim = try other.ack(second)
-            Thread.sleep(forTimeInterval: 0.15)
-            let reclaimed = try other.reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 5).jobs
+            let reclaimed = try other.reclaim(idleLongerThan: .zero, maxDeliveries: 5).jobs
             let oldOwner = (try owner.ack(second), try owner.retry(second, after: timeoutFailure), try owner.postpone(second, for: .zero))
             let newOwner = try reclaimed.map { try other.ack($0) }
             let delayed = try connection.command("ZCARD", deployment.keys.delayed).int
@@ -86,16 +85,13 @@ struct DeliveryTests {
         let result = try await withDeployment { deployment, connection in
             let owner = try deployment.queue("owner", on: connection)
             let other = try deployment.queue("other")
-            // Job 2 is reserved first and idles until another worker takes it over; the rest are fresh.
-            // The margins are wide: on a loaded machine 100 ms once passed between reserving the fresh
-            // jobs and the reclaim, which then took them too.
+            // Job 2 is reserved first and taken over by another worker; the rest are reserved after.
             try owner.enqueue(subscriptionIDs: [2], run: "night", reason: .nightly)
             let stale = try owner.reserve(count: 1, block: .zero)
-            Thread.sleep(forTimeInterval: 2)
+            let taken = try other.reclaim(idleLongerThan: .zero, maxDeliveries: 5).jobs
             try owner.enqueue(subscriptionIDs: [1, 3], run: "night", reason: .nightly)
             try owner.enqueue(subscriptionID: 4, run: "push", reason: .notification)  // the high-priority stream
             let batch = stale + (try owner.reserve(count: 3, block: .zero))
-            let taken = try other.reclaim(idleLongerThan: .milliseconds(1_500), maxDeliveries: 5).jobs
             let acked = try owner.ack(batch)
             let left = try [deployment.keys.readyHigh, deployment.keys.ready].map { try connection.length(ofStream: $0) }
             let queuedBits = try [1, 2, 3].map { try connection.command("GETBIT", deployment.keys.queued, $0).int }
@@ -117,8 +113,7 @@ struct DeliveryTests {
             try queue.enqueue(subscriptionIDs: [1, 2], run: "night", reason: .nightly)
             let reserved = try queue.reserve(count: 2, block: .zero)
             try connection.command("XDEL", deployment.keys.ready, reserved[0].entryID)
-            Thread.sleep(forTimeInterval: 0.12)
-            let reclaimed = try deployment.queue("b").reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 5)
+            let reclaimed = try deployment.queue("b").reclaim(idleLongerThan: .zero, maxDeliveries: 5)
             let pending = try connection.command("XPENDING", deployment.keys.ready, QueueKeys.group).array?.first?.int
             return (reclaimed, pending)
         }
@@ -133,10 +128,8 @@ struct DeliveryTests {
             let queues = try ["w1", "w2", "w3"].map { try deployment.queue($0) }
             try queues[0].enqueue(subscriptionIDs: [666], run: "night", reason: .nightly)
             _ = try queues[0].reserve(block: .zero)  // delivery 1; the worker crashes on it
-            Thread.sleep(forTimeInterval: 0.12)
-            let second = try queues[1].reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 2)  // delivery 2
-            Thread.sleep(forTimeInterval: 0.12)
-            let third = try queues[2].reclaim(idleLongerThan: .milliseconds(100), maxDeliveries: 2)  // would be 3
+            let second = try queues[1].reclaim(idleLongerThan: .zero, maxDeliveries: 2)  // delivery 2
+            let third = try queues[2].reclaim(idleLongerThan: .zero, maxDeliveries: 2)  // would be 3
             let dead = try queues[2].deadLetters()
             return (second, third, dead, try connection.length(ofStream: deployment.keys.ready))
         }
@@ -199,6 +192,7 @@ struct DeliveryTests {
             let emptyWait = ContinuousClock.now - start
             start = ContinuousClock.now
             Thread {
+                // Real time: what is measured is how long a blocking read waits on Redis.
                 Thread.sleep(forTimeInterval: 0.3)
                 _ = try? deployment.queue("producer").enqueue(subscriptionID: 99, run: "push", reason: .notification)
             }.start()

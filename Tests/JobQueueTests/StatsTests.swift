@@ -155,6 +155,7 @@ struct StatsTests {
             try busy.ack(job)
             let accepted = try busy.deregister()
             let left = try leaver.deregister()
+            // Real time: a consumer's idle time grows on Redis's clock, which only waiting moves.
             Thread.sleep(forTimeInterval: 0.15)
             let removed = try busy.removeIdleConsumers(idleLongerThan: .milliseconds(100))
             let stats = try busy.stats()

@@ -75,6 +75,7 @@ final class ThreadBoundCounter {
                     try await pool.run { _ in
                         let now = concurrency.running.add(1, ordering: .relaxed).newValue
                         concurrency.peak.max(now, ordering: .relaxed)
+                        // Real time: a call long enough for the others to pile up behind it.
                         usleep(50_000)
                         concurrency.running.subtract(1, ordering: .relaxed)
                     }

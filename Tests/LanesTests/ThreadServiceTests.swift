@@ -3,6 +3,7 @@ import Lanes
 import Logging
 import ServiceLifecycle
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct ThreadServiceTests {
@@ -16,12 +17,14 @@ import Testing
         let stop = StopSignal()
         let woke = DispatchSemaphore(value: 0)
         let slept = Mutex<Bool?>(nil)
+        let sleeping = DispatchSemaphore(value: 0)
         Thread {
+            sleeping.signal()
             let fullNap = stop.sleep(.seconds(60))
             slept.withLock { $0 = fullNap }
             woke.signal()
         }.start()
-        try await Task.sleep(for: .milliseconds(50))
+        sleeping.wait()
         let setAt = ContinuousClock.now
         stop.set()
         #expect(woke.wait(timeout: .now() + 5) == .success, "the sleeper woke when the signal was set")
@@ -35,12 +38,13 @@ import Testing
         let service = ThreadService("rf-test", threads: 3, grace: .seconds(30), logger: Logger(label: "test")) { _, stop in
             counters.started.add(1, ordering: .relaxed)
             while stop.sleep(.seconds(60)) {}
-            Thread.sleep(forTimeInterval: 0.1)  // winding down takes a moment
+            // Real time: winding down takes a moment, which the service must wait out.
+            Thread.sleep(forTimeInterval: 0.1)
             counters.ended.add(1, ordering: .relaxed)
         }
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: Logger(label: "test")))
         let running = Task { try await group.run() }
-        while counters.started.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually(every: .milliseconds(10)) { counters.started.load(ordering: .relaxed) == 3 }
         #expect(counters.ended.load(ordering: .relaxed) == 0)
         await group.triggerGracefulShutdown()
         try await running.value
@@ -49,11 +53,13 @@ import Testing
 
     @Test func aThreadStillBusyAfterTheGraceIsLeftBehind() async throws {
         let release = DispatchSemaphore(value: 0)
+        let inCall = Atomic(false)
         let service = ThreadService("rf-test-stuck", grace: .milliseconds(200), logger: Logger(label: "test")) { _, _ in
+            inCall.store(true, ordering: .relaxed)
             release.wait()  // a call that ignores the stop, as a C call does
         }
         let ended = Task { await service.runThreads() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually(every: .milliseconds(5)) { inCall.load(ordering: .relaxed) }
         ended.cancel()
         #expect(await ended.value == false, "the grace ran out with the thread still busy")
         release.signal()
@@ -66,7 +72,7 @@ import Testing
             while stop.sleep(.seconds(60)) {}
         }
         let running = Task { await service.runThreads() }
-        while name.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually(every: .milliseconds(10)) { name.withLock { $0 } != nil }
         running.cancel()
         #expect(await running.value)
         #expect(name.withLock { $0 }?.trimmingCharacters(in: .whitespacesAndNewlines) == "rf-test-name")

@@ -14,10 +14,9 @@ public func descriptorsLeaked(by body: () async throws -> Void) async throws -> 
     let before = openFileDescriptorCount()
     try await body()
     var lowest = openFileDescriptorCount()
-    let deadline = ContinuousClock.now + .seconds(10)
-    while lowest > before, ContinuousClock.now < deadline {
-        try await Task.sleep(for: .milliseconds(100))
+    try await eventually(within: .seconds(10), every: .milliseconds(100)) {
         lowest = min(lowest, openFileDescriptorCount())
+        return lowest <= before
     }
     return lowest - before
 }

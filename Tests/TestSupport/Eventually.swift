@@ -18,3 +18,19 @@ public func eventually(
         try await clock.sleep(for: interval)
     }
 }
+
+/// `eventually` for a thread of a test's own (a blocking C client's): the same polling, the thread
+/// blocked between looks. (A name of its own: as an overload, a task's sync condition would
+/// choose it and block Swift's pool.)
+@discardableResult
+public func eventuallyOnThisThread(
+    within limit: Duration = .seconds(30), every interval: Duration = .milliseconds(20), on clock: any FleetClock = SystemClock(),
+    _ condition: () throws -> Bool
+) rethrows -> Bool {
+    let deadline = clock.after(limit)
+    while true {
+        if try condition() { return true }
+        guard clock.now() < deadline else { return false }
+        clock.sleep(interval)
+    }
+}

@@ -96,6 +96,7 @@ public final class FreezableProxy: Sendable {
                 guard readable(from, within: 5) else { continue }
                 let count = read(from, &buffer, buffer.count)
                 let hold = replyHold.load(ordering: .relaxed)
+                // Real time: a slow server is what the client under test must wait for.
                 if from == server, hold > 0 { Thread.sleep(forTimeInterval: Double(hold) / 1e6) }
                 guard count > 0, sendAll(buffer[..<count], to) else { return }
             }
@@ -106,6 +107,7 @@ public final class FreezableProxy: Sendable {
     /// frozen proxy never reads.
     private func readable(_ socket: Int32, within milliseconds: Int32 = 50) -> Bool {
         if frozen.load(ordering: .relaxed) {
+            // Real time: a frozen server is what the client under test must time out on.
             Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
             return false
         }

@@ -23,13 +23,11 @@ public final class PrivateRedis {
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while try runProgram("/usr/bin/redis-cli", ["-s", socket, "ping"]).output != "PONG\n" {
-            guard process.isRunning, Date() < deadline else {
-                stop()
-                throw PrivateRedisError(message: "redis-server did not answer on \(socket) within 10 s")
-            }
-            Thread.sleep(forTimeInterval: 0.02)
+        let socket = socket
+        let answers = { try runProgram("/usr/bin/redis-cli", ["-s", socket, "ping"]).output == "PONG\n" }
+        guard try eventuallyOnThisThread(within: .seconds(10), { try answers() || !process.isRunning }), process.isRunning else {
+            stop()
+            throw PrivateRedisError(message: "redis-server did not answer on \(socket) within 10 s")
         }
     }
 

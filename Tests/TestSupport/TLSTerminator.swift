@@ -90,15 +90,14 @@ public final class TLSTerminator {
 
     /// Connects until stunnel accepts (at most 10 s); fails with its log if it exits first.
     private func waitUntilListening(log: String) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            guard process.isRunning else { break }
-            if let socket = try? connectLoopback(port) {
-                close(socket)
-                return
-            }
-            Thread.sleep(forTimeInterval: 0.05)
+        var listening = false
+        eventuallyOnThisThread(within: .seconds(10), every: .milliseconds(50)) {
+            guard let socket = try? connectLoopback(port) else { return !process.isRunning }
+            close(socket)
+            listening = true
+            return true
         }
+        if listening { return }
         let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         stop()
         throw TLSTerminatorError(message: "stunnel did not listen on 127.0.0.1:\(port): \(text)")

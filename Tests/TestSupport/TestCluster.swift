@@ -50,13 +50,13 @@ public struct TestCluster: Sendable {
                 try connect(port: node.port).command("CLUSTER", "SETSLOT", slot, "STABLE")
             }
         }
-        for _ in 0..<300 {
+        let settled = try eventuallyOnThisThread(within: .seconds(15), every: .milliseconds(50)) {
             let ports = try nodes().map(\.port)
             let states = try ports.map { try connect(port: $0).command("CLUSTER", "INFO").string ?? "" }
             let views = try ports.map { try nodes(from: $0).sorted { $0.id < $1.id } }
-            if states.allSatisfy({ $0.contains("cluster_state:ok") }), views.allSatisfy({ $0 == views[0] }) { return }
-            usleep(50_000)
+            return states.allSatisfy({ $0.contains("cluster_state:ok") }) && views.allSatisfy({ $0 == views[0] })
         }
+        if settled { return }
         throw ClusterError("the cluster did not settle within 15 s: see CLUSTER INFO and CLUSTER NODES on its nodes")
     }
 
@@ -142,10 +142,12 @@ public struct TestCluster: Sendable {
         // Redis after a few seconds; it is asked again then, as an operator would.
         for _ in 0..<3 {
             try connect(port: replica.port).command("CLUSTER", "FAILOVER")
-            for _ in 0..<200 {
-                if let now = try self.master(of: slot), now.id == replica.id, try !isMaster(port: master.port) { return now }
-                usleep(50_000)
+            var promoted: Node?
+            try eventuallyOnThisThread(within: .seconds(10), every: .milliseconds(50)) {
+                if let now = try self.master(of: slot), now.id == replica.id, try !isMaster(port: master.port) { promoted = now }
+                return promoted != nil
             }
+            if let promoted { return promoted }
         }
         throw ClusterError("the replica on port \(replica.port) did not take over slot \(slot) in three tries of 10 s")
     }

@@ -50,14 +50,17 @@ public struct TestDatabase: Sendable {
         let name = name
         try await Self.turns.taking { try await onOwnThread {
             let server = try PostgresConnection(configuration: PostgresConfiguration(TestServers.postgresURL))
-            for attempt in 1...10 {
+            var refusal: (any Error)?
+            let dropped = eventuallyOnThisThread(within: .seconds(2), every: .milliseconds(200)) {
                 do {
                     try server.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-                    return
-                } catch where attempt < 10 {
-                    Thread.sleep(forTimeInterval: 0.2)
+                    return true
+                } catch {
+                    refusal = error
+                    return false
                 }
             }
+            if !dropped, let refusal { throw refusal }
         } }
     }
 

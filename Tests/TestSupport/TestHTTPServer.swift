@@ -210,12 +210,7 @@ public final class TestHTTPServer: Sendable {
 
     /// Sleeps in short slices so that `stop()` is noticed; false if the server stops meanwhile.
     private func pause(for duration: Duration) -> Bool {
-        let deadline = ContinuousClock.now + duration
-        while ContinuousClock.now < deadline {
-            if stopping.load(ordering: .relaxed) { return false }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        return true
+        !eventuallyOnThisThread(within: duration, every: .milliseconds(10)) { stopping.load(ordering: .relaxed) }
     }
 
     /// Sends every byte; false if the client went away first.
