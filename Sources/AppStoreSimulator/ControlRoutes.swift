@@ -5,9 +5,11 @@ import Hummingbird
 /// - `GET /stats`, `POST /control/reset-stats`
 /// - `GET|POST /control/clock` with `{"advance_seconds": N}` or `{"now_ms": T}`
 /// - `POST /control/outage` with `{"seconds": N}`: 21005 for N seconds of simulator time (0 ends it)
-/// - `GET|POST /control/notifications` with `{"url": U, "drop": B}`: where V2 notifications go as the
-///   clock passes them (no url: nowhere), and whether they are dropped; the reading counts them. A
-///   clock move returns once the notifications it passed were attempted.
+/// - `GET|POST /control/notifications` with `{"url": U}` and any of `drop` (every send fails),
+///   `fail_share`, `delay_seconds`, `unreachable_seconds` (from now, simulator time) and
+///   `unannounced_share` (`NotificationKnobs`): where V2 notifications go as the clock passes them
+///   (no url: nowhere) and how their sending goes; the reading counts them. A clock move returns
+///   once the notifications it passed (and the retries it made due) were attempted.
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
 ///   `garbage_rate`, `garbage_receipt_share`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none),
 ///   `rate_limit` (0 for none)
@@ -36,7 +38,11 @@ extension SimulatedAppStore {
         router.get("control/notifications") { _, _ in NotificationsReading(self.sender.configuration) }
         router.post("control/notifications") { request, context in
             let change = try await request.decode(as: NotificationsChange.self, context: context)
-            self.sendNotifications(to: change.url, dropping: change.drop ?? false)
+            do throws(KnobsError) {
+                try self.sendNotifications(to: change.url, knobs: change.knobs(nowMs: self.clock.nowMs))
+            } catch {
+                throw HTTPError(.badRequest, message: error.description)
+            }
             return NotificationsReading(self.sender.configuration)
         }
         router.post("control/outage") { request, context in
@@ -169,17 +175,42 @@ struct KnobsReading: ResponseEncodable {
 struct NotificationsChange: Decodable {
     let url: String?
     let drop: Bool?
+    let failShare: Double?
+    let delaySeconds: Double?
+    let unreachableSeconds: Double?
+    let unannouncedShare: Double?
+    enum CodingKeys: String, CodingKey {
+        case url, drop, failShare = "fail_share", delaySeconds = "delay_seconds", unreachableSeconds = "unreachable_seconds"
+        case unannouncedShare = "unannounced_share"
+    }
+
+    func knobs(nowMs: Int64) -> NotificationKnobs {
+        NotificationKnobs(
+            drop: drop ?? false, failShare: failShare ?? 0, delayMs: Int64((delaySeconds ?? 0) * 1000),
+            unreachableUntilMs: unreachableSeconds.map { nowMs + Int64($0 * 1000) } ?? 0, unannouncedShare: unannouncedShare ?? 0)
+    }
 }
 
 struct NotificationsReading: ResponseEncodable {
     let url: String?
     let drop: Bool
+    let failShare: Double
+    let delaySeconds: Double
+    let unreachableUntilMs: Int64
+    let unannouncedShare: Double
     let sent: Int
     let failed: Int
     let pending: Int
+    let retrying: Int
+    enum CodingKeys: String, CodingKey {
+        case url, drop, failShare = "fail_share", delaySeconds = "delay_seconds", unreachableUntilMs = "unreachable_until_ms"
+        case unannouncedShare = "unannounced_share", sent, failed, pending, retrying
+    }
 
-    init(_ configuration: (url: String?, drop: Bool, counts: NotificationSender.Counts)) {
-        (url, drop) = (configuration.url, configuration.drop)
-        (sent, failed, pending) = (configuration.counts.sent, configuration.counts.failed, configuration.counts.pending)
+    init(_ configuration: (url: String?, knobs: NotificationKnobs, counts: NotificationSender.Counts)) {
+        let (knobs, counts) = (configuration.knobs, configuration.counts)
+        (url, drop, failShare, delaySeconds) = (configuration.url, knobs.drop, knobs.failShare, Double(knobs.delayMs) / 1000)
+        (unreachableUntilMs, unannouncedShare) = (knobs.unreachableUntilMs, knobs.unannouncedShare)
+        (sent, failed, pending, retrying) = (counts.sent, counts.failed, counts.pending, counts.retrying)
     }
 }

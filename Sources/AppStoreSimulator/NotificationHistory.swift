@@ -42,46 +42,43 @@ struct SimulatedNotification: Sendable {
 
 extension SimulatedReceipt {
     /// The notifications Apple sends about this receipt's subscriptions from `startMs` up to (not
-    /// including) `endMs`: a purchase (SUBSCRIBED, then DID_RENEW for each renewal), auto-renew
-    /// switched off, a refund the customer asked for (CONSUMPTION_REQUEST some hours before, then
-    /// REFUND), an expiry (EXPIRED). A receipt Apple cannot vouch for sends none.
+    /// including) `endMs`: one for every change its answers show (`Announcements`), at the moment
+    /// they start to show it, and a CONSUMPTION_REQUEST some hours before a refund the customer
+    /// asked for. A receipt Apple cannot vouch for sends none.
     func notifications(from startMs: Int64, until endMs: Int64) -> [SimulatedNotification] {
         guard fixedFailureStatus == nil else { return [] }
         return scripts.flatMap { script -> [SimulatedNotification] in
             let timeline = timeline(script)
-            guard let last = timeline.snapshot(at: endMs - 1) else { return [] }
-            var found: [(type: String, subtype: String?, at: Int64, position: Int)] = []
-            for (position, transaction) in last.transactions.enumerated() {
-                if position == 0 {
-                    found.append(("SUBSCRIBED", "INITIAL_BUY", transaction.purchaseMs, position))
-                } else if last.transactions[position - 1].isUpgraded {
-                    found.append(("DID_CHANGE_RENEWAL_PREF", "UPGRADE", transaction.purchaseMs, position))
-                } else {
-                    found.append(("DID_RENEW", nil, transaction.purchaseMs, position))
-                }
-                if let refunded = transaction.cancellationMs, !transaction.isUpgraded {
-                    if let asked = script.refund, asked.at == refunded {
-                        found.append(("CONSUMPTION_REQUEST", nil, max(transaction.purchaseMs, refunded - Self.refundReviewMs), position))
-                    }
-                    found.append(("REFUND", nil, refunded, position))
+            var found: [SimulatedNotification] = []
+            for at in Announcements.moments(of: script, timeline, until: endMs) where (startMs..<endMs).contains(at) {
+                guard let after = timeline.snapshot(at: at) else { continue }
+                let before = timeline.snapshot(at: at - 1)
+                for (type, subtype, position) in Announcements(before: before, after: after, at: at, ownership: script.ownership).notifications {
+                    found.append(notification(type, subtype, at: at, about: after.transactions[position], position, after.renewal, script))
                 }
             }
-            if let off = script.autoRenewOffAt { found.append(("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", off, last.transactions.count - 1)) }
-            if last.status == .expired { found.append(("EXPIRED", last.renewal.autoRenewOn ? "BILLING_RETRY" : "VOLUNTARY", last.expiresMs, last.transactions.count - 1)) }
-            return found.filter { (startMs..<endMs).contains($0.at) }.compactMap { event in
-                // The renewal info as it stood then; the transaction is one the answer at that time lists.
-                guard let then = timeline.snapshot(at: event.at), event.position < then.transactions.count else { return nil }
-                var notification = SimulatedNotification(
-                    type: event.type, subtype: event.subtype,
-                    uuid: Self.uuid(token.receiptData, script.chain, event.type, event.at), signedDateMs: event.at,
-                    environment: token.environment, app: token.bundleID, transaction: then.transactions[event.position],
-                    renewalCount: event.position, renewal: then.renewal)
-                if event.type == "CONSUMPTION_REQUEST" {
-                    notification.consumptionRequestReason = script.refund?.reason == 1 ? "FULFILLMENT_ISSUE" : "OTHER"
+            if let asked = script.refund, let then = timeline.snapshot(at: asked.at), let position = then.transactions.lastIndex(where: {
+                $0.cancellationMs == asked.at
+            }) {
+                let at = max(then.transactions[position].purchaseMs, asked.at - Self.refundReviewMs)
+                if (startMs..<endMs).contains(at), let before = timeline.snapshot(at: at) {
+                    var request = notification("CONSUMPTION_REQUEST", nil, at: at, about: then.transactions[position], position, before.renewal, script)
+                    request.consumptionRequestReason = asked.reason == 1 ? "FULFILLMENT_ISSUE" : "OTHER"
+                    found.append(request)
                 }
-                return notification
             }
+            return found
         }
+    }
+
+    private func notification(
+        _ type: String, _ subtype: String?, at: Int64, about transaction: SimulatedTransaction, _ position: Int,
+        _ renewal: PendingRenewal, _ script: ChainScript
+    ) -> SimulatedNotification {
+        SimulatedNotification(
+            type: type, subtype: subtype, uuid: Self.uuid(token.receiptData, script.chain, type + (subtype ?? ""), at),
+            signedDateMs: at, environment: token.environment, app: token.bundleID, transaction: transaction,
+            renewalCount: position, renewal: renewal)
     }
 
     /// How long before a refund the customer asked for it (and Apple asked the developer).

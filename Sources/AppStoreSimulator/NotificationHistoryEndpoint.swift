@@ -10,7 +10,7 @@ enum NotificationHistoryEndpoint {
 
     static func history(
         app: Int, body: [UInt8], paginationToken: String?, endpoint: SimulatedEnvironment, now: Int64,
-        setup: ServerAPISimulation, signing: SimulatorSigningChain, attempts: (String) -> [SendAttempt]
+        setup: ServerAPISimulation, signing: SimulatorSigningChain, sender: NotificationSender
     ) -> ServerAPIEndpoint.Answer {
         guard let request = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
             return ServerAPIEndpoint.error(400, 4_000_000, "Bad request.")
@@ -31,7 +31,7 @@ enum NotificationHistoryEndpoint {
         }
         let onlyFailures = request["onlyFailures"] as? Bool ?? false
         let all = sent(app: app, from: start, until: min(end, now + 1), endpoint: endpoint, setup: setup)
-            .filter { !onlyFailures || !attempts($0.uuid).contains { $0.result == "SUCCESS" } }
+            .filter { sender.announces($0.uuid) && (!onlyFailures || !sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" }) }
         let page = all.dropFirst(offset).prefix(pageSize)
         let next = offset + page.count
         var json = JSONWriter(capacity: 6144 * page.count + 128)
@@ -42,7 +42,7 @@ enum NotificationHistoryEndpoint {
         for notification in page {
             json.beginObject()
             json.string("signedPayload", notification.signedPayload(signing: signing))
-            json.sendAttempts(attempts(notification.uuid))
+            json.sendAttempts(sender.attempts(of: notification.uuid))
             json.endObject()
         }
         json.endArray()

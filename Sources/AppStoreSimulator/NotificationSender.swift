@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPClient
 import Lanes
@@ -6,23 +7,38 @@ import Synchronization
 /// Sends the simulator's V2 notifications where App Store Connect would: to the URL a test or a
 /// demo sets (`POST /control/notifications`), one POST of `{"signedPayload": …}` each, from a
 /// thread of its own (curl blocks), and keeps Apple's record of every attempt, which the history
-/// (`onlyFailures`) and the test notification's status report. With `drop` on, nothing reaches the
-/// URL and each attempt is recorded as failed, as when the server was down.
+/// (`onlyFailures`) and the test notification's status report.
 ///
-/// Apple sends a notification when its event happens and retries a failed one for days; here a
-/// notification goes out when the clock reaches it (moved by `POST /control/clock`), once.
+/// As Apple does, a notification goes out when the clock passes its event (`delay` later), and a
+/// failed production send is tried again 1, 12, 24, 48 and 72 hours after the previous attempt
+/// (the sandbox sends once). The knobs (`NotificationKnobs`) make sends fail, delay them, make
+/// serve unreachable for a while, or leave a share of changes unannounced (Apple's history has no
+/// record of those either). Which notifications fail or go unannounced is decided by a digest of
+/// their notificationUUID, so a run can be repeated.
 final class NotificationSender: Sendable {
     private let lane = Lane<HTTPClient>(name: "simulator-notifications") {
         try HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: .seconds(2), totalTimeout: .seconds(5)))
     }
     private let state = Mutex(State())
 
+    /// Hours after a failed attempt that Apple tries again (production only).
+    static let retryHours: [Int64] = [1, 12, 24, 48, 72]
+
+    /// One notification on its way: its first attempt, or a retry.
+    struct Outgoing: Sendable {
+        let uuid: String
+        let signedPayload: String
+        let environment: SimulatedEnvironment
+    }
+
     private struct State {
         var url: String?
-        var drop = false
-        /// Notifications up to here (ms on the simulator's clock) have been sent.
+        var knobs = NotificationKnobs()
+        /// Notifications of events up to here (ms on the simulator's clock) have been sent.
         var sentThroughMs: Int64 = 0
         var attempts: [String: [SendAttempt]] = [:]
+        /// Failed sends Apple will try again, and when.
+        var retries: [(at: Int64, notification: Outgoing)] = []
         var counts = Counts()
         /// The test notifications asked for, by their token: their notificationUUID and payload.
         var tests: [String: (uuid: String, signedPayload: String)] = [:]
@@ -32,18 +48,25 @@ final class NotificationSender: Sendable {
         var sent = 0
         var failed = 0
         var pending = 0
+        /// Failed sends waiting for Apple's next attempt.
+        var retrying = 0
     }
 
-    /// Where notifications go from `nowMs` on (nil: nowhere), and whether they are dropped.
-    func configure(url: String?, drop: Bool, nowMs: Int64) {
+    /// Where notifications go from `nowMs` on (nil: nowhere), and how their sending goes.
+    func configure(url: String?, knobs: NotificationKnobs, nowMs: Int64) {
         state.withLock { state in
-            if state.url != url { state.sentThroughMs = nowMs }
-            (state.url, state.drop) = (url, drop)
+            if state.url != url { state.sentThroughMs = nowMs - knobs.delayMs }
+            (state.url, state.knobs) = (url, knobs)
         }
     }
 
-    var configuration: (url: String?, drop: Bool, counts: Counts) {
-        state.withLock { ($0.url, $0.drop, $0.counts) }
+    var configuration: (url: String?, knobs: NotificationKnobs, counts: Counts) {
+        state.withLock { ($0.url, $0.knobs, $0.counts) }
+    }
+
+    /// Whether Apple announces the notification `uuid` at all (and keeps it in its history).
+    func announces(_ uuid: String) -> Bool {
+        Self.share(of: uuid, "announce") >= state.withLock { $0.knobs.unannouncedShare }
     }
 
     /// Keeps a test notification for its status (`GET /inApps/v1/notifications/test/{token}`).
@@ -60,24 +83,38 @@ final class NotificationSender: Sendable {
         state.withLock { $0.attempts[uuid] ?? [] }
     }
 
-    /// The window of notifications the clock has passed since the last call (nil: nothing to
+    /// The window of events whose notifications are due since the last call (nil: nothing to
     /// send, or nowhere to send it); the caller computes them and hands them to `send`.
     func due(nowMs: Int64) -> Range<Int64>? {
         state.withLock { state in
-            guard state.url != nil, nowMs > state.sentThroughMs else { return nil }
-            defer { state.sentThroughMs = nowMs }
-            return state.sentThroughMs..<nowMs
+            let through = nowMs - state.knobs.delayMs
+            guard state.url != nil, through > state.sentThroughMs else { return nil }
+            defer { state.sentThroughMs = through }
+            return state.sentThroughMs..<through
         }
     }
 
-    /// Sends `notifications` in order, on the sender's thread; returns once each was attempted.
-    func send(_ notifications: [(uuid: String, signedPayload: String)], nowMs: Int64) async {
-        guard let (url, drop) = state.withLock({ state in state.url.map { ($0, state.drop) } }) else { return }
+    /// The failed sends whose next attempt is due at `nowMs`, taken off the list.
+    func dueRetries(nowMs: Int64) -> [Outgoing] {
+        state.withLock { state in
+            let due = state.retries.filter { $0.at <= nowMs }.map(\.notification)
+            state.retries.removeAll { $0.at <= nowMs }
+            state.counts.retrying = state.retries.count
+            return due
+        }
+    }
+
+    /// Attempts `notifications` in order, on the sender's thread; returns once each was attempted.
+    func send(_ notifications: [Outgoing], nowMs: Int64) async {
+        guard let (url, knobs) = state.withLock({ state in state.url.map { ($0, state.knobs) } }) else { return }
         state.withLock { $0.counts.pending += notifications.count }
         for notification in notifications {
+            let tried = attempts(of: notification.uuid).count
             let result: String
-            if drop {
+            if knobs.drop || nowMs < knobs.unreachableUntilMs {
                 result = "NO_RESPONSE"
+            } else if Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
+                result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
             } else {
                 let body = Array(#"{"signedPayload":"\#(notification.signedPayload)"}"#.utf8)
                 result = (try? await lane.run { http in Self.result(of: { () throws(HTTPError) in try http.post(url: url, json: body) }) })
@@ -86,9 +123,24 @@ final class NotificationSender: Sendable {
             state.withLock { state in
                 state.attempts[notification.uuid, default: []].append(SendAttempt(atMs: nowMs, result: result))
                 state.counts.pending -= 1
-                if result == "SUCCESS" { state.counts.sent += 1 } else { state.counts.failed += 1 }
+                if result == "SUCCESS" {
+                    state.counts.sent += 1
+                    return
+                }
+                state.counts.failed += 1
+                if notification.environment == .production, tried < Self.retryHours.count {
+                    state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
+                    state.counts.retrying = state.retries.count
+                }
             }
         }
+    }
+
+    /// A number in [0, 1) drawn from `uuid` and `purpose`: the same every run.
+    private static func share(of uuid: String, _ purpose: String) -> Double {
+        let digest = SHA256.hash(data: Data("\(purpose)/\(uuid)".utf8))
+        let number = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return Double(number >> 11) / Double(UInt64(1) << 53)
     }
 
     /// Apple's `sendAttemptResult` for one POST: a 200 is the only success.
@@ -104,5 +156,32 @@ final class NotificationSender: Sendable {
             default: return "OTHER"
             }
         }
+    }
+}
+
+/// How the simulator's notifications fare on their way to serve (`POST /control/notifications`).
+public struct NotificationKnobs: Sendable, Equatable {
+    /// Every send fails as if serve did not answer, until changed.
+    public var drop = false
+    /// The share of attempts that fail (each attempt drawn apart, so a retry may succeed).
+    public var failShare = 0.0
+    /// How long after its event (simulator time, ms) a notification is first sent.
+    public var delayMs: Int64 = 0
+    /// Until this moment (simulator time, ms) serve cannot be reached: every attempt fails.
+    public var unreachableUntilMs: Int64 = 0
+    /// The share of changes Apple never announces (its history has no record of them either).
+    public var unannouncedShare = 0.0
+
+    public init(drop: Bool = false, failShare: Double = 0, delayMs: Int64 = 0, unreachableUntilMs: Int64 = 0, unannouncedShare: Double = 0) {
+        (self.drop, self.failShare, self.delayMs) = (drop, failShare, delayMs)
+        (self.unreachableUntilMs, self.unannouncedShare) = (unreachableUntilMs, unannouncedShare)
+    }
+
+    /// What is wrong with these knobs, if anything.
+    var problem: String? {
+        if !(0...1).contains(failShare) { return "fail_share must be between 0 and 1." }
+        if !(0...1).contains(unannouncedShare) { return "unannounced_share must be between 0 and 1." }
+        if delayMs < 0 { return "delay_seconds must not be negative." }
+        return nil
     }
 }

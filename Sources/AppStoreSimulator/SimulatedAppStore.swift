@@ -69,24 +69,30 @@ public final class SimulatedAppStore: Sendable {
         return until
     }
 
-    /// Where V2 notifications go from now on (nil: nowhere), and whether they are dropped (as
+    /// Where V2 notifications go from now on (nil: nowhere), and how their sending goes (as
     /// `POST /control/notifications` sets).
-    public func sendNotifications(to url: String?, dropping: Bool = false) {
-        sender.configure(url: url, drop: dropping, nowMs: clock.nowMs)
+    public func sendNotifications(to url: String?, knobs: NotificationKnobs = NotificationKnobs()) throws(KnobsError) {
+        if let problem = knobs.problem { throw KnobsError(message: problem) }
+        sender.configure(url: url, knobs: knobs, nowMs: clock.nowMs)
     }
 
-    /// Sends the notifications the clock has passed since the last time, to the URL
-    /// `sendNotifications(to:)` set; returns once each was attempted.
+    /// Sends the notifications the clock has passed since the last time, and the failed ones
+    /// whose retry is due, to the URL `sendNotifications(to:)` set; returns once each was attempted.
     public func sendDueNotifications() async {
         let now = clock.nowMs
-        guard let serverAPI, let signing, let window = sender.due(nowMs: now) else { return }
-        let due = serverAPI.seeds.indices.flatMap { app in
-            [SimulatedEnvironment.production, .sandbox].flatMap { environment in
-                NotificationHistoryEndpoint.sent(
-                    app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
+        guard let serverAPI, let signing else { return }
+        var due = sender.dueRetries(nowMs: now)
+        if let window = sender.due(nowMs: now) {
+            due += serverAPI.seeds.indices.flatMap { app in
+                [SimulatedEnvironment.production, .sandbox].flatMap { environment in
+                    NotificationHistoryEndpoint.sent(
+                        app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
+                }
+            }.filter { sender.announces($0.uuid) }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.map {
+                NotificationSender.Outgoing(uuid: $0.uuid, signedPayload: $0.signedPayload(signing: signing), environment: $0.environment)
             }
-        }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
-        await sender.send(due.map { ($0.uuid, $0.signedPayload(signing: signing)) }, nowMs: now)
+        }
+        await sender.send(due, nowMs: now)
     }
 
     /// The simulator's routes, for an `Application`.
@@ -123,7 +129,7 @@ public final class SimulatedAppStore: Sendable {
                 return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, signing, app in
                     NotificationHistoryEndpoint.history(
                         app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
-                        endpoint: endpoint, now: now, setup: setup, signing: signing, attempts: self.sender.attempts(of:))
+                        endpoint: endpoint, now: now, setup: setup, signing: signing, sender: self.sender)
                 }
             }
             router.post("\(prefix)inApps/v1/notifications/test") { request, context in
@@ -132,7 +138,8 @@ public final class SimulatedAppStore: Sendable {
                     let test = TestNotificationEndpoint.make(app: Catalog.bundleIDs[app], environment: endpoint, nowMs: now, signing: signing)
                     self.sender.remember(test: test.token, uuid: test.uuid, signedPayload: test.signedPayload)
                     // Apple answers at once and sends the notification on its own time.
-                    Task { await self.sender.send([(test.uuid, test.signedPayload)], nowMs: now) }
+                    let outgoing = NotificationSender.Outgoing(uuid: test.uuid, signedPayload: test.signedPayload, environment: endpoint)
+                    Task { await self.sender.send([outgoing], nowMs: now) }
                     return TestNotificationEndpoint.requested(token: test.token)
                 }
             }

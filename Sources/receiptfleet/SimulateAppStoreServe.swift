@@ -105,6 +105,7 @@ extension SimulateAppStore {
                     + serverAPINote)
             }]
             if interval > 0 { services.append(StatisticsLog(simulator: simulator, interval: .seconds(interval))) }
+            services.append(NotificationAnnouncer(simulator))
             try await ProcessRoot.run(services, logger: Logger(label: "simulate-appstore"))
             log("App Store simulator stopped")
         }

@@ -65,7 +65,7 @@ import Testing
             #expect(try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state <> 'missed'") == 0)
 
             // Apple sends the next 40 days' notifications: every request comes in its window.
-            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             store.clock.advance(byMs: 40 * Self.day)
             await store.sendDueNotifications()
             let pending = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'")
@@ -131,7 +131,7 @@ import Testing
             let store = api.simulator.store
             _ = try await Self.registerTheRefunded(api, account: "consents")
             #expect(try await api.put("/v1/accounts/consents/refund-consent").status == 200)
-            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             store.clock.advance(byMs: 40 * Self.day)
             await store.sendDueNotifications()
             let pending = try await api.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'")

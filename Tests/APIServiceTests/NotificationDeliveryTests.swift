@@ -33,13 +33,13 @@ import Testing
             let nowhere = try await runFleetCommand(["notifications", "test", "--wait", "5"], environment: environment)
             #expect(nowhere.status != 0 && nowhere.output.contains("4040007"), "no server URL: \(nowhere.output)")
 
-            api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            try api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             let reached = try await runFleetCommand(["notifications", "test", "--wait", "10"], environment: environment)
             #expect(reached.status == 0, "\(reached.output)")
             #expect(reached.output.contains("Apple's attempts: SUCCESS") && reached.output.contains("serve recorded it"), "\(reached.output)")
             #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE notification_type = 'TEST'") == 1)
 
-            api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", dropping: true)
+            try api.simulator.store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", knobs: NotificationKnobs(drop: true))
             let dropped = try await runFleetCommand(["notifications", "test", "--wait", "10"], environment: environment)
             #expect(dropped.status != 0, "\(dropped.output)")
             #expect(dropped.output.contains("Apple's attempts: NO_RESPONSE") && dropped.output.contains("could not deliver"), "\(dropped.output)")
@@ -54,7 +54,7 @@ import Testing
         try await Self.with(fleet: 30) { api, environment in
             let store = api.simulator.store
             let start = store.clock.nowMs
-            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", dropping: true)
+            try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", knobs: NotificationKnobs(drop: true))
             store.clock.advance(byMs: 10 * Self.day)
             await store.sendDueNotifications()
             #expect(try await api.count("SELECT count(*) AS n FROM notifications") == 0, "serve was down")
@@ -66,7 +66,7 @@ import Testing
             #expect(missed.new == missed.of && missed.of > 0, "\(failures.output)")
             #expect(try await api.count("SELECT count(*) AS n FROM notifications") == missed.of)
 
-            store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
+            try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             store.clock.advance(byMs: 10 * Self.day)
             await store.sendDueNotifications()
             let delivered = try await api.count("SELECT count(*) AS n FROM notifications") - missed.of

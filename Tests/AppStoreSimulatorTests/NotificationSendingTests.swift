@@ -1,0 +1,88 @@
+@testable import AppStoreSimulator
+import Crypto
+import Foundation
+import TestSupport
+import Testing
+
+/// The simulator sends its notifications as Apple does: as its clock passes them, failed ones
+/// again on Apple's schedule (production only), and with the knobs' failures and silences.
+@Suite struct NotificationSendingTests {
+    static let hour: Int64 = 3_600_000
+
+    @Test func failedSendsAreTriedAgainOnApplesScheduleAndSilencedChangesNeverLeave() async throws {
+        let receiver = try TestHTTPServer(.echo)
+        defer { receiver.stop() }
+        let clock = SimulatorClock(startMs: anchorMs)
+        clock.set(nowMs: anchorMs, stopped: true)
+        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [300])
+        let store = try SimulatedAppStore(clock: clock, serverAPI: setup)
+        try store.sendNotifications(
+            to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(failShare: 0.5, unannouncedShare: 0.2))
+
+        clock.advance(byMs: 20 * day)
+        await store.sendDueNotifications()
+        let all = [SimulatedEnvironment.production, .sandbox].flatMap {
+            NotificationHistoryEndpoint.sent(app: 0, from: anchorMs, until: anchorMs + 20 * day, endpoint: $0, setup: setup)
+        }
+        let silent = all.filter { !store.sender.announces($0.uuid) }
+        let announced = all.filter { store.sender.announces($0.uuid) }
+        #expect(all.count > 100, "a fleet of 300 changes often in 20 days: \(all.count)")
+        #expect(Double(silent.count) / Double(all.count) > 0.1 && Double(silent.count) / Double(all.count) < 0.3)
+        #expect(silent.allSatisfy { store.sender.attempts(of: $0.uuid).isEmpty }, "an unannounced change is never sent")
+        #expect(announced.allSatisfy { store.sender.attempts(of: $0.uuid).count == 1 }, "each announced one is tried once")
+        let failed = announced.filter { store.sender.attempts(of: $0.uuid)[0].result != "SUCCESS" }
+        #expect(receiver.requests.count == announced.count - failed.count, "what did not fail reached the receiver")
+        #expect(Double(failed.count) / Double(announced.count) > 0.35 && Double(failed.count) / Double(announced.count) < 0.65)
+
+        // Apple's schedule: 1, 12, 24, 48 and 72 hours after the previous attempt, five retries at most.
+        var at = clock.nowMs
+        for hours in NotificationSender.retryHours + [200] {
+            clock.advance(byMs: hours * Self.hour - 1)
+            await store.sendDueNotifications()
+            #expect(failed.allSatisfy { store.sender.attempts(of: $0.uuid).last!.atMs <= at }, "not a millisecond early")
+            clock.advance(byMs: 1)
+            await store.sendDueNotifications()
+            at += hours * Self.hour
+        }
+        for notification in failed {
+            let attempts = store.sender.attempts(of: notification.uuid)
+            if notification.environment == .sandbox {
+                #expect(attempts.count == 1, "the sandbox sends once")
+                continue
+            }
+            let gaps = zip(attempts.dropFirst(), attempts).map { ($0.atMs - $1.atMs) / Self.hour }
+            #expect(Array(gaps) == Array(NotificationSender.retryHours.prefix(gaps.count)))
+            #expect(attempts.last!.result == "SUCCESS" || attempts.count == 6, "tried until it got through, or six times")
+        }
+        #expect(failed.contains { store.sender.attempts(of: $0.uuid).count > 2 }, "some failed again and were tried later still")
+        let since = [SimulatedEnvironment.production, .sandbox].flatMap {
+            NotificationHistoryEndpoint.sent(app: 0, from: anchorMs, until: clock.nowMs + 1, endpoint: $0, setup: setup)
+        }
+        let delivered = since.filter { store.sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" } }
+        #expect(receiver.requests.count == delivered.count, "each reached the receiver once, when it got through")
+    }
+
+    /// A delay holds each notification back from its event; serve out of reach fails every
+    /// attempt meanwhile, and Apple's retry brings it in once it is back.
+    @Test func aDelayAndAnUnreachableServeAreKnobsOfTheirOwn() async throws {
+        let receiver = try TestHTTPServer(.echo)
+        defer { receiver.stop() }
+        let clock = SimulatorClock(startMs: anchorMs)
+        clock.set(nowMs: anchorMs, stopped: true)
+        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [100])
+        let store = try SimulatedAppStore(clock: clock, serverAPI: setup)
+        #expect(throws: KnobsError.self) { try store.sendNotifications(to: "http://127.0.0.1:1/", knobs: NotificationKnobs(failShare: 2)) }
+        try store.sendNotifications(
+            to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(delayMs: 2 * Self.hour, unreachableUntilMs: anchorMs + 3 * day))
+        clock.advance(byMs: 2 * day)
+        await store.sendDueNotifications()
+        let production = NotificationHistoryEndpoint.sent(app: 0, from: anchorMs - 2 * Self.hour, until: anchorMs + 2 * day, endpoint: .production, setup: setup)
+        let tried = production.filter { !store.sender.attempts(of: $0.uuid).isEmpty }
+        #expect(!tried.isEmpty && tried.allSatisfy { $0.signedDateMs < clock.nowMs - 2 * Self.hour }, "nothing before its delay passed")
+        #expect(receiver.requests.isEmpty, "serve could not be reached")
+        #expect(tried.allSatisfy { store.sender.attempts(of: $0.uuid)[0].result == "NO_RESPONSE" })
+        clock.advance(byMs: 2 * day)
+        await store.sendDueNotifications()
+        #expect(tried.allSatisfy { store.sender.attempts(of: $0.uuid).last?.result == "SUCCESS" }, "a retry after serve came back got through")
+    }
+}
