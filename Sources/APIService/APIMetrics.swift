@@ -4,7 +4,7 @@ import Metrics
 /// (Prometheus on /metrics) reports them; tests pass a factory they can read.
 ///
 /// - `receiptfleet_api_rejected_requests_total{reason}`: unauthorized, rate_limited, body_too_large
-/// - `receiptfleet_api_notifications_total{version, outcome}`: queued, duplicate, ignored_environment,
+/// - `receiptfleet_api_notifications_total{version, outcome}`: settled, queued, duplicate, ignored_environment,
 ///   unknown_subscription, no_subscription, unauthenticated (wrong password or signature), malformed
 /// - `receiptfleet_api_registrations_total{outcome}`: registered, pending, rejected, apple_unavailable
 struct APIMetrics: Sendable {

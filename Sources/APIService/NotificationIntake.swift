@@ -7,19 +7,21 @@ import Ledger
 import Logging
 import VerificationUseCase
 
-/// Stores an authenticated notification once, and turns it into one high-priority verification
-/// job for its subscription: the notification says *that* something changed; the worker asks
-/// Apple *what*. A V2 notification's signed data, newer than the stored state, is applied at once
-/// through the verification use case, and the job confirms it. A CONSUMPTION_REQUEST is recorded
-/// too, for the workers' `ConsumptionAnswering` to answer before Apple's deadline.
+/// Stores an authenticated notification once, and settles it or turns it into one high-priority
+/// verification job for its subscription. A V2 notification's signed data, newer than the stored
+/// state, is applied at once through the verification use case; on the Server API, when it tells
+/// the whole change (`NotifiedChange`), that is all: Apple would answer the same. Otherwise (on
+/// verifyReceipt, or when it cannot tell the whole change) the notification says *that* something
+/// changed and the worker asks Apple *what*. A CONSUMPTION_REQUEST is recorded too, for the
+/// workers' `ConsumptionAnswering` to answer before Apple's deadline.
 struct NotificationIntake: Sendable {
     let acceptedEnvironments: Set<AppStoreEnvironment>
     let fleet: FleetSettings
     let metrics: FleetMetrics
     let logger: Logger
 
-    /// What became of a notification: `queued`; `stored` when Redis cannot take its job now (the
-    /// scheduler enqueues it later); `duplicate`; or why nothing is to be done.
+    /// What became of a notification: `settled`; `queued`; `stored` when Redis cannot take its job
+    /// now (the scheduler enqueues it later); `duplicate`; or why nothing is to be done.
     struct Result: Encodable, Sendable {
         var status: String
         /// Why the job could not be enqueued, for the log; never in the answer.
@@ -60,7 +62,10 @@ struct NotificationIntake: Sendable {
         guard let subscriptionID = recorded.jobPendingFor else {
             return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
         }
-        if recorded.isNew, let signed = notification.signedData { apply(signed, to: subscriptionID, connections: connections) }
+        if recorded.isNew, let signed = notification.signedData, apply(signed, of: notification, to: subscriptionID, connections: connections) {
+            try ledger.markSettled(notificationID: recorded.id)
+            return Result(status: NotificationRecord.Outcome.settled.rawValue)
+        }
         // Two steps, each safe to repeat: whatever stops this between them (a crash, a failed
         // call), Apple's next copy finds the job pending and finishes, adding the job at most once.
         let occurrence = "notification-\(recorded.id)"
@@ -76,20 +81,28 @@ struct NotificationIntake: Sendable {
         return Result(status: "queued")
     }
 
-    /// Applies a V2 notification's signed data; a failure only leaves it to the queued re-check.
-    private func apply(_ signed: VerifyReceiptResponse, to subscriptionID: Int64, connections: Connections) {
+    /// Applies a V2 notification's signed data; returns whether that settled the change (the
+    /// subscription is on the Server API and the data tells the whole change). A failure only
+    /// leaves it to the re-check.
+    private func apply(
+        _ signed: VerifyReceiptResponse, of notification: AppleNotification, to subscriptionID: Int64, connections: Connections
+    ) -> Bool {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple, store: connections.ledger,
             policy: fleet.verificationPolicy, metrics: metrics, logger: logger)
         do {
-            guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return }
-            if try verification.applySigned(signed, to: subscription, runID: "notification") {
-                logger.info("a V2 notification's signed data is applied; its re-check confirms it",
-                            metadata: ["subscription": "\(subscriptionID)"])
-            }
+            guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return false }
+            let settles = (subscription.backend ?? fleet.defaultBackend) == .serverAPI
+                && NotifiedChange.settles(signed, known: subscription.state, type: notification.type, subtype: notification.subtype)
+            guard try verification.applySigned(signed, to: subscription, runID: "notification") else { return false }
+            logger.info(settles ? "a V2 notification's signed data is applied and settles the change"
+                                : "a V2 notification's signed data is applied; its re-check confirms it",
+                        metadata: ["subscription": "\(subscriptionID)"])
+            return settles
         } catch {
             logger.warning("a V2 notification's signed data could not be applied; its re-check will tell",
                            metadata: ["subscription": "\(subscriptionID)", "error": "\(error)"])
+            return false
         }
     }
 }

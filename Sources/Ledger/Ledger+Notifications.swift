@@ -7,6 +7,8 @@ public struct NotificationRecord: Sendable {
     public enum Outcome: String, Sendable {
         /// A high-priority verification job is due for the subscription.
         case queued
+        /// Its signed data told the whole change, and was applied: no call to Apple was needed.
+        case settled
         /// For an environment this deployment does not accept: acknowledged, nothing done.
         case ignoredEnvironment = "ignored_environment"
         /// About a subscription the ledger does not have, with no receipt to add it by.
@@ -85,6 +87,12 @@ extension Ledger {
     /// Whether a notification with `dedupeKey` is recorded.
     public func knowsNotification(dedupeKey: String) throws -> Bool {
         try !connection.query("SELECT 1 FROM notifications WHERE dedupe_key = $1", [.text(dedupeKey)]).isEmpty
+    }
+
+    /// Notes that the notification's signed data settled the change: no job is due for it, and
+    /// its copies need nothing more.
+    public func markSettled(notificationID: Int64) throws {
+        try connection.execute("UPDATE notifications SET outcome = 'settled' WHERE id = $1 AND outcome = 'queued'", [.int64(notificationID)])
     }
 
     /// Notes that the notification's verification job is in the queue: its copies need nothing more.

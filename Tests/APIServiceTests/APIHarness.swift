@@ -197,6 +197,12 @@ struct APIHarness: Sendable {
         }
     }
 
+    /// Runs one statement on the test database.
+    func execute(_ sql: String) async throws {
+        let database = database
+        try await onOwnThread { try database.connect().execute(sql) }
+    }
+
     /// One number from the test database, e.g. `SELECT count(*) AS n FROM events`.
     func count(_ sql: String) async throws -> Int {
         let database = database
