@@ -15,10 +15,16 @@ import Hummingbird
 ///   `rate_limit` (0 for none)
 /// - `GET /control/orders/{transactionId}`: `{"order_id": …}`, the order id Look Up Order ID knows the
 ///   transaction by (as on the customer's receipt email)
-/// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to
+/// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to;
+///   `?delay_ms=N` (at most 10,000) answers N ms later, a slow one
 extension SimulatedAppStore {
     func addControlRoutes(to router: Router<SimulatorRequestContext>) {
-        router.post("sink") { _, _ in Response(status: .noContent) }
+        router.post("sink") { request, _ in
+            if let delay = request.uri.queryParameters.get("delay_ms").flatMap({ Int($0) }), (1...10_000).contains(delay) {
+                try await Task.sleep(for: .milliseconds(delay))
+            }
+            return Response(status: .noContent)
+        }
         router.get("stats") { _, _ in self.statistics }
         router.post("control/reset-stats") { _, _ in
             self.resetStatistics()

@@ -56,7 +56,7 @@ enum Assets {
         table { border-collapse: collapse; width: 100%; }
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         caption { text-align: left; color: var(--muted); padding-bottom: .25rem; }
-        table + table { margin-top: 1.25rem; }
+        table + table, .scroll + table, table + .scroll { margin-top: 1.25rem; }
         .scroll { overflow-x: auto; max-width: 100%; }
         .message { overflow-wrap: anywhere; max-width: 28rem; }
         form.inline, .actions { display: inline-flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 0 1rem .5rem 0; }

@@ -80,6 +80,9 @@ struct OverviewView {
         var stateClass: String
         var halted: Bool
         var verified: Int
+        /// Notification-first or nightly, and why; "-" before a scheduler pass judged it.
+        var schedule: String
+        var scheduleClass: String
     }
 
     struct Answer {
@@ -140,8 +143,13 @@ struct OverviewView {
             } else {
                 ("Running", "open")
             }
+            let (schedule, scheduleClass) = switch app.schedule {
+            case let health? where health.notificationFirst: ("Notification-first: \(health.why)", "open")
+            case let health?: ("Nightly: \(health.why)", "paused")
+            case nil: ("-", "")
+            }
             return App(name: app.name, state: state, stateClass: stateClass, halted: app.haltedReason != nil,
-                       verified: app.verifiedLastMinute)
+                       verified: app.verifiedLastMinute, schedule: schedule, scheduleClass: scheduleClass)
         }
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)

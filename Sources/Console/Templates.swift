@@ -147,17 +147,19 @@ enum Templates {
             <figcaption>Apple's answers per minute, {{windowTitle}}, by status</figcaption>
             {{#answersChart}}{{> chart}}{{/answersChart}}
           </figure>
-          <table id="apps">
-            <caption>Apps (each halts alone when Apple refuses its shared secret)</caption>
-            <thead><tr><th>App</th><th>State</th><th>Verified, last minute</th></tr></thead>
-            <tbody>
-            {{#apps}}<tr><td>{{name}}</td><td class="gate {{stateClass}}">{{state}}{{#halted}}
-              <form method="post" action="/console/gate/resume" class="inline">
-                <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="app" value="{{name}}">
-                <button type="submit" id="resume-app-{{name}}">Resume {{name}}</button>
-              </form>{{/halted}}</td><td>{{verified}}</td></tr>{{/apps}}
-            </tbody>
-          </table>
+          <div class="scroll">
+            <table id="apps">
+              <caption>Apps (each halts alone when Apple refuses its shared secret)</caption>
+              <thead><tr><th>App</th><th>State</th><th>Verified, last minute</th><th>Schedule</th></tr></thead>
+              <tbody>
+              {{#apps}}<tr><td>{{name}}</td><td class="gate {{stateClass}}">{{state}}{{#halted}}
+                <form method="post" action="/console/gate/resume" class="inline">
+                  <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="app" value="{{name}}">
+                  <button type="submit" id="resume-app-{{name}}">Resume {{name}}</button>
+                </form>{{/halted}}</td><td>{{verified}}</td><td class="gate {{scheduleClass}}">{{schedule}}</td></tr>{{/apps}}
+              </tbody>
+            </table>
+          </div>
           <table id="apple-mix">
             <caption>Answers in the last minute</caption>
             <thead><tr><th>Status</th><th>Meaning</th><th>Answers</th></tr></thead>

@@ -7,7 +7,7 @@ public struct WebhookConfiguration: Sendable {
     public var retryDelays: [Duration]
     /// The longest one request may take, connecting included.
     public var timeout: Duration
-    /// The most deliveries to one endpoint in flight at once, over all dispatchers: a receiver that
+    /// The most requests to one endpoint in flight at once, over all dispatchers: a receiver that
     /// stops answering holds no more dispatchers than this, and a healthy one gets this many
     /// requests side by side. Run more dispatchers than this, or one such receiver stalls them all.
     public var perEndpointConcurrency: Int

@@ -9,13 +9,16 @@ import PostgresClient
 /// One dispatcher sends one request at a time; a process runs several side by side, each on a
 /// thread of its own with its own connections (the fleet's `WebhookDispatchers` service). No
 /// transaction spans a request, so a slow receiver holds no lock and no database session: a short
-/// transaction leases the delivery (`DeliveryClaim`), the request goes out, and a second short
-/// transaction records the answer. At most `perEndpointConcurrency` deliveries to one endpoint are
-/// in flight across all dispatchers, so a receiver that stops answering ties up that many threads
-/// and the others go on serving the other endpoints. A dispatcher that dies mid-request leaves its
-/// delivery leased until the lease ends; then it is due again (receivers de-duplicate by
-/// `webhook-id`). Every attempt is recorded in `webhook_attempts`. The endpoint's secret goes into the
-/// signature only: never into a log, an error or an attempt.
+/// transaction leases a claim of up to `claimSize` due deliveries to one endpoint (`DeliveryClaim`),
+/// the requests go out one after another over one connection, and a second short transaction
+/// records the answers: two commits for a claim, not for each delivery, so one quick receiver
+/// gets well over a thousand a second. A failed attempt, or a claim past `claimTime`, gives the
+/// unsent rest back. At most `perEndpointConcurrency` claims to one endpoint are in flight across
+/// all dispatchers, so a receiver that stops answering ties up that many threads and the others go
+/// on serving the other endpoints. A dispatcher that dies mid-claim leaves its deliveries leased
+/// until the lease ends; then they are due again (receivers de-duplicate by `webhook-id`). Every
+/// attempt is recorded in `webhook_attempts`. The endpoint's secret goes into the signature only:
+/// never into a log, an error or an attempt.
 public final class WebhookDispatcher {
     public let configuration: WebhookConfiguration
     private let database: PostgresConnection
@@ -42,6 +45,12 @@ public final class WebhookDispatcher {
             publicAddressesOnly: !configuration.allowsPrivateNetworks && configuration.proxy == nil))
     }
 
+    /// The most deliveries one claim takes.
+    static let claimSize = 16
+    /// How long a claim may go on sending: each request then still ends (by its timeout) well within
+    /// the lease, which is the timeout and a minute.
+    static let claimTime: Duration = .seconds(30)
+
     /// Makes up to `limit` attempts (the configured batch size by default), one due delivery each,
     /// and returns how many it made: fewer when fewer were due. `onAttempt` hears what became of
     /// each attempt once it is recorded (for metrics).
@@ -50,19 +59,37 @@ public final class WebhookDispatcher {
         let limit = limit ?? configuration.batchSize
         var attempts = 0
         while attempts < limit {
-            let attemptedAt = now()
+            let claimedAt = now()
             switch try DeliveryClaim.next(
-                on: database, now: attemptedAt, leasedUntil: attemptedAt.addingTimeInterval(configuration.lease.seconds),
-                perEndpoint: configuration.perEndpointConcurrency)
+                on: database, now: claimedAt, leasedUntil: claimedAt.addingTimeInterval(configuration.lease.seconds),
+                perEndpoint: configuration.perEndpointConcurrency, batch: min(Self.claimSize, limit - attempts))
             {
             case .nothingDue:
                 return attempts
             case .endpointFilledMeanwhile:
                 continue
-            case .claimed(let delivery):
-                let outcome = send(delivery, at: attemptedAt)
-                if let result = try record(outcome, of: delivery, at: attemptedAt) { onAttempt(result) }
-                attempts += 1
+            case .claimed(let deliveries):
+                let started = ContinuousClock.now
+                var sent: [(ClaimedDelivery, AttemptOutcome, Date)] = []
+                for delivery in deliveries {
+                    let attemptedAt = now()
+                    let outcome = send(delivery, at: attemptedAt)
+                    sent.append((delivery, outcome, attemptedAt))
+                    if !outcome.isDelivered || started.duration(to: .now) > Self.claimTime { break }
+                }
+                let results = try database.transaction { database in
+                    if sent.contains(where: { $0.1.isGone }), let endpoint = deliveries.first?.endpointID {
+                        // The endpoint before its deliveries, the order claims lock in: two 410s to one
+                        // endpoint at once would otherwise each hold a delivery the other's disable needs.
+                        try database.execute("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE", [.int64(endpoint)])
+                    }
+                    try DeliveryClaim.release(Array(deliveries.dropFirst(sent.count)), on: database)
+                    return try sent.compactMap { delivery, outcome, attemptedAt in
+                        try record(outcome, of: delivery, at: attemptedAt, on: database)
+                    }
+                }
+                results.forEach(onAttempt)
+                attempts += sent.count
             }
         }
         return attempts
@@ -115,49 +142,42 @@ public final class WebhookDispatcher {
     }
 
     /// Records the attempt and, if the delivery is still this dispatcher's, moves it on (delivered,
-    /// failed, or due again later) and disables the endpoint on a 410, in one short transaction.
-    /// Returns nil when the delivery was no longer this dispatcher's: its lease ran out and another
-    /// dispatcher claimed it, or a 410 to another request failed it meanwhile.
+    /// failed, or due again later) and disables the endpoint on a 410, in the claim's closing
+    /// transaction. Returns nil when the delivery was no longer this dispatcher's: its lease ran out
+    /// and another dispatcher claimed it, or a 410 to another request failed it meanwhile.
     private func record(
-        _ outcome: AttemptOutcome, of delivery: ClaimedDelivery, at attemptedAt: Date
+        _ outcome: AttemptOutcome, of delivery: ClaimedDelivery, at attemptedAt: Date, on database: PostgresConnection
     ) throws -> DeliveryAttemptResult? {
-        try database.transaction { database in
-            if outcome.isGone {
-                // The endpoint before its deliveries, the order claims lock in: two 410s to one
-                // endpoint at once would otherwise each hold a delivery the other's disable needs.
-                try database.execute("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE", [.int64(delivery.endpointID)])
-            }
-            let status: PostgresValue = outcome.status.map { .int64(Int64($0)) } ?? .null
-            let error: PostgresValue = outcome.error.map { .text($0) } ?? .null
-            // Through a SELECT, so that a delivery removed meanwhile with its endpoint logs nothing.
-            try database.execute(
-                """
-                INSERT INTO webhook_attempts (delivery_id, attempted_at, response_status, error, latency_ms)
-                SELECT id, $2, $3::integer, $4, $5::integer FROM webhook_deliveries WHERE id = $1
-                """,
-                [.int64(delivery.id), .timestamptz(attemptedAt), status, error, .int64(outcome.latency.milliseconds)])
+        let status: PostgresValue = outcome.status.map { .int64(Int64($0)) } ?? .null
+        let error: PostgresValue = outcome.error.map { .text($0) } ?? .null
+        // Through a SELECT, so that a delivery removed meanwhile with its endpoint logs nothing.
+        try database.execute(
+            """
+            INSERT INTO webhook_attempts (delivery_id, attempted_at, response_status, error, latency_ms)
+            SELECT id, $2, $3::integer, $4, $5::integer FROM webhook_deliveries WHERE id = $1
+            """,
+            [.int64(delivery.id), .timestamptz(attemptedAt), status, error, .int64(outcome.latency.milliseconds)])
 
-            let attempts = delivery.attempts + 1
-            let next = outcome.retryDelay(after: attempts, schedule: configuration.retryDelays)
-            let state = outcome.isDelivered ? "delivered" : next == nil ? "failed" : "pending"
-            let moved = try database.execute(
-                """
-                UPDATE webhook_deliveries
-                SET state = $2, attempts = $3::integer, last_status = $4::integer, last_error = $5,
-                    next_attempt_at = coalesce($6, next_attempt_at), delivered_at = $7, leased_until = NULL
-                WHERE id = $1 AND state = 'pending' AND leased_until = $8
-                """,
-                [.int64(delivery.id), .text(state), .int64(Int64(attempts)), status, error,
-                 next.map { .timestamptz(attemptedAt.addingTimeInterval($0.seconds)) } ?? .null,
-                 outcome.isDelivered ? .timestamptz(attemptedAt) : .null, .timestamptz(delivery.leasedUntil)])
-            guard moved == 1 else { return nil }
+        let attempts = delivery.attempts + 1
+        let next = outcome.retryDelay(after: attempts, schedule: configuration.retryDelays)
+        let state = outcome.isDelivered ? "delivered" : next == nil ? "failed" : "pending"
+        let moved = try database.execute(
+            """
+            UPDATE webhook_deliveries
+            SET state = $2, attempts = $3::integer, last_status = $4::integer, last_error = $5,
+                next_attempt_at = coalesce($6, next_attempt_at), delivered_at = $7, leased_until = NULL
+            WHERE id = $1 AND state = 'pending' AND leased_until = $8
+            """,
+            [.int64(delivery.id), .text(state), .int64(Int64(attempts)), status, error,
+             next.map { .timestamptz(attemptedAt.addingTimeInterval($0.seconds)) } ?? .null,
+             outcome.isDelivered ? .timestamptz(attemptedAt) : .null, .timestamptz(delivery.leasedUntil)])
+        guard moved == 1 else { return nil }
 
-            if outcome.isGone {
-                let reason = "the receiver answered 410 Gone at \(attemptedAt.formatted(.iso8601))"
-                _ = try WebhookRegistry.disable(id: delivery.endpointID, reason: reason, on: database)
-                return .disabled
-            }
-            return outcome.isDelivered ? .delivered : next == nil ? .failed : .retry
+        if outcome.isGone {
+            let reason = "the receiver answered 410 Gone at \(attemptedAt.formatted(.iso8601))"
+            _ = try WebhookRegistry.disable(id: delivery.endpointID, reason: reason, on: database)
+            return .disabled
         }
+        return outcome.isDelivered ? .delivered : next == nil ? .failed : .retry
     }
 }

@@ -137,6 +137,7 @@ public enum MetricName {
     public static let serverAPIHalted = "receiptfleet_server_api_halted"
     public static let appHalted = "receiptfleet_app_halted"
     public static let appVerifiedLastMinute = "receiptfleet_app_verified_last_minute"
+    public static let appNotificationFirst = "receiptfleet_app_notification_first"
     public static let rateLimit = "receiptfleet_rate_limit_per_second"
     public static let rateLimiterTokensGranted = "receiptfleet_rate_limiter_tokens_granted_total"
     public static let outboxUnpublished = "receiptfleet_outbox_unpublished_events"

@@ -21,12 +21,15 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
     /// Recent App Store notifications whose verification job was lost (with Redis, or by a crash
     /// before it was enqueued) and was enqueued again.
     public var notificationsRecovered = 0
+    /// Active subscriptions of apps whose notifications do not arrive, brought forward to be
+    /// checked nightly (`NotificationHealth`).
+    public var checkedNightly = 0
     public var seconds = 0.0
     public var finishedAt: Date?
 
     enum CodingKeys: String, CodingKey {
         case runID = "run_id", found, enqueued, alreadyQueued = "already_queued"
-        case notificationsRecovered = "notifications_recovered", seconds, finishedAt = "finished_at"
+        case notificationsRecovered = "notifications_recovered", checkedNightly = "checked_nightly", seconds, finishedAt = "finished_at"
     }
 }
 
@@ -75,9 +78,12 @@ public final class Scheduler {
     private let redis: RedisConnection
     private let keys: QueueKeys
     private let metrics: FleetMetrics
+    /// The deployment's apps, when active subscriptions are audited rather than checked nightly.
+    private let auditedApps: [String]?
 
     public init(settings: FleetSettings, metrics: FleetMetrics = FleetMetrics()) throws {
         self.metrics = metrics
+        auditedApps = settings.checkSchedule.auditInterval == nil ? nil : settings.apps.names
         redis = try RedisConnection(settings.redisConfiguration())
         keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2))
@@ -98,6 +104,8 @@ public final class Scheduler {
         let started = ContinuousClock.now
         var summary = ScheduleSummary(runID: options.runID)
         summary.notificationsRecovered = try recoverNotifications(options, now: now)
+        // Before the pass starts, so that what it brings forward is due in this very pass.
+        summary.checkedNightly = try judgeNotifications(options, now: now, databaseNow: try ledger.databaseTime())
         // Workers may verify what this pass enqueued while it still pages; those rows are skipped.
         let passStarted = try ledger.databaseTime()
         var cursor: DueCursor?
@@ -139,6 +147,18 @@ public final class Scheduler {
                 runID: runID, verified: tally.verified, dead: tally.dead, toGo: tally.toGo,
                 lastSettledAt: tally.lastSettledAt.map { Date(timeIntervalSince1970: Double($0) / 1_000) })
         }
+    }
+
+    /// Judges each app's notification health over the last day (the database's, where changes and
+    /// notifications are stamped), records the verdicts, and brings forward the active subscriptions
+    /// of the apps checked nightly. Returns how many it brought forward.
+    private func judgeNotifications(_ options: Options, now: Date, databaseNow: Date) throws -> Int {
+        guard let apps = auditedApps, options.environment != .sandbox else { return 0 }
+        let readings = try ledger.notificationReadings(since: databaseNow.addingTimeInterval(-NotificationHealth.window))
+        let verdicts = apps.map { app in NotificationHealth.judge(app: app, readings.first { $0.app == app }) }
+        guard !options.dryRun else { return 0 }
+        try NotificationHealth.record(verdicts, on: redis, keys: keys)
+        return try ledger.checkNightly(apps: verdicts.filter { !$0.notificationFirst }.map(\.app), now: now)
     }
 
     /// Enqueues again the job of every notification of the last `JobQueue.onceMemory` whose

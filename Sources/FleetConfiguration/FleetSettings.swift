@@ -125,9 +125,11 @@ public struct FleetSettings: Sendable {
         redisTimeout = try configuration[Settings.redisTimeout]
         postgresTimeout = try configuration[Settings.postgresTimeout]
         nightlyHourUTC = try configuration[Settings.nightlyHour]
+        let auditDays = try configuration[Settings.auditDays].rounded()
         checkSchedule = try CheckSchedule(
             refundedOrInvalidInterval: 3_600 * configuration[Settings.refundedRecheckHours],
-            refundedOrInvalidWatchPeriod: 86_400 * configuration[Settings.refundedRecheckDays])
+            refundedOrInvalidWatchPeriod: 86_400 * configuration[Settings.refundedRecheckDays],
+            auditInterval: auditDays > 0 ? 86_400 * auditDays : nil)
         initialPurchaseWindow = try 3_600 * configuration[Settings.initialPurchaseHours]
         nonRenewingProductIDs = try Set(configuration[Settings.nonRenewingProducts])
         haltAfterConfigurationErrors = try configuration[Settings.haltAfterConfigErrors]

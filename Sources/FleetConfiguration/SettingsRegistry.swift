@@ -152,6 +152,10 @@ public struct SettingsRegistry: Sendable {
         help: "Seconds every call to Apple may fail in the TLS handshake or HTTP framing (usually passing) before the fleet halts.",
         details: "See *Which transport failures halt* below.",
         show: { "\($0.components.seconds) s of calls all failing in the TLS handshake or HTTP framing" })
+    public let auditDays = Setting<Double>(
+        "audit-days", Rule.number("a number of days ≥ 0 (0: every night)") { $0 >= 0 }, default: 30.0,
+        help: "While an app's V2 notifications arrive, an active subscription is checked when its renewal is due and by a rolling "
+            + "audit once in this many nights; an app whose notifications stop is checked nightly until they come back (0: every night).")
     public let refundedRecheckHours = Setting<Double>(
         "refunded-recheck-hours", Rule.number("a number of hours > 0") { $0 > 0 }, default: 24.0,
         help: "Hours between checks of a refunded or invalid subscription.")

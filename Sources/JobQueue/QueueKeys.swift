@@ -52,6 +52,8 @@ public struct QueueKeys: Sendable, Hashable {
     public func lock(_ name: String) -> String { "\(prefix):lock:\(name)" }
     /// The summary of the last finished scheduler run (JSON), for `receiptfleet status`.
     public var schedulerLastRun: String { "\(prefix):scheduler:last-run" }
+    /// Each app's notification health as the last scheduler pass judged it (JSON).
+    public var notificationHealth: String { "\(prefix):scheduler:notification-health" }
     /// The rate limiter's state (GCRA theoretical arrival time, µs).
     public var limiter: String { "\(prefix):limiter" }
     /// The number of tokens the limiter has granted, ever: a counter for rate graphs.

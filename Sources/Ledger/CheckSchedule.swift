@@ -6,6 +6,12 @@ import Foundation
 ///
 /// The scheduler runs nightly and enqueues what is due at its start, so checks a day or more away
 /// are moved to the nightly run on or before them: "every 3 days" then means three nights, not four.
+///
+/// An active subscription is checked just after its period ends (its renewal is due) and, with an
+/// `auditInterval`, otherwise only by the rolling audit: on one night in every K, its own (`auditSlot`
+/// spreads subscriptions evenly across the K nights). Notifications tell every change in between,
+/// and a renewal they announce moves the period's end, and with it the check. Without one, every
+/// night (for apps whose notifications do not arrive, the scheduler checks active ones nightly anyway).
 public struct CheckSchedule: Sendable, Equatable {
     /// How long after a period ends (expiry, end of grace) to look: Apple needs a moment to renew.
     public var afterExpiry: TimeInterval
@@ -26,13 +32,15 @@ public struct CheckSchedule: Sendable, Equatable {
     /// How long after the refund (or the first permanent failure) to keep looking; after that
     /// only a notification brings the subscription back.
     public var refundedOrInvalidWatchPeriod: TimeInterval
+    /// Between audits of an active subscription (whole days); nil checks active ones every night.
+    public var auditInterval: TimeInterval?
 
     public init(
         afterExpiry: TimeInterval = 10 * CheckSchedule.minute, billingRetryInterval: TimeInterval = CheckSchedule.day,
         expiredInterval: TimeInterval = 3 * CheckSchedule.day, expiredWatchPeriod: TimeInterval = 60 * CheckSchedule.day,
         dormantInterval: TimeInterval = 30 * CheckSchedule.day, sandboxInterval: TimeInterval = 5 * CheckSchedule.minute,
         refundedOrInvalidInterval: TimeInterval = CheckSchedule.day,
-        refundedOrInvalidWatchPeriod: TimeInterval = 30 * CheckSchedule.day
+        refundedOrInvalidWatchPeriod: TimeInterval = 30 * CheckSchedule.day, auditInterval: TimeInterval? = nil
     ) {
         self.afterExpiry = afterExpiry
         self.billingRetryInterval = billingRetryInterval
@@ -42,6 +50,7 @@ public struct CheckSchedule: Sendable, Equatable {
         self.sandboxInterval = sandboxInterval
         self.refundedOrInvalidInterval = refundedOrInvalidInterval
         self.refundedOrInvalidWatchPeriod = refundedOrInvalidWatchPeriod
+        self.auditInterval = auditInterval
     }
 
     /// The time of the next check, or nil when only a notification should trigger one.
@@ -49,7 +58,8 @@ public struct CheckSchedule: Sendable, Equatable {
     ///   - state: the stored state; nil for a subscription never verified.
     ///   - now: the time of the verification that produced `state`.
     ///   - nextNightlyRun: the first nightly scheduler run after `now`; nights are a day apart.
-    public func nextCheck(for state: SubscriptionState?, now: Date, nextNightlyRun: Date) -> Date? {
+    ///   - auditSlot: which of the audit's nights is the subscription's (its id does).
+    public func nextCheck(for state: SubscriptionState?, now: Date, nextNightlyRun: Date, auditSlot: Int64 = 0) -> Date? {
         guard let state else { return now }
         switch state.status {
         case .refunded, .invalid:
@@ -59,9 +69,9 @@ public struct CheckSchedule: Sendable, Equatable {
         case _ where state.environment == .sandbox:  // any other status: periods last minutes
             return now + sandboxInterval
         case .active:
-            // Daily at least, to see refunds and renewal switches; just after expiry if sooner.
+            // Just after expiry, when the renewal is due; and by the audit (or nightly) before that.
             let afterPeriod = state.expiresAt.map { $0.date + afterExpiry } ?? nextNightlyRun
-            return min(afterPeriod, nextNightlyRun)
+            return min(afterPeriod, auditInterval.map { auditNight(slot: auditSlot, every: $0, next: nextNightlyRun) } ?? nextNightlyRun)
         case .inGrace:
             let afterGrace = state.gracePeriodExpiresAt.map { $0.date + afterExpiry } ?? .distantFuture
             return min(afterGrace, nightlyRun(notAfter: now + billingRetryInterval, next: nextNightlyRun))
@@ -72,6 +82,15 @@ public struct CheckSchedule: Sendable, Equatable {
             let interval = recoverable ? expiredInterval : dormantInterval
             return nightlyRun(notAfter: now + interval, next: nextNightlyRun)
         }
+    }
+
+    /// The first night from `next` on whose number (days since 1970) falls in `slot`'s place in
+    /// every `interval`: at most `interval` away, and the same nights for the same slot.
+    private func auditNight(slot: Int64, every interval: TimeInterval, next: Date) -> Date {
+        let nights = max(1, Int64((interval / Self.day).rounded()))
+        let night = Int64((next.timeIntervalSince1970 / Self.day).rounded(.down))
+        let wait = ((slot - night) % nights + nights) % nights
+        return next + Double(wait) * Self.day
     }
 
     /// The last nightly run at or before `date`; `date` itself when it comes before the next run.

@@ -438,11 +438,14 @@ enum Migrations {
             CREATE INDEX consumption_requests_due ON consumption_requests (deadline) WHERE state = 'pending';
             CREATE INDEX consumption_requests_subscription ON consumption_requests (subscription_id, signed_at);
             """),
-        Migration(version: 20, name: "notifications settled by their signed data", sql: """
+        Migration(version: 20, name: "notifications settled by their signed data, and their health", sql: """
             -- settled: the notification's signed data told the whole change and was applied; no job was due.
             ALTER TABLE notifications DROP CONSTRAINT notifications_outcome_check;
             ALTER TABLE notifications ADD CONSTRAINT notifications_outcome_check
                 CHECK (outcome IN ('queued', 'settled', 'ignored_environment', 'unknown_subscription', 'no_subscription'));
+            -- The scheduler weighs each app's last day of notifications against its last day of changes.
+            CREATE INDEX notifications_received ON notifications (received_at);
+            CREATE INDEX events_created ON events (created_at);
             """),
     ]
 }

@@ -169,7 +169,8 @@ private struct WriteRow: Encodable {
             state.latestReceipt = nil
             self.state = state
             expectedVersion = change.expectedVersion
-            nextCheckAt = schedule.nextCheck(for: state, now: state.verifiedAt.date, nextNightlyRun: nextNightlyRun)
+            nextCheckAt = schedule.nextCheck(
+                for: state, now: state.verifiedAt.date, nextNightlyRun: nextNightlyRun, auditSlot: write.subscriptionID)
                 .map(Instant.init)
             transactions = change.analysis.transactions
             events = change.analysis.events

@@ -81,8 +81,8 @@ private struct Instruments: Sendable {
     let paused: Gauge
     let halted: Gauge
     let serverAPIHalted: Gauge
-    /// Per app: halted (1) or not, and verifications in the last minute.
-    let apps: [(name: String, halted: Gauge, verified: Gauge)]
+    /// Per app: halted (1) or not, verifications in the last minute, and notification-first (1) or nightly.
+    let apps: [(name: String, halted: Gauge, verified: Gauge, notificationFirst: Gauge)]
     let tokensGranted: Counter
     let outboxUnpublished: Gauge
     let outboxLag: Gauge
@@ -99,7 +99,10 @@ private struct Instruments: Sendable {
         paused = gauge(MetricName.fleetPaused)
         halted = gauge(MetricName.fleetHalted)
         serverAPIHalted = gauge(MetricName.serverAPIHalted)
-        apps = names.map { ($0, gauge(MetricName.appHalted, [("app", $0)]), gauge(MetricName.appVerifiedLastMinute, [("app", $0)])) }
+        apps = names.map {
+            ($0, gauge(MetricName.appHalted, [("app", $0)]), gauge(MetricName.appVerifiedLastMinute, [("app", $0)]),
+             gauge(MetricName.appNotificationFirst, [("app", $0)]))
+        }
         tokensGranted = Counter(label: MetricName.rateLimiterTokensGranted, factory: factory)
         outboxUnpublished = gauge(MetricName.outboxUnpublished)
         outboxLag = gauge(MetricName.outboxLag)
@@ -120,7 +123,10 @@ private struct Instruments: Sendable {
             paused.record(queue.pausedUntil == nil ? 0 : 1)
             halted.record(queue.haltedReason == nil ? 0 : 1)
             serverAPIHalted.record(side.serverAPI.haltedReason == nil ? 0 : 1)
-            for app in apps { app.halted.record(side.haltedApps[app.name] == nil ? 0 : 1) }
+            for app in apps {
+                app.halted.record(side.haltedApps[app.name] == nil ? 0 : 1)
+                if let schedule = side.schedules.first(where: { $0.app == app.name }) { app.notificationFirst.record(schedule.notificationFirst ? 1 : 0) }
+            }
             tokensGranted.increment(by: granted)
             schedulerLastSuccess.record(side.lastSchedulerRun?.finishedAt?.timeIntervalSince1970 ?? 0)
         }

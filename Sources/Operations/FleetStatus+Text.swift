@@ -47,6 +47,12 @@ extension FleetStatus {
                 line("app \(app.name)", halt + "\(app.verifiedLastMinute) verified in the last minute; " + list(app.subscriptions))
             }
         }
+        for app in status.apps {
+            guard let schedule = app.schedule else { continue }
+            line("schedule", (status.apps.count > 1 ? "\(app.name): " : "")
+                 + (schedule.notificationFirst ? "notification-first (\(schedule.why))"
+                    : "NIGHTLY: \(schedule.why); check that App Store Connect sends V2 notifications to serve"))
+        }
         line("due now", status.dueNow.map(String.init) ?? "-")
         line("events (1 h)", list(status.eventsLastHour))
         let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
@@ -61,7 +67,7 @@ extension FleetStatus {
             line("missed notif.", "last recovery \(run.at.formatted(.iso8601)): \(run.found) in Apple's history, \(run.new) new"
                  + (run.outcome == "ok" ? "" : "; \(run.outcome)"))
         } else {
-            line("missed notif.", "no recovery recorded (`receiptfleet notifications recover`, daily from its timer)")
+            line("missed notif.", "no recovery recorded (`receiptfleet notifications recover`, every six hours from its timer)")
         }
         return lines.joined(separator: "\n")
     }

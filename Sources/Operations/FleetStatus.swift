@@ -76,6 +76,9 @@ public struct FleetStatus: Sendable, Encodable {
         public var haltedReason: String?
         public var verifiedLastMinute: Int
         public var subscriptions: [String: Int]?
+        /// Notification-first or nightly, and why (`NotificationHealth`); nil before the first pass
+        /// that judged it, or when every active subscription is checked nightly (`audit-days` 0).
+        public var schedule: NotificationHealth?
     }
 
     public struct RateLimitReading: Sendable, Encodable {

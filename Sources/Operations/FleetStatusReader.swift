@@ -66,6 +66,7 @@ public final class FleetStatusReader {
             serverAPI: FleetStatus.ServerAPIGate(
                 haltedReason: try connection.command("GET", queue.keys.halted(FleetSettings.serverAPIGroup)).string,
                 throttledSeconds: throttled),
+            schedules: try NotificationHealth.last(on: connection, keys: queue.keys),
             haltedApps: try settings.apps.names.reduce(into: [:]) { halted, app in
                 halted[app] = try connection.command("GET", queue.keys.halted(app: app)).string
             },
@@ -122,6 +123,8 @@ public struct FleetReading: Sendable {
         public var queue: FleetStatus.Queue
         public var rateLimit: FleetStatus.RateLimitReading
         public var serverAPI: FleetStatus.ServerAPIGate
+        /// Each app's schedule, as the last scheduler pass judged its notifications.
+        public var schedules: [NotificationHealth]
         /// The halted apps' reasons, by name.
         public var haltedApps: [String: String]
         public var lastSchedulerRun: ScheduleSummary?
@@ -157,7 +160,7 @@ public struct FleetReading: Sendable {
         let apps = names.sorted().map { name in
             FleetStatus.AppStatus(
                 name: name, haltedReason: redisSide.haltedApps[name], verifiedLastMinute: ledgerSide.verifiedLastMinute[name] ?? 0,
-                subscriptions: byApp.map { $0[name] ?? [:] })
+                subscriptions: byApp.map { $0[name] ?? [:] }, schedule: redisSide.schedules.first { $0.app == name })
         }
         return FleetStatus(
             queue: redisSide.queue, rateLimit: redisSide.rateLimit, serverAPI: redisSide.serverAPI,

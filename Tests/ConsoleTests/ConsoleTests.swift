@@ -285,6 +285,19 @@ import Testing
         }
     }
 
+    /// Each app's schedule shows in the Apps table: nightly, and why, once a scheduler pass found
+    /// that its notifications do not arrive.
+    @Test func eachAppsScheduleIsShownWithWhy() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            #expect(try await console.get("/console", session: session).body.contains("<th>Schedule</th>"))
+            let fleet = console.fleet
+            _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(runID: "console-schedule"), now: Date()) }
+            let page = try await console.get("/console", session: session)
+            #expect(page.body.contains(#"<td class="gate paused">Nightly: no V2 notification arrived in the last 24 hours</td>"#))
+        }
+    }
+
     /// An app halted by its secret shows in the Apps table with a button that lifts its halt
     /// alone, after a confirmation naming the app and the reason.
     @Test func aHaltedAppIsShownAndResumedAlone() async throws {

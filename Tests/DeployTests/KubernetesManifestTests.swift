@@ -53,7 +53,7 @@ struct KubernetesManifestTests {
     }
 
     /// The scheduler nightly, retention and the notifications' recovery after it, each one at a time.
-    @Test(arguments: [("schedule", "0 2 * * *"), ("prune", "30 3 * * *"), ("notifications", "15 4 * * *")])
+    @Test(arguments: [("schedule", "0 2 * * *"), ("prune", "30 3 * * *"), ("notifications", "15 */6 * * *")])
     func theDailyJobsRunOneAtATime(command: String, schedule: String) async throws {
         let manifests = try await KubernetesManifests(folder: Self.folder)
         let cron = try #require(manifests.resources("CronJob").first { $0.node["metadata"]["name"].string == "receiptfleet-\(command)" })

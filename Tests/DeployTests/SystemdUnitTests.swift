@@ -66,10 +66,10 @@ struct SystemdUnitTests {
         #expect(settings["Environment", default: []].contains("RECEIPTFLEET_CONSOLE_TOKENS_FILE=%d/console-tokens"))
     }
 
-    /// The scheduler at the default nightly-hour, retention and the notifications' recovery after
-    /// it; each catches up a missed day.
+    /// The scheduler at the default nightly-hour, retention after it, and the notifications'
+    /// recovery every six hours; each catches up a missed run.
     @Test(arguments: [("receiptfleet-schedule.timer", "*-*-* 02:00:00 UTC"), ("receiptfleet-prune.timer", "*-*-* 03:30:00 UTC"),
-                      ("receiptfleet-notifications.timer", "*-*-* 04:15:00 UTC")])
+                      ("receiptfleet-notifications.timer", "*-*-* 00/6:15:00 UTC")])
     func theTimersRunDailyAndCatchUp(timer: String, calendar: String) throws {
         let settings = try unitSettings(Repository.url("deploy/systemd/" + timer))
         #expect(settings["OnCalendar"] == [calendar])

@@ -146,14 +146,54 @@ import Testing
             let delivered = eventuallyOnThisThread { healthy.requests.count == events }
             // Real time: a third request to the hanging endpoint, if one were made, has time to leave.
             Thread.sleep(forTimeInterval: 0.2)
+            // Each claim has a lease end of its own, and sends one request at a time.
             let leased = try database.query(
-                "SELECT count(*) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL",
+                "SELECT count(DISTINCT leased_until) AS n FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL",
                 [.int64(ids[0])])[0]["n"].int64()
             return (delivered, hanging.requests.count, leased)
         }
         #expect(delivered, "the healthy endpoint got every delivery")
         #expect(heldRequests == 2)
         #expect(leased == 2)
+        #expect(errors.all.isEmpty, "\(errors.all)")
+    }
+
+    /// A dispatcher claims its share of an endpoint's due deliveries at once (ten due, two claims
+    /// allowed: five) and sends them one after another; when one fails it gives the unsent rest
+    /// back at once, unattempted, for the next claim.
+    @Test func aClaimTakesItsShareAndGivesBackWhatItDidNotSend() async throws {
+        let errors = Recorder()
+        let hanging = try TestHTTPServer(.hold)
+        defer { hanging.stop() }
+        let (whileHeld, afterFailure, nextClaimSent) = try await World.with { world in
+            let database = try world.connect()
+            let id = try endpoints(["http://127.0.0.1:\(hanging.port)/"], withDeliveries: 10, in: world, on: database)[0]
+            let leases = {
+                try database.query(
+                    "SELECT count(*) AS n, count(DISTINCT leased_until) AS claims FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL",
+                    [.int64(id)])[0]
+            }
+            let configuration = WebhookConfiguration(timeout: .seconds(1), perEndpointConcurrency: 2).local
+            let dispatchers = startDispatchers(1, in: world, configuration: configuration, errors: errors)
+            defer {
+                hanging.stop()
+                dispatchers.stop(grace: .seconds(30))
+            }
+            _ = eventuallyOnThisThread { hanging.requests.count == 1 }
+            let held = try leases()
+            let whileHeld = (try held["n"].int64(), try held["claims"].int64())
+            // The first request times out: its failure is recorded, the four unsent come back unattempted.
+            _ = try eventuallyOnThisThread(within: .seconds(10)) {
+                try database.query("SELECT count(*) AS n FROM webhook_attempts")[0]["n"].int64() == 1
+            }
+            let afterFailure = try database.query(
+                "SELECT count(*) FILTER (WHERE attempts = 0) AS fresh, count(*) FILTER (WHERE attempts = 1) AS tried FROM webhook_deliveries")[0]
+            let nextClaimSent = eventuallyOnThisThread { hanging.requests.count >= 2 }
+            return (whileHeld, (try afterFailure["fresh"].int64(), try afterFailure["tried"].int64()), nextClaimSent)
+        }
+        #expect(whileHeld.0 == 5 && whileHeld.1 == 1, "one claim of five: \(whileHeld)")
+        #expect(afterFailure.0 == 9 && afterFailure.1 == 1, "\(afterFailure)")
+        #expect(nextClaimSent, "the next claim took what came back")
         #expect(errors.all.isEmpty, "\(errors.all)")
     }
 }

@@ -202,6 +202,12 @@ struct FleetSetup: Sendable {
         try await count("SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)'")
     }
 
+    /// Runs one statement on the deployment's database.
+    func execute(_ sql: String) async throws {
+        let database = database
+        try await onOwnThread { try database.connect().execute(sql) }
+    }
+
     func count(_ sql: String) async throws -> Int {
         try await query(sql) { Int(try $0["n"].int64() ?? 0) }.first ?? 0
     }

@@ -103,4 +103,28 @@ import Testing
         let next = row.schedule.nextCheck(for: row.state, now: Self.now, nextNightlyRun: Self.nightly)
         #expect(next == row.expected.map(Self.at))
     }
+
+    /// With an audit every 30 nights, an active subscription far from its renewal waits for its own
+    /// night: 300 subscriptions fall on 30 nights, ten each, every one within 30 nights, and the
+    /// same slot keeps its night. A renewal due sooner is checked just after it.
+    @Test func anAuditedActiveSubscriptionWaitsForItsNightOrItsRenewal() {
+        let schedule = CheckSchedule(auditInterval: 30 * CheckSchedule.day)
+        let far = Self.state(.active, expires: "2024-05-01T00:00")
+        let nights = (0..<300).compactMap { schedule.nextCheck(for: far, now: Self.now, nextNightlyRun: Self.nightly, auditSlot: Int64($0)) }
+        let perNight = Dictionary(grouping: nights, by: { $0 }).mapValues(\.count)
+        #expect(perNight.count == 30 && perNight.values.allSatisfy { $0 == 10 }, "\(perNight.values.sorted())")
+        #expect(nights.min() == Self.nightly && nights.max() == Self.nightly + 29 * CheckSchedule.day)
+        #expect(nights.allSatisfy { Int64($0.timeIntervalSince(Self.nightly)) % 86_400 == 0 }, "on nightly runs")
+        let later = Self.nightly + 5 * CheckSchedule.day
+        #expect(schedule.nextCheck(for: far, now: Self.now + 5 * CheckSchedule.day, nextNightlyRun: later, auditSlot: 7) == nights[7],
+                "the same slot, the same night")
+        #expect(schedule.nextCheck(for: far, now: Self.now, nextNightlyRun: Self.nightly, auditSlot: -3) != nil, "any id has a night")
+
+        let soon = Self.state(.active, expires: "2024-03-12T10:00")
+        let slotFarAway = (0..<30).first { nights[$0] > Self.at("2024-03-13T00:00") }!
+        #expect(schedule.nextCheck(for: soon, now: Self.now, nextNightlyRun: Self.nightly, auditSlot: Int64(slotFarAway))
+                == Self.at("2024-03-12T10:10"), "the renewal is due first")
+        #expect(CheckSchedule().nextCheck(for: far, now: Self.now, nextNightlyRun: Self.nightly, auditSlot: Int64(slotFarAway))
+                == Self.nightly, "without an audit, every night")
+    }
 }
