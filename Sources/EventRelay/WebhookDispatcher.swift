@@ -84,9 +84,7 @@ public final class WebhookDispatcher {
                         try database.execute("SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE", [.int64(endpoint)])
                     }
                     try DeliveryClaim.release(Array(deliveries.dropFirst(sent.count)), on: database)
-                    return try sent.compactMap { delivery, outcome, attemptedAt in
-                        try record(outcome, of: delivery, at: attemptedAt, on: database)
-                    }
+                    return try record(sent, on: database)
                 }
                 results.forEach(onAttempt)
                 attempts += sent.count
@@ -141,43 +139,71 @@ public final class WebhookDispatcher {
         }
     }
 
-    /// Records the attempt and, if the delivery is still this dispatcher's, moves it on (delivered,
-    /// failed, or due again later) and disables the endpoint on a 410, in the claim's closing
-    /// transaction. Returns nil when the delivery was no longer this dispatcher's: its lease ran out
-    /// and another dispatcher claimed it, or a 410 to another request failed it meanwhile.
+    /// Records the claim's attempts and moves each delivery still this dispatcher's on (delivered,
+    /// failed, or due again later), in two statements for the whole claim, and disables the
+    /// endpoint on a 410, in the claim's closing transaction. A delivery no longer this
+    /// dispatcher's (its lease ran out and another dispatcher claimed it, or a 410 to another
+    /// request failed it meanwhile) is left as it is, and has no result.
     private func record(
-        _ outcome: AttemptOutcome, of delivery: ClaimedDelivery, at attemptedAt: Date, on database: PostgresConnection
-    ) throws -> DeliveryAttemptResult? {
-        let status: PostgresValue = outcome.status.map { .int64(Int64($0)) } ?? .null
-        let error: PostgresValue = outcome.error.map { .text($0) } ?? .null
-        // Through a SELECT, so that a delivery removed meanwhile with its endpoint logs nothing.
-        try database.execute(
-            """
-            INSERT INTO webhook_attempts (delivery_id, attempted_at, response_status, error, latency_ms)
-            SELECT id, $2, $3::integer, $4, $5::integer FROM webhook_deliveries WHERE id = $1
-            """,
-            [.int64(delivery.id), .timestamptz(attemptedAt), status, error, .int64(outcome.latency.milliseconds)])
-
-        let attempts = delivery.attempts + 1
-        let next = outcome.retryDelay(after: attempts, schedule: configuration.retryDelays)
-        let state = outcome.isDelivered ? "delivered" : next == nil ? "failed" : "pending"
-        let moved = try database.execute(
-            """
-            UPDATE webhook_deliveries
-            SET state = $2, attempts = $3::integer, last_status = $4::integer, last_error = $5,
-                next_attempt_at = coalesce($6, next_attempt_at), delivered_at = $7, leased_until = NULL
-            WHERE id = $1 AND state = 'pending' AND leased_until = $8
-            """,
-            [.int64(delivery.id), .text(state), .int64(Int64(attempts)), status, error,
-             next.map { .timestamptz(attemptedAt.addingTimeInterval($0.seconds)) } ?? .null,
-             outcome.isDelivered ? .timestamptz(attemptedAt) : .null, .timestamptz(delivery.leasedUntil)])
-        guard moved == 1 else { return nil }
-
-        if outcome.isGone {
-            let reason = "the receiver answered 410 Gone at \(attemptedAt.formatted(.iso8601))"
-            _ = try WebhookRegistry.disable(id: delivery.endpointID, reason: reason, on: database)
-            return .disabled
+        _ sent: [(delivery: ClaimedDelivery, outcome: AttemptOutcome, attemptedAt: Date)], on database: PostgresConnection
+    ) throws -> [DeliveryAttemptResult] {
+        guard let lease = sent.first?.delivery.leasedUntil else { return [] }
+        let moves = sent.map { delivery, outcome, attemptedAt in
+            let attempts = delivery.attempts + 1
+            let next = outcome.retryDelay(after: attempts, schedule: configuration.retryDelays)
+            return (delivery: delivery, outcome: outcome, attemptedAt: attemptedAt, attempts: attempts, next: next,
+                    state: outcome.isDelivered ? "delivered" : next == nil ? "failed" : "pending")
         }
-        return outcome.isDelivered ? .delivered : next == nil ? .failed : .retry
+        let rows = moves.map { move in
+            AttemptRow(
+                id: move.delivery.id, at_ms: Int64(move.attemptedAt.timeIntervalSince1970 * 1000), status: move.outcome.status,
+                error: move.outcome.error, latency_ms: move.outcome.latency.milliseconds, state: move.state, attempts: move.attempts,
+                next_ms: move.next.map { Int64((move.attemptedAt.timeIntervalSince1970 + $0.seconds) * 1000) })
+        }
+        let json = String(decoding: try JSONEncoder().encode(rows), as: UTF8.self)
+        let moved = Set(try database.query(Self.recordClaim, [.text(json), .timestamptz(lease)]).map { try $0["id"].int64() ?? 0 })
+        var results: [DeliveryAttemptResult] = []
+        for move in moves where moved.contains(move.delivery.id) {
+            if move.outcome.isGone {
+                let reason = "the receiver answered 410 Gone at \(move.attemptedAt.formatted(.iso8601))"
+                _ = try WebhookRegistry.disable(id: move.delivery.endpointID, reason: reason, on: database)
+                results.append(.disabled)
+            } else {
+                results.append(move.outcome.isDelivered ? .delivered : move.next == nil ? .failed : .retry)
+            }
+        }
+        return results
     }
+
+    /// Logs a claim's attempts ($1, a JSON array of them) and moves on each of its deliveries still
+    /// leased until $2 and pending; returns the ids it moved. An attempt whose delivery was removed
+    /// meanwhile (with its endpoint) logs nothing.
+    private static let recordClaim = """
+        WITH attempt AS (
+            SELECT a.*, to_timestamp(a.at_ms / 1000.0) AS attempted_at
+            FROM jsonb_to_recordset($1::jsonb) AS a(id bigint, at_ms bigint, status integer, error text,
+                                                    latency_ms bigint, state text, attempts integer, next_ms bigint)),
+        logged AS (
+            INSERT INTO webhook_attempts (delivery_id, attempted_at, response_status, error, latency_ms)
+            SELECT a.id, a.attempted_at, a.status, a.error, a.latency_ms FROM attempt a JOIN webhook_deliveries d ON d.id = a.id)
+        UPDATE webhook_deliveries d
+        SET state = a.state, attempts = a.attempts, last_status = a.status, last_error = a.error,
+            next_attempt_at = coalesce(to_timestamp(a.next_ms / 1000.0), d.next_attempt_at),
+            delivered_at = CASE WHEN a.state = 'delivered' THEN a.attempted_at END, leased_until = NULL
+        FROM attempt a
+        WHERE d.id = a.id AND d.state = 'pending' AND d.leased_until = $2
+        RETURNING d.id
+        """
+}
+
+/// One attempt of a claim, as `recordClaim` reads it (times in ms since 1970).
+private struct AttemptRow: Encodable {
+    let id: Int64
+    let at_ms: Int64
+    let status: Int?
+    let error: String?
+    let latency_ms: Int64
+    let state: String
+    let attempts: Int
+    let next_ms: Int64?
 }
