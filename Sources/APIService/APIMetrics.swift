@@ -6,7 +6,7 @@ import Metrics
 /// - `receiptfleet_api_rejected_requests_total{reason}`: unauthorized, rate_limited, body_too_large
 /// - `receiptfleet_api_notifications_total{version, outcome}`: settled, queued, duplicate, ignored_environment,
 ///   unknown_subscription, no_subscription, unauthenticated (wrong password or signature), malformed
-/// - `receiptfleet_api_registrations_total{outcome}`: registered, pending, rejected, apple_unavailable
+/// - `receiptfleet_api_registrations_total{outcome}`: registered, pending, rejected, apple_unavailable, redis_unavailable
 struct APIMetrics: Sendable {
     let factory: any MetricsFactory
 
@@ -21,5 +21,14 @@ struct APIMetrics: Sendable {
 
     func registration(_ outcome: String) {
         Counter(label: "receiptfleet_api_registrations_total", dimensions: [("outcome", outcome)], factory: factory).increment()
+    }
+
+    /// A refused registration's outcome: why it could not be verified now, or rejected.
+    static func registrationOutcome(of error: APIError) -> String {
+        switch (error.status, error.code) {
+        case (.serviceUnavailable, "redis_unavailable"): "redis_unavailable"
+        case (.serviceUnavailable, _): "apple_unavailable"
+        default: "rejected"
+        }
     }
 }

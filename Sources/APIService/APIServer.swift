@@ -60,8 +60,17 @@ public final class APIServer: NamedService {
             fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
         notificationLimiter = ClientRateLimiter(perSecond: settings.notificationRateLimit, burst: settings.notificationRateBurst)
         let consumer = "api-" + JobQueue.consumerName(thread: 0)  // enqueues only; never reserves
-        lanes = LanePool(name: "rf-api", size: settings.lanes) { try Connections(settings: fleet, consumer: consumer, enqueueOnly: true) }
+        var laneFleet = fleet
+        laneFleet.redisTimeout = min(fleet.redisTimeout, Self.redisDeadline)
+        lanes = LanePool(name: "rf-api", size: settings.lanes) { [laneFleet] in
+            try Connections(settings: laneFleet, consumer: consumer, enqueueOnly: true)
+        }
     }
+
+    /// The longest a lane waits for one Redis command: a caller is waiting, and a Redis that does
+    /// not answer within it is treated as down (`RedisRest`) rather than waited for. Far above a
+    /// healthy Redis's slowest script (a scheduler page's enqueue), far below a caller's patience.
+    static let redisDeadline = Duration.milliseconds(500)
 
     /// The console's sampler, a service of its own beside this one, when the console is mounted.
     public var consoleSampler: ConsoleSampler? { console?.sampler }
@@ -93,7 +102,8 @@ public final class APIServer: NamedService {
             tokens: settings.tokens, limiter: clientLimiter, trustedProxies: settings.trustedProxies, maxBodyBytes: settings.maxBodyBytes, metrics: metrics, openPaths: [Self.notificationPath],
             consoleMounted: console != nil))
         console?.addRoutes(to: router)
-        let registrar = Registrar(fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger)
+        let registrar = Registrar(
+            fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger, redisRest: RedisRest())
         router.post("/v1/receipts") { request, context in
             try context.require(.register)
             let body = try await self.decode(RegistrationRequest.self, from: request)
@@ -102,7 +112,7 @@ public final class APIServer: NamedService {
                 self.metrics.registration(pending ? "pending" : "registered")
                 return try Self.json(answer, status: pending ? .accepted : .ok)
             } catch let error as APIError {
-                self.metrics.registration(error.status == .serviceUnavailable ? "apple_unavailable" : "rejected")
+                self.metrics.registration(APIMetrics.registrationOutcome(of: error))
                 throw error
             }
         }
@@ -114,7 +124,7 @@ public final class APIServer: NamedService {
                 self.metrics.registration("registered")
                 return try Self.json(answer)
             } catch let error as APIError {
-                self.metrics.registration(error.status == .serviceUnavailable ? "apple_unavailable" : "rejected")
+                self.metrics.registration(APIMetrics.registrationOutcome(of: error))
                 throw error
             }
         }

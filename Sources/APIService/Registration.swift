@@ -91,10 +91,19 @@ struct Registrar: Sendable {
     /// Apple's answers, counted as the workers count theirs.
     let metrics: FleetMetrics
     let logger: Logger
+    let redisRest: RedisRest
 
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
         let (receipt, accountID, originalTransactionID) = try request.validated()
         let named = try app(named: request.app)
+        return try await redisRest.guarding {
+            try await register(receipt, accountID: accountID, originalTransactionID: originalTransactionID, app: named)
+        }
+    }
+
+    private func register(
+        _ receipt: ReceiptData, accountID: String?, originalTransactionID: String?, app named: String?
+    ) async throws -> (RegistrationResponse, pending: Bool) {
         do {
             let probing = try await admission(to: .verifyReceipt, forApp: named)
             let (fleet, app, metrics, logger) = (fleet, named, metrics, logger)
@@ -131,9 +140,10 @@ struct Registrar: Sendable {
     /// fleet (or `app`) is paused or halted, or the endpoint's budget is spent. Returns whether this
     /// call is the fleet's probe after a pause.
     func admission(to endpoint: AppleEndpoint, forApp app: String?) async throws -> Bool {
-        let (horizon, fleet) = (settings.appleWait, fleet)
+        let (horizon, fleet, redisRest) = (settings.appleWait, fleet, redisRest)
         let admission = try await lanes.run {
-            try LaneGate(connections: $0, settings: fleet).book(endpoint, forApp: app, within: horizon)
+            try redisRest.refuseWhileResting()
+            return try LaneGate(connections: $0, settings: fleet).book(endpoint, forApp: app, within: horizon)
         }
         if case .granted(let slots) = admission { try await Task.sleep(for: slots[0]) }
         guard let refusal = admission.refusal else { return admission == .probe }

@@ -86,6 +86,14 @@ extension Registrar {
         }
         let (originalTransactionID, environment, accountID, app) = try await request.validated(
             by: serverAPI, apps: fleet.apps, named: try app(named: request.app), now: Date())
+        return try await redisRest.guarding {
+            try await register(originalTransactionID: originalTransactionID, environment: environment, accountID: accountID, app: app)
+        }
+    }
+
+    private func register(
+        originalTransactionID: String, environment: AppStoreEnvironment, accountID: String?, app: String?
+    ) async throws -> RegistrationResponse {
         let probing = try await admission(to: .subscriptionStatuses, forApp: app)
         let (fleet, metrics, logger) = (fleet, metrics, logger)
         return try await lanes.run { connections in

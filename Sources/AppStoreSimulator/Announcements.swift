@@ -23,11 +23,14 @@ struct Announcements {
             announce("DID_CHANGE_RENEWAL_PREF", "UPGRADE")
         }
         if changes.contains("plan_change_scheduled") { announce("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE") }
-        // An expiry turns auto-renew off by itself: its EXPIRED (with the renewal info) tells both.
-        if changes.contains("auto_renew_disabled"), !changes.contains("expired") {
+        // An expiry or a refund turns auto-renew off by itself, and a resubscription on: their own
+        // notification (with the renewal info) tells both, as Apple's does.
+        if changes.contains("auto_renew_disabled"), !changes.contains("expired"), !changes.contains("refunded") {
             announce("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED")
         }
-        if changes.contains("auto_renew_enabled") { announce("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED") }
+        if changes.contains("auto_renew_enabled"), !changes.contains("resubscribed") {
+            announce("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED")
+        }
         if changes.contains("refunded"), let refunded = after.transactions.lastIndex(where: { $0.cancellationMs != nil && !$0.isUpgraded }) {
             // A family member loses access when the purchaser is refunded: Apple revokes it.
             announce(ownership == .familyShared ? "REVOKE" : "REFUND", nil, refunded)

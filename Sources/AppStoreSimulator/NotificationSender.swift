@@ -94,6 +94,12 @@ final class NotificationSender: Sendable {
         }
     }
 
+    /// Runs `work` on the sender's thread: working out a window's notifications takes a fleet's
+    /// timelines, too long for Swift's pool, where the simulator's answers are made.
+    func onSenderThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
+        try? await lane.run { _ in work() }
+    }
+
     /// The failed sends whose next attempt is due at `nowMs`, taken off the list.
     func dueRetries(nowMs: Int64) -> [Outgoing] {
         state.withLock { state in

@@ -83,14 +83,17 @@ public final class SimulatedAppStore: Sendable {
         guard let serverAPI, let signing else { return }
         var due = sender.dueRetries(nowMs: now)
         if let window = sender.due(nowMs: now) {
-            due += serverAPI.seeds.indices.flatMap { app in
-                [SimulatedEnvironment.production, .sandbox].flatMap { environment in
-                    NotificationHistoryEndpoint.sent(
-                        app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
+            let sender = sender
+            due += await sender.onSenderThread {
+                serverAPI.seeds.indices.flatMap { app in
+                    [SimulatedEnvironment.production, .sandbox].flatMap { environment in
+                        NotificationHistoryEndpoint.sent(
+                            app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
+                    }
+                }.filter { sender.announces($0.uuid) }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.map {
+                    NotificationSender.Outgoing(uuid: $0.uuid, signedPayload: $0.signedPayload(signing: signing), environment: $0.environment)
                 }
-            }.filter { sender.announces($0.uuid) }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.map {
-                NotificationSender.Outgoing(uuid: $0.uuid, signedPayload: $0.signedPayload(signing: signing), environment: $0.environment)
-            }
+            } ?? []
         }
         await sender.send(due, nowMs: now)
     }

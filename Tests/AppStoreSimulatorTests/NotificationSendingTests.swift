@@ -21,9 +21,7 @@ import Testing
 
         clock.advance(byMs: 20 * day)
         await store.sendDueNotifications()
-        let all = [SimulatedEnvironment.production, .sandbox].flatMap {
-            NotificationHistoryEndpoint.sent(app: 0, from: anchorMs, until: anchorMs + 20 * day, endpoint: $0, setup: setup)
-        }
+        let all = try await Self.sent(from: anchorMs, until: anchorMs + 20 * day, setup: setup)
         let silent = all.filter { !store.sender.announces($0.uuid) }
         let announced = all.filter { store.sender.announces($0.uuid) }
         #expect(all.count > 100, "a fleet of 300 changes often in 20 days: \(all.count)")
@@ -55,9 +53,7 @@ import Testing
             #expect(attempts.last!.result == "SUCCESS" || attempts.count == 6, "tried until it got through, or six times")
         }
         #expect(failed.contains { store.sender.attempts(of: $0.uuid).count > 2 }, "some failed again and were tried later still")
-        let since = [SimulatedEnvironment.production, .sandbox].flatMap {
-            NotificationHistoryEndpoint.sent(app: 0, from: anchorMs, until: clock.nowMs + 1, endpoint: $0, setup: setup)
-        }
+        let since = try await Self.sent(from: anchorMs, until: clock.nowMs + 1, setup: setup)
         let delivered = since.filter { store.sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" } }
         #expect(receiver.requests.count == delivered.count, "each reached the receiver once, when it got through")
     }
@@ -76,7 +72,7 @@ import Testing
             to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(delayMs: 2 * Self.hour, unreachableUntilMs: anchorMs + 3 * day))
         clock.advance(byMs: 2 * day)
         await store.sendDueNotifications()
-        let production = NotificationHistoryEndpoint.sent(app: 0, from: anchorMs - 2 * Self.hour, until: anchorMs + 2 * day, endpoint: .production, setup: setup)
+        let production = try await Self.sent(from: anchorMs - 2 * Self.hour, until: anchorMs + 2 * day, setup: setup, only: .production)
         let tried = production.filter { !store.sender.attempts(of: $0.uuid).isEmpty }
         #expect(!tried.isEmpty && tried.allSatisfy { $0.signedDateMs < clock.nowMs - 2 * Self.hour }, "nothing before its delay passed")
         #expect(receiver.requests.isEmpty, "serve could not be reached")
@@ -84,5 +80,17 @@ import Testing
         clock.advance(byMs: 2 * day)
         await store.sendDueNotifications()
         #expect(tried.allSatisfy { store.sender.attempts(of: $0.uuid).last?.result == "SUCCESS" }, "a retry after serve came back got through")
+    }
+
+    /// The first app's notifications in a window, worked out on a thread of its own: a fleet's
+    /// timelines would hold one of Swift's two pool threads, which the other suites' servers need.
+    static func sent(
+        from start: Int64, until end: Int64, setup: ServerAPISimulation, only environment: SimulatedEnvironment? = nil
+    ) async throws -> [SimulatedNotification] {
+        try await onOwnThread {
+            [SimulatedEnvironment.production, .sandbox].filter { environment == nil || $0 == environment }.flatMap {
+                NotificationHistoryEndpoint.sent(app: 0, from: start, until: end, endpoint: $0, setup: setup)
+            }
+        }
     }
 }
