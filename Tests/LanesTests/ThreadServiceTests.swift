@@ -10,7 +10,9 @@ import Testing
     /// Atomics are not copyable, so the tests share them through a class.
     final class Counters: Sendable {
         let started = Atomic<Int>(0)
+        let stopping = Atomic<Int>(0)
         let ended = Atomic<Int>(0)
+        let returned = Atomic(false)
     }
 
     @Test func aSleeperWakesWhenTheSignalIsSetNotWhenItsSleepEnds() async throws {
@@ -35,18 +37,27 @@ import Testing
 
     @Test func gracefulShutdownStopsEveryThreadAndWaitsForThem() async throws {
         let counters = Counters()
+        // Winding down waits for the test, which first checks that the service is waiting for it.
+        let windDown = DispatchSemaphore(value: 0)
         let service = ThreadService("rf-test", threads: 3, grace: .seconds(30), logger: Logger(label: "test")) { _, stop in
             counters.started.add(1, ordering: .relaxed)
             while stop.sleep(.seconds(60)) {}
-            // Real time: winding down takes a moment, which the service must wait out.
-            Thread.sleep(forTimeInterval: 0.1)
+            counters.stopping.add(1, ordering: .relaxed)
+            windDown.wait()
             counters.ended.add(1, ordering: .relaxed)
         }
         let group = ServiceGroup(configuration: .init(services: [.init(service: service)], logger: Logger(label: "test")))
-        let running = Task { try await group.run() }
+        let running = Task {
+            try await group.run()
+            counters.returned.store(true, ordering: .relaxed)
+        }
         try await eventually(every: .milliseconds(10)) { counters.started.load(ordering: .relaxed) == 3 }
         #expect(counters.ended.load(ordering: .relaxed) == 0)
         await group.triggerGracefulShutdown()
+        try await eventually(every: .milliseconds(10)) { counters.stopping.load(ordering: .relaxed) == 3 }
+        let returnedEarly = counters.returned.load(ordering: .relaxed)
+        #expect(!returnedEarly, "the service waits while its threads wind down")
+        for _ in 0..<3 { windDown.signal() }
         try await running.value
         #expect(counters.ended.load(ordering: .relaxed) == 3, "the service returned only after every thread ended")
     }
