@@ -28,9 +28,20 @@ struct RegistrationRequest: Decodable, Sendable {
         case originalTransactionID = "original_transaction_id"
     }
 
+    /// The longest receipt taken, in base64 characters (192 KiB decoded). A real receipt is Apple's
+    /// certificate chain and signature (about 4.5 KB) and a few hundred bytes a purchase: the
+    /// recorded ones in the project's fixtures are 6,328 to 7,928 characters, and this bound holds
+    /// some 700 purchases. A queued registration keeps its receipt until Apple judges it, so the
+    /// bound is also what one claim may store (docs/api.md).
+    static let maxReceiptCharacters = 256 * 1024
+
     /// The request's own mistakes, said plainly.
     func validated() throws(APIError) -> (ReceiptData, accountID: String?, originalTransactionID: String?) {
         let receipt = receipt.filter { !$0.isWhitespace }
+        guard receipt.utf8.count <= Self.maxReceiptCharacters else {
+            throw .badRequest("receipt_too_large", "'receipt' is \(receipt.utf8.count) characters; a receipt's base64 "
+                              + "text is at most \(Self.maxReceiptCharacters) (an app's receipt is usually under 10,000)")
+        }
         guard !receipt.isEmpty, receipt.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+/=".contains($0)) }) else {
             throw .badRequest("invalid_receipt", "'receipt' must be the receipt's base64 text, as the device gives it")
         }
@@ -119,6 +130,12 @@ struct Registrar: Sendable {
             let response = try await lanes.run { connections in
                 try Self.queue(receipt, originalTransactionID: originalTransactionID, accountID: accountID, app: app,
                                connections: connections)
+            }
+            guard let response else {
+                throw APIError(.serviceUnavailable, "too_many_pending_claims",
+                               "Apple cannot be asked now, and \(Ledger.pendingClaimsPerSubscription) other registrations of "
+                               + "this subscription already wait for Apple's judgement; register again when Apple can be asked",
+                               headers: error.headers)
             }
             logger.info("registration queued: Apple cannot be asked now", metadata: ["reason": "\(error.code)"])
             return (response, true)
@@ -263,9 +280,10 @@ struct Registrar: Sendable {
     /// On a lane: records the registration as a claim on the subscription the app named, with its
     /// own receipt, and enqueues a high-priority registration job, which the workers run ahead of
     /// the nightly backlog: Apple judges each queued receipt alone (`SubscriptionVerification.judge`).
+    /// Nil when the subscription holds as many unjudged claims as it may.
     private static func queue(
         _ receipt: ReceiptData, originalTransactionID: String, accountID: String?, app: String, connections: Connections
-    ) throws -> RegistrationResponse {
+    ) throws -> RegistrationResponse? {
         let ledger = connections.ledger
         let existing = try ledger.subscription(originalTransactionID: originalTransactionID, app: app)
         if existing == nil {
@@ -277,7 +295,7 @@ struct Registrar: Sendable {
         }
         // A claim, not a link: only Apple's answer for this very receipt links the account and
         // grants the entitlement, and only such an answer stores the receipt for the subscription.
-        try ledger.claimSubscription(record.id, accountID: accountID, receipt: receipt)
+        guard try ledger.claimSubscription(record.id, accountID: accountID, receipt: receipt) == .claimed else { return nil }
         try connections.queue.enqueue(subscriptionID: record.id, run: "registration", reason: .registration)
         let item = RegistrationResponse.Item(
             subscription: .pending(record), account: accountID == nil ? "none" : "pending", created: existing == nil)

@@ -44,6 +44,8 @@ public final class SubscriptionVerification {
         guard let subscription else { return .settle(.ack(.skipped)) }  // deleted since it was enqueued
         if let claim = subscription.claim { return try judge(claim, of: subscription, job: job, upcoming: upcoming) }
         guard let subject = subject(of: subscription, askedFor: job.reason.isHighPriority) else {
+            // Its claims were judged (by this job or another) and none proved the subscription.
+            if job.reason == .registration { return .settle(.ack(.skipped)) }
             if let status = subscription.state?.status, [.expired, .refunded].contains(status) {
                 // Retention dropped the receipt of a subscription over long ago: a returning customer's
                 // app registers a new one, which brings the subscription back to the schedule.
@@ -51,10 +53,12 @@ public final class SubscriptionVerification {
             }
             return .settle(.bury(JobFailure(errorClass: "no_receipt", message: "no receipt is stored for this subscription")))
         }
-        if let verified = subscription.lastVerifiedAt, !job.reason.isHighPriority,
+        // Verified since it was enqueued: an older run's job, say, or a registration whose claim
+        // another job proved. Someone asked for the other high-priority ones after that answer.
+        if let verified = subscription.lastVerifiedAt, job.reason == .registration || !job.reason.isHighPriority,
             verified.timeIntervalSince1970 * 1000 > Double(job.enqueuedAt)
         {
-            return .settle(.ack(.skipped))  // verified since it was enqueued (an older run's job, say)
+            return .settle(.ack(.skipped))
         }
         let admission = try gate.admit(upcoming: upcoming, to: subject.firstEndpoint, forApp: subscription.app)
         // Halted (the fleet, or this job's app alone: the other apps' jobs go on), it waits for `resume`.

@@ -65,6 +65,9 @@ public protocol VerificationStore {
     /// what it wrote is durable. Returns the subscription's account afterwards.
     @discardableResult
     func judgeClaims(of subscriptionID: Int64, _ judgement: ClaimJudgement) throws -> String?
+    /// Takes one of the calls a claim's receipt may cost, if no one took one since `seen`
+    /// (`Ledger.takeClaimAttempt`): the attempt's number, or nil.
+    func takeClaimAttempt(of subscriptionID: Int64, receiptSHA256: String, seen: Int, limit: Int) throws -> Int?
 }
 
 extension Ledger: VerificationStore {

@@ -179,6 +179,15 @@ struct APIHarness: Sendable {
         }
     }
 
+    /// The jobs of this deployment's queue, by where they are.
+    func jobs() async throws -> JobCounts {
+        let (url, prefix) = (fleet.redisURL, fleet.keyPrefix)
+        return try await onOwnThread {
+            let connection = try RedisConnection(RedisConfiguration(url: url))
+            return try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), consumer: "api-test").stats().jobs
+        }
+    }
+
     /// Halts the fleet, as an operator's `receiptfleet pause` does.
     func haltFleet() async throws {
         try await gate { try $0.halt(reason: "halted by the test") }

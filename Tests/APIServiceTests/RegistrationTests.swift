@@ -1,8 +1,10 @@
+@testable import APIService
 import AppStore
 import AppStoreSimulator
 import Fleet
 import FleetConfiguration
 import Foundation
+import Ledger
 import Logging
 import Operations
 import Testing
@@ -273,6 +275,58 @@ import TestSupport
                 #expect(try await api.count("SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL") == 1)
             }
         }
+    }
+
+    /// Strangers queue registrations naming one subscription while Apple cannot be asked, each
+    /// with another subscription's receipt and an account of their own: five are kept and the
+    /// sixth is refused with nothing kept; once Apple answers, each kept one costs one call (the
+    /// answer does not show the subscription) and no dead letter is left behind.
+    @Test func claimsOnOneSubscriptionAreBoundedAndEachCostsItsOwnCalls() async throws {
+        try await APIHarness.with { api in
+            let otid = api.receipt().subscriptions[0].originalTransactionID
+            try await api.haltFleet()
+            var answers: [APIHarness.Reply] = []
+            for stranger in 1...Ledger.pendingClaimsPerSubscription + 1 {
+                answers.append(try await api.post("/v1/receipts", [
+                    "receipt": api.receipt(index: stranger).receiptData, "original_transaction_id": otid,
+                    "account_id": "stranger-\(stranger)",
+                ]))
+            }
+            #expect(answers.map(\.status) == Array(repeating: 202, count: Ledger.pendingClaimsPerSubscription) + [503])
+            #expect(answers.last?.code == "too_many_pending_claims")
+            #expect(answers.last?.headers["Retry-After"] != nil)
+            #expect(try await api.count("SELECT count(*) AS n FROM account_claims") == Ledger.pendingClaimsPerSubscription)
+
+            let callsBefore = api.simulator.store.statistics.requestsTotal
+            try await api.resumeFleet()
+            _ = try await RunningServices.worker(settings: api.fleet, logger: Logger(label: "api-test-worker")).whileRunning {
+                try await eventually(within: .seconds(30), every: .milliseconds(200)) {
+                    let waiting = try await api.count("SELECT count(*) AS n FROM account_claims WHERE resolved_at IS NULL")
+                    let outstanding = try await api.jobs().outstanding
+                    return waiting == 0 && outstanding == 0
+                }
+            }
+            #expect(api.simulator.store.statistics.requestsTotal - callsBefore == Ledger.pendingClaimsPerSubscription)
+            #expect(try await api.count("SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL")
+                    == Ledger.pendingClaimsPerSubscription)
+            #expect(try await api.jobs().dead == 0, "refused claims leave no dead letter")
+        }
+    }
+
+    /// A receipt longer than any real one is refused before anything is asked or kept.
+    @Test func aReceiptOverTheBoundIsRefusedBeforeAnythingIsAskedOrKept() throws {
+        func code(_ receipt: String) -> String? {
+            do {
+                _ = try RegistrationRequest(receipt: receipt, originalTransactionID: "1000000000000042").validated()
+                return nil
+            } catch {
+                return error.code
+            }
+        }
+        let bound = RegistrationRequest.maxReceiptCharacters
+        #expect(code(String(repeating: "QUJD", count: bound / 4)) == nil)
+        #expect(code(String(repeating: "QUJD", count: bound / 4) + "\nQUJD") == "receipt_too_large")
+        #expect(code(String(repeating: "QUJD\n", count: bound / 4)) == nil, "line breaks are not counted")
     }
 
     /// A genuine receipt queued while Apple could not be asked: once a worker's check shows it

@@ -59,12 +59,44 @@ import Testing
     @Test func aClaimAppleCannotReadYetIsTriedAgainThenRefuted() throws {
         let first = try Table.run(Table.FakeVerifier(.status(21002, isRetryable: nil)), subscription: Self.claiming())
         #expect(first.settlement == "postpone")
-        #expect(first.store.judgements.map(Self.kind) == ["tried again"])
+        #expect(first.store.claimAttemptsTaken == 1, "the call is counted on the claim before it is made")
+        #expect(first.store.judgements.isEmpty)
 
+        let store = Table.FakeStore()
+        let attempts = StatusPolicy().malformedReceiptAttempts
+        store.claimAttemptsTaken = attempts - 1
         let last = try Table.run(
-            Table.FakeVerifier(.status(21002, isRetryable: nil)),
-            subscription: Self.claiming(attempts: StatusPolicy().malformedReceiptAttempts - 1))
+            Table.FakeVerifier(.status(21002, isRetryable: nil)), store: store, subscription: Self.claiming(attempts: attempts - 1))
         #expect(last.settlement == "ack refuted")
+    }
+
+    /// A job that reaches a claim another job took a call for since it was loaded asks Apple
+    /// nothing: it comes back for the next claim, or leaves when none is left with a call to take.
+    /// So a junk claim costs its three calls however many jobs and workers name it.
+    @Test func aClaimAnotherJobIsJudgingCostsNoMore() throws {
+        let verifier = Table.FakeVerifier(.status(21002, isRetryable: nil))
+        let busy = Table.FakeStore()
+        busy.claimAttemptsTaken = 1
+        let raced = try Table.run(verifier, store: busy, subscription: Self.claiming(attempts: 0, waiting: 2))
+        #expect(raced.settlement == "postpone")
+        #expect(busy.claimAttemptsTaken == 1)
+
+        let spent = Table.FakeStore()
+        let attempts = StatusPolicy().malformedReceiptAttempts
+        spent.claimAttemptsTaken = attempts
+        let late = try Table.run(verifier, store: spent, subscription: Self.claiming(attempts: attempts, waiting: 2))
+        #expect(late.settlement == "ack skipped")
+        #expect(verifier.subjects.isEmpty, "Apple is not asked")
+    }
+
+    /// A call Apple did not answer judges nothing: its attempt is given back to the claim.
+    @Test func aClaimsCallAppleDidNotAnswerIsGivenBack() throws {
+        let gate = Table.FakeGate()
+        gate.unanswered = .counted(pause: .seconds(2))
+        let outage = try Table.run(Table.FakeVerifier(.unreadableBody(httpStatus: 503)), gate: gate, subscription: Self.claiming())
+        #expect(outage.settlement == "postpone")
+        #expect(outage.store.judgements.map(Self.kind) == ["given back"])
+        #expect(outage.store.claimAttemptsTaken == 0)
     }
 
     /// With other claims waiting, the job comes back at once for the next, whatever this one was.
@@ -90,7 +122,7 @@ import Testing
         switch judgement {
         case .proven: "proven"
         case .refuted: "refuted"
-        case .triedAgain: "tried again"
+        case .givenBack: "given back"
         }
     }
 

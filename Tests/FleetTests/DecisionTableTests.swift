@@ -117,7 +117,17 @@ import Testing
 
         func judgeClaims(of subscriptionID: Int64, _ judgement: ClaimJudgement) throws -> String? {
             judgements.append(judgement)
+            if case .givenBack = judgement { claimAttemptsTaken -= 1 }
             return nil
+        }
+
+        /// The calls the queued claim has cost so far, as the ledger counts them.
+        var claimAttemptsTaken = 0
+
+        func takeClaimAttempt(of subscriptionID: Int64, receiptSHA256: String, seen: Int, limit: Int) throws -> Int? {
+            guard claimAttemptsTaken == seen, claimAttemptsTaken < limit else { return nil }
+            claimAttemptsTaken += 1
+            return claimAttemptsTaken
         }
     }
 
