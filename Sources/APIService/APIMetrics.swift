@@ -26,7 +26,7 @@ struct APIMetrics: Sendable {
     /// A refused registration's outcome: why it could not be verified now, or rejected.
     static func registrationOutcome(of error: APIError) -> String {
         switch (error.status, error.code) {
-        case (.serviceUnavailable, "redis_unavailable"): "redis_unavailable"
+        case (.serviceUnavailable, "redis_unavailable"), (.serviceUnavailable, "database_unavailable"): error.code
         case (.serviceUnavailable, _): "apple_unavailable"
         default: "rejected"
         }

@@ -12,7 +12,6 @@ import ServiceLifecycle
 
 /// Lanes, each a thread with its own Redis, PostgreSQL and verifyReceipt connections: the only
 /// way the async handlers reach the blocking clients.
-typealias APILanes = LanePool<Connections>
 
 /// `receiptfleet serve`: the HTTP API an app's back end talks to (docs/api.md, docs/openapi.yaml).
 ///
@@ -62,15 +61,20 @@ public final class APIServer: NamedService {
         let consumer = "api-" + JobQueue.consumerName(thread: 0)  // enqueues only; never reserves
         var laneFleet = fleet
         laneFleet.redisTimeout = min(fleet.redisTimeout, Self.redisDeadline)
-        lanes = LanePool(name: "rf-api", size: settings.lanes) { [laneFleet] in
+        laneFleet.postgresTimeout = min(fleet.postgresTimeout, Self.postgresDeadline)
+        lanes = APILanes(size: settings.lanes) { [laneFleet] in
             try Connections(settings: laneFleet, consumer: consumer, enqueueOnly: true)
         }
     }
 
     /// The longest a lane waits for one Redis command: a caller is waiting, and a Redis that does
-    /// not answer within it is treated as down (`RedisRest`) rather than waited for. Far above a
-    /// healthy Redis's slowest script (a scheduler page's enqueue), far below a caller's patience.
+    /// not answer within it is treated as down (`ServerRest.redis`) rather than waited for. Far above
+    /// a healthy Redis's slowest script (a scheduler page's enqueue), far below a caller's patience.
     static let redisDeadline = Duration.milliseconds(500)
+    /// The same for one PostgreSQL call, connecting included (`ServerRest.postgres`): the API's
+    /// statements are indexed reads and one subscription's writes, milliseconds when healthy; two
+    /// seconds leave room for a lock held by a busy night.
+    static let postgresDeadline = Duration.seconds(2)
 
     /// The console's sampler, a service of its own beside this one, when the console is mounted.
     public var consoleSampler: ConsoleSampler? { console?.sampler }
@@ -81,7 +85,7 @@ public final class APIServer: NamedService {
         let onListening = onListening
         let app = Application(
             router: router(),
-            server: DeadlineServer.http1(deadline: settings.requestDeadline),
+            server: BoundedServer.http1(deadline: settings.requestDeadline, maxConnections: settings.maxConnections),
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
@@ -103,7 +107,7 @@ public final class APIServer: NamedService {
             consoleMounted: console != nil))
         console?.addRoutes(to: router)
         let registrar = Registrar(
-            fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger, redisRest: RedisRest())
+            fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger, redisRest: ServerRest.redis())
         router.post("/v1/receipts") { request, context in
             try context.require(.register)
             let body = try await self.decode(RegistrationRequest.self, from: request)

@@ -102,7 +102,7 @@ struct Registrar: Sendable {
     /// Apple's answers, counted as the workers count theirs.
     let metrics: FleetMetrics
     let logger: Logger
-    let redisRest: RedisRest
+    let redisRest: ServerRest
 
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
         let (receipt, accountID, originalTransactionID) = try request.validated()

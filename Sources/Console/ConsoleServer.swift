@@ -12,6 +12,7 @@ public struct ConsoleServer: NamedService {
     let console: OpsConsole
     let trustedProxies: TrustedProxies
     let requestDeadline: Duration
+    let maxConnections: Int?
     let host: String
     let port: Int
     let logger: Logger
@@ -23,7 +24,7 @@ public struct ConsoleServer: NamedService {
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         console = try OpsConsole(settings: settings, fleet: fleet, logger: logger)
-        (trustedProxies, requestDeadline) = (settings.trustedProxies, settings.requestDeadline)
+        (trustedProxies, requestDeadline, maxConnections) = (settings.trustedProxies, settings.requestDeadline, settings.maxConnections)
         (self.host, self.port, self.logger, self.onListening) = (host, port, logger, onListening)
     }
 
@@ -38,7 +39,7 @@ public struct ConsoleServer: NamedService {
         let onListening = onListening
         let app = Application(
             router: router,
-            server: DeadlineServer.http1(deadline: requestDeadline),
+            server: BoundedServer.http1(deadline: requestDeadline, maxConnections: maxConnections),
             configuration: .init(address: .hostname(host, port: port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -1,17 +1,20 @@
+import FleetConfiguration
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import NIOCore
 import NIOHTTPTypes
 
-/// A server whose every request must arrive whole within `deadline`: its headers from the moment
-/// the connection opens (or the previous answer ended), its body from its headers on. A caller
-/// that sends a `Content-Length` and then a byte now and then, or never finishes its headers,
-/// holds a connection and a descriptor for at most that long, not for ever.
-public enum DeadlineServer {
-    public static func http1(deadline: Duration) -> HTTPServerBuilder {
-        .http1(configuration: HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadline(deadline: TimeAmount(deadline))],
+/// A server that callers cannot hold: every request must arrive whole within `deadline` (its
+/// headers from the moment the connection opens or the previous answer ended, its body from its
+/// headers on), so a caller that sends a `Content-Length` and then a byte now and then, or never
+/// finishes its headers, holds a connection and a descriptor for at most that long; and it holds
+/// at most `maxConnections` at once (`ConnectionCap`; nil: `DescriptorLimit.connectionCap`).
+public enum BoundedServer {
+    public static func http1(deadline: Duration, maxConnections: Int?) -> HTTPServerBuilder {
+        let count = ConnectionCount(limit: maxConnections ?? DescriptorLimit.connectionCap)
+        return .http1(configuration: HTTP1Channel.Configuration(
+            additionalChannelHandlers: [ConnectionCap(count), RequestDeadline(deadline: TimeAmount(deadline))],
             idleTimeout: nil))
     }
 }

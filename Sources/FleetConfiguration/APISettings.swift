@@ -33,6 +33,9 @@ public struct APISettings: Sendable {
     /// never finishes one holds its connection no longer. Apple and an app's back end send theirs in
     /// well under a second.
     public var requestDeadline: Duration = .seconds(30)
+    /// The most callers' connections held at once (`ConnectionCap`); nil: as many as the process's
+    /// descriptor limit allows, less what it keeps for its own (`DescriptorLimit.connectionCap`).
+    public var maxConnections: Int?
 
     /// serve's settings as `configuration` resolves them; API tokens are required.
     public init(_ configuration: ResolvedConfiguration) throws {

@@ -19,6 +19,9 @@ public struct ConsoleSettings: Sendable {
     public var lanes = 2
     /// How long a request may take to arrive whole, as the API's (`APISettings.requestDeadline`).
     public var requestDeadline: Duration = .seconds(30)
+    /// The most callers' connections held at once (`ConnectionCap`); nil: as many as the process's
+    /// descriptor limit allows, less what it keeps for its own (`DescriptorLimit.connectionCap`).
+    public var maxConnections: Int?
 
     /// The console's settings as `configuration` resolves them; nil when no operator token is
     /// configured (serve then mounts no console).

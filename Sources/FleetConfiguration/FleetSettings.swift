@@ -165,10 +165,12 @@ public struct FleetSettings: Sendable {
         return configuration
     }
 
-    /// PostgreSQL as `postgresURL` names it, with `postgresTimeout` for every call.
+    /// PostgreSQL as `postgresURL` names it, with `postgresTimeout` for every call, connecting
+    /// included when it is the shorter (a server that accepts but never answers stalls a connect too).
     public func postgresConfiguration() throws -> PostgresConfiguration {
         var configuration = try PostgresConfiguration(postgresURL)
         configuration.callTimeout = postgresTimeout
+        configuration.connectTimeout = min(configuration.connectTimeout, postgresTimeout)
         return configuration
     }
 

@@ -68,6 +68,7 @@ public enum ProcessRoot {
     /// Runs `services` until SIGTERM or SIGINT (then stops them gracefully, last first) or until
     /// one of them ends; rethrows the first failure.
     public static func run(_ services: [any Service], logger: Logger) async throws {
+        logger.debug("descriptor limit", metadata: ["open-files": "\(DescriptorLimit.raise())"])
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -1,4 +1,6 @@
 import Foundation
+import JobQueue
+import PostgresClient
 import TestSupport
 import Testing
 
@@ -53,6 +55,41 @@ import Testing
             }
             #expect(failures.isEmpty, "\(failures.count) server errors:\n\(failures.prefix(20).joined(separator: "\n"))")
             #expect(try await console.get("/console/login").status == 200, "the console still answers")
+        }
+    }
+
+    /// Markup in everything the console shows that an outsider chose: an account id (any API
+    /// caller's), a product id (from Apple's answer, or a forged one), a dead letter's message,
+    /// an operator's extension reason. Every page shows it as text, never as markup.
+    @Test func markupFromOutsidersIsShownAsText() async throws {
+        let hostile = #"x"><img src=x onerror=alert(1)><script>alert('rf')</script>"#
+        try await ConsoleHarness.with { console in
+            let record = try await console.subscriptionWithHistory()
+            try await console.onOwnDatabase { connection in
+                try connection.execute("""
+                    UPDATE subscriptions SET account_id = $2, product_id = $2, state = jsonb_set(state, '{product_id}', to_jsonb($2::text))
+                    WHERE id = $1
+                    """, [.int64(record.id), .text(hostile)])
+            }
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: [record.id], run: "hostile", reason: .manual)
+                let reserved = try queue.reserve(count: 1, block: .milliseconds(100))[0]
+                try queue.bury(reserved, failure: JobFailure(errorClass: "apple.21010", message: hostile))
+            }
+            let session = try await console.logIn()
+            let account = Self.encoded(hostile)
+            let pages = [
+                "/console", "/console/subscriptions/\(record.id)", "/console/subscriptions?account=\(account)",
+                "/console/subscriptions?q=\(account)", "/console/dead", "/console/dead?error_class=\(account)", "/console/workers",
+                "/console/audit", "/console/audit?action=\(account)",
+            ]
+            var shown = 0
+            for path in pages {
+                let page = try await console.get(path, session: session)
+                #expect(!page.body.contains("<img src=x") && !page.body.contains("<script>alert"), "markup on \(path)")
+                if page.body.contains("&lt;img src=x onerror=alert(1)&gt;") { shown += 1 }
+            }
+            #expect(shown >= 3, "the subscription's page, its account's and the dead letters show the text")
         }
     }
 }

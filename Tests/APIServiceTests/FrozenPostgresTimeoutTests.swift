@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// PostgreSQL frozen (as by SIGSTOP, behind a proxy so the shared server is untouched) under API
+/// callers: nothing can be read or stored, and the API says so soon, with `Retry-After`, instead of
+/// holding callers on lanes for the database's full deadline; it recovers by itself.
+/// Timing tests: their names hold "Timeout", so scripts/test runs them alone.
+@Suite struct FrozenPostgresTimeoutTests {
+    @Test func withPostgreSQLFrozenReadsAndRegistrationsAnswerSoonAndRecover() async throws {
+        let proxy = try FreezableProxy(forwardingTo: try #require(URLComponents(string: TestServers.postgresURL)?.port))
+        defer { proxy.stop() }
+        try await APIHarness.with(configureFleet: { $0.postgresURL = proxy.carrying($0.postgresURL) }) { api in
+            let (_, id) = try await api.registered()
+            proxy.freeze(forAtMost: .seconds(60))
+            defer { proxy.thaw() }
+            let answers = try await withThrowingTaskGroup(of: (Int, String?, Bool, Duration).self) { group in
+                for caller in 0..<8 {
+                    group.addTask {
+                        let started = ContinuousClock.now
+                        let reply = caller < 6
+                            ? try await api.get("/v1/subscriptions/\(id)")
+                            : try await api.post("/v1/receipts", ["receipt": api.receipt(index: caller).receiptData])
+                        return (reply.status, reply.code, reply.headers["Retry-After"] != nil, started.duration(to: .now))
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.allSatisfy { $0.0 == 503 && $0.1 == "database_unavailable" && $0.2 }, "\(answers)")
+            // The lanes' deadline is 2 s; without it each lane held its callers for 10 s a call, in turn.
+            #expect(answers.allSatisfy { $0.3 < .seconds(3) }, "\(answers.map(\.3))")
+            let started = ContinuousClock.now
+            #expect(try await api.get("/v1/subscriptions/\(id)").code == "database_unavailable")
+            #expect(started.duration(to: .now) < .seconds(1), "during the rest a request is refused at once")
+            proxy.thaw()
+            let recovered = try await eventually(within: .seconds(15), every: .milliseconds(250)) {
+                try await api.get("/v1/subscriptions/\(id)").status == 200
+            }
+            #expect(recovered)
+        }
+    }
+}
