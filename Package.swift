@@ -144,7 +144,7 @@ let package = Package(
         // The HTTP API: registration, state, App Store Server Notifications (receiptfleet serve).
         .target(name: "APIService", dependencies: [
             "AccessTokens", "AppStore", "AppStoreClients", "Console", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
-            "RedisClient", "VerificationUseCase",
+            "PostgresClient", "RedisClient", "VerificationUseCase",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "X509", package: "swift-certificates"),
