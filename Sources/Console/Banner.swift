@@ -16,6 +16,9 @@ struct Banner {
     /// The app a resume button lifts alone; nil for the whole fleet; no button when `canResume` is false.
     var app: String?
     var canResume: Bool
+    /// A halt the fleet called itself (a configuration error), which it calls again if resumed before
+    /// the cause is fixed; an operator's pause is not.
+    var haltsAgainIfEarly = true
 
     /// The banners for `standing`; `pausedBy` is the operator whose recorded pause is the fleet's halt.
     static func all(_ standing: GateStanding, pausedBy: AuditEntry?, now: Date) -> [Banner] {
@@ -29,7 +32,7 @@ struct Banner {
                 next: byOperator != nil
                     ? "An operator paused it: resume once the reason no longer holds."
                     : "Fix what the reason names (the configuration, not Apple), then resume; `receiptfleet status` shows the same.",
-                app: nil, canResume: true))
+                app: nil, canResume: true, haltsAgainIfEarly: byOperator == nil))
         } else if let until = standing.pausedUntil {
             let end = Date(timeIntervalSince1970: Double(until) / 1000)
             banners.append(Banner(

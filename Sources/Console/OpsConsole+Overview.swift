@@ -26,7 +26,7 @@ extension OpsConsole {
     func pause(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
         let typed = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-        let reason = String((typed.isEmpty ? "paused from the console" : typed).prefix(200)) + " (by \(who.name))"
+        let reason = String((typed.isEmpty ? "paused from the console" : typed).prefix(200))
         try await audited(who, "fleet.pause", details: ["reason": reason]) { desk in try desk.gate.halt(reason: reason) }
         logger.notice("console: paused the fleet", metadata: ["operator": "\(who.name)", "reason": "\(reason)"])
         return Self.redirect(to: "/console?done=paused")

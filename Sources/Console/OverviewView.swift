@@ -15,6 +15,8 @@ struct OverviewView {
     var oldestAge: String
     var gateText: String
     var gateClass: String
+    /// The fleet is halted or paused: the gate section offers Resume, not Pause.
+    var fleetStopped: Bool
     var serverAPIHalt: String?
     /// When `notifications recover` last brought in what serve missed, and what it found.
     var notificationRecovery: String
@@ -122,6 +124,7 @@ struct OverviewView {
         } else {
             (gateText, gateClass) = ("Open: workers call Apple", "open")
         }
+        fleetStopped = status.queue.haltedReason != nil || status.queue.pausedUntil != nil
         serverAPIHalt = status.serverAPI.haltedReason
         notificationRecovery = status.lastNotificationRecovery.map { run in
             "Last recovered \(Shown.time(run.at)): \(run.found) in Apple's history, \(run.new) new"

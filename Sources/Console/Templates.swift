@@ -173,17 +173,22 @@ enum Templates {
 
         <section aria-labelledby="gate-h">
           <h2 id="gate-h">Pause and resume</h2>
+          {{^fleetStopped}}
           <form method="post" action="/console/gate/pause" class="inline">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <label for="reason">Reason</label>
             <input id="reason" name="reason" value="paused from the console" maxlength="200">
             <button type="submit" id="pause">Pause the fleet</button>
           </form>
+          <p class="hint">Pausing halts every worker, as <code>receiptfleet pause</code> does; jobs wait, uncharged, until you resume.</p>
+          {{/fleetStopped}}
+          {{#fleetStopped}}
           <form method="post" action="/console/gate/resume" class="inline">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <button type="submit" id="resume">Resume</button>
           </form>
-          <p class="hint">Pausing halts every worker, as <code>receiptfleet pause</code> does; jobs wait, uncharged, until you resume.</p>
+          <p class="hint">The fleet is stopped (see the banner above); jobs wait, uncharged, until it runs again.</p>
+          {{/fleetStopped}}
         </section>
         {{/main}}{{/layout}}
         """
@@ -207,7 +212,7 @@ enum Templates {
         <h1>Resume from a halt?</h1>
         {{#halt}}
         <p class="problem" id="halt-reason">{{what}} Reason: {{why}}</p>
-        <p id="halt-next">{{next}} Resuming before then halts it again.</p>
+        <p id="halt-next">{{next}}{{#haltsAgainIfEarly}} Resuming before then halts it again.{{/haltsAgainIfEarly}}</p>
         <form method="post" action="/console/gate/resume">
           <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <input type="hidden" name="confirm" value="yes">

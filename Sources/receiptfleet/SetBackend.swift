@@ -89,7 +89,7 @@ struct SetBackend: ParsableCommand {
         if let id { selection.ids = [id] }
         if let originalTransactionID {
             selection.ids = try ledger.subscriptions(originalTransactionID: originalTransactionID).map(\.id)
-            guard selection.ids?.isEmpty == false else { throw ValidationError("No subscription has that original_transaction_id.") }
+            guard selection.ids?.isEmpty == false else { throw NotFound("No subscription has that original_transaction_id.") }
         }
         let progress = ProgressLine()
         let move = try dryRun ? moveBackend() : audited(

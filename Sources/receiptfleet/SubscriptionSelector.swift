@@ -46,18 +46,18 @@ struct SubscriptionSelector: ParsableArguments {
         if let id { return [id] }
         if let originalTransactionID {
             let ids = try ledger.subscriptions(originalTransactionID: originalTransactionID).map(\.id)
-            guard !ids.isEmpty else { throw ValidationError("No subscription has original_transaction_id \(originalTransactionID).") }
+            guard !ids.isEmpty else { throw NotFound("No subscription has original_transaction_id \(originalTransactionID).") }
             return ids
         }
         if let order {
             let ids = try orders(in: ledger, settings: settings).flatMap { $0.subscriptions.map(\.id) }
-            guard !ids.isEmpty else { throw ValidationError("The ledger has no subscription of order \(order.prefix(64)).") }
+            guard !ids.isEmpty else { throw NotFound("The ledger has no subscription of order \(order.prefix(64)).") }
             return ids
         }
         let searched = app.map { [$0] } ?? settings.apps.names
         let ids = try searched.flatMap { try ledger.subscriptions(accountID: account!, app: $0) }.map(\.id)
         guard !ids.isEmpty else {
-            throw ValidationError("No subscription is linked to account '\(account!)' in \(searched.joined(separator: ", ")).")
+            throw NotFound("No subscription is linked to account '\(account!)' in \(searched.joined(separator: ", ")).")
         }
         return ids
     }
@@ -82,4 +82,12 @@ struct SubscriptionSelector: ParsableArguments {
         guard !found.isEmpty else { throw ValidationError(OrderLookup.unknown(order, apps: searched)) }
         return found
     }
+}
+
+/// Nothing matches what the operator named: said plainly, with exit status 1 and without the
+/// usage, since the command itself was right.
+struct NotFound: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) { self.description = description }
 }

@@ -89,7 +89,7 @@ struct Subscriptions: ParsableCommand {
             // An order's subscriptions come with it: Apple is asked once.
             let ids = try selector.order == nil ? selector.ids(in: ledger, settings: settings) : orders.flatMap { $0.subscriptions.map(\.id) }
             for id in ids {
-                guard let detail = try ledger.detail(id: id) else { throw ValidationError("No subscription \(id).") }
+                guard let detail = try ledger.detail(id: id) else { throw NotFound("No subscription \(id).") }
                 print(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
             }
         }

@@ -32,7 +32,7 @@ struct Verify: ParsableCommand {
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         var exit: Int32 = 0
         for id in try selector.ids(in: ledger, settings: settings) {
-            guard let subscription = try ledger.subscription(id: id) else { throw ValidationError("No subscription \(id).") }
+            guard let subscription = try ledger.subscription(id: id) else { throw NotFound("No subscription \(id).") }
             let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
             if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
             switch settlement {
