@@ -58,7 +58,31 @@ struct Config: ParsableCommand {
             } catch {
                 print("warning: Redis could not be reached to check its persistence (\(error))")
             }
-            print("The configuration is valid.")
+            let missing = try Self.leftOut(settings, resolved)
+            print(missing.isEmpty ? "The configuration is valid."
+                  : "The configuration is valid, but it leaves out:\n" + missing.map { "  - \($0)" }.joined(separator: "\n"))
+        }
+
+        /// What a valid configuration does not give, and which part of the fleet that stops: a
+        /// newcomer's first file should not read as complete when workers would halt at once.
+        static func leftOut(_ settings: FleetSettings, _ resolved: ResolvedConfiguration) throws -> [String] {
+            var missing: [String] = []
+            let secretless = settings.apps.apps.filter { settings.sharedSecrets(forApp: $0.name).isEmpty }.map(\.name)
+            if settings.defaultBackend == .verifyReceipt, !secretless.isEmpty {
+                missing.append("a shared secret for \(secretless.joined(separator: ", ")): Apple answers 21004 for auto-renewable "
+                               + "receipts without one, and the workers halt (set shared-secret, or shared_secret_file in the apps file)")
+            }
+            if settings.defaultBackend == .serverAPI, settings.serverAPI == nil {
+                missing.append("the App Store Server API's key (server-api-issuer-id, server-api-key-id, server-api-key-file): "
+                               + "the backend is server-api, and its subscriptions halt without it")
+            }
+            if try resolved[Settings.apiTokens] == nil {
+                missing.append("API tokens: `serve` refuses to start (set RECEIPTFLEET_API_TOKENS or api-tokens-file)")
+            }
+            if try resolved[Settings.consoleTokens] == nil {
+                missing.append("console tokens: there is no ops console (set RECEIPTFLEET_CONSOLE_TOKENS or console-tokens-file)")
+            }
+            return missing
         }
 
         /// Behind trusted proxies the console is most likely reached over TLS, where a session cookie

@@ -108,7 +108,9 @@ struct DebianPackageTests {
         let check = try await onOwnThread {
             try runProgram("/usr/bin/env", ["-i"] + bare.merging(servers) { $1 }.map { "\($0.key)=\($0.value)" } + [binary, "config", "check"])
         }
-        #expect(check.status == 0 && check.output.contains("The configuration is valid."), "config check:\n\(check.output)")
+        #expect(check.status == 0 && check.output.contains("The configuration is valid, but it leaves out:"), "config check:\n\(check.output)")
+        #expect(check.output.contains("API tokens: `serve` refuses to start") && !check.output.contains("a shared secret for"),
+                "the package's bare configuration has a secret and no tokens:\n\(check.output)")
     }
 
     /// systemd-analyze checks that ExecStart's binary exists on this machine, where /usr/bin has no

@@ -19,6 +19,8 @@ import Testing
         }
         let first = try await onOwnThread(install)
         #expect(first.status == 0, "\(first.output)")
+        #expect(first.output.contains("/etc/receiptfleet/console-tokens") && first.output.contains("receiptfleet-console"),
+                "the next steps say how to give operators the console: \(first.output)")
 
         let binary = root.appendingPathComponent("opt/rf/bin/receiptfleet").path
         #expect(FileManager.default.isExecutableFile(atPath: binary))

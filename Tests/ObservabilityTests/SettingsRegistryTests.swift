@@ -184,6 +184,25 @@ import Testing
         for entry in inFile { #expect(row(entry.key, "file", in: byFile.output), "\(entry.key) did not arrive from the file") }
     }
 
+    /// A valid configuration that leaves out what part of the fleet needs says what and why, instead
+    /// of reading as complete; one that leaves nothing out is simply valid.
+    @Test func configCheckNamesWhatAValidConfigurationLeavesOut() async throws {
+        let blank = Dictionary(uniqueKeysWithValues: try await registry().map { ($0.variable, "") })
+        let bare = try await runFleetCommand(["config", "check"], environment: blank)
+        #expect(bare.status == 0, "\(bare.output)")
+        for missing in ["The configuration is valid, but it leaves out:", "a shared secret for default: Apple answers 21004",
+                        "API tokens: `serve` refuses to start", "console tokens: there is no ops console"] {
+            #expect(bare.output.contains(missing), "\(missing): \(bare.output)")
+        }
+        let whole = blank.merging([
+            "RECEIPTFLEET_SHARED_SECRET": "a-shared-secret-for-the-test", "RECEIPTFLEET_API_TOKENS": "backend:" + String(repeating: "b7", count: 16),
+            "RECEIPTFLEET_CONSOLE_TOKENS": "ops:" + String(repeating: "c9", count: 16),
+        ]) { $1 }
+        let complete = try await runFleetCommand(["config", "check"], environment: whole)
+        #expect(complete.status == 0 && complete.output.contains("The configuration is valid.\n"), "\(complete.output)")
+        #expect(!complete.output.contains("leaves out"), "\(complete.output)")
+    }
+
     /// A server URL with white space around it (a copied secret's stray space or newline) is refused
     /// before any client sees it, and the refusal never prints the password.
     @Test func aServerURLWithWhiteSpaceIsRefusedAndItsPasswordNeverShown() async throws {
