@@ -250,7 +250,7 @@ let package = Package(
         .testTarget(name: "ObservabilityTests", dependencies: [
             "AppStore", "BuildInfo", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "Operations",
             "HTTPClient", "JobQueue", "Ledger",
-            "Observability", "PostgresClient", "ProcessRoot", "RedisClient", "TestSupport",
+            "Observability", "PostgresClient", "ProcessRoot", "RedisClient", "Terminal", "TestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "APIServiceTests", dependencies: [

@@ -8,6 +8,7 @@ import HTTPClient
 import Lanes
 import Ledger
 import PostgresClient
+import Terminal
 
 /// The options of `receiptfleet demo` that are the demo's own, and the demo: `run` plays its two
 /// nights. The command around it (its help, the fleet's options, trapping the signals) is the CLI's.
@@ -159,5 +160,5 @@ struct DemoReport: Encodable {
 }
 
 func say(_ text: String) {
-    FileHandle.standardError.write(Data("demo: \(text)\n".utf8))
+    FileHandle.standardError.write(Data(ProgressLine.wholeLine("demo: \(text)").utf8))
 }

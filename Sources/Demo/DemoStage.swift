@@ -162,18 +162,20 @@ final class DemoStage {
     /// when it is bought, never before).
     func addSubscriptions(boughtBy date: Date) throws {
         let dateMs = Int64(date.timeIntervalSince1970 * 1000)
-        let bought = fleet.filter { subscription in
+        // Each customer has an account id, as an app's back end gives one, so that the console's and the
+        // CLI's account lookups have something to find: user-00001 for the fleet's first subscription.
+        let bought = fleet.enumerated().filter { _, subscription in
             subscription.groundTruth(at: dateMs).status != .invalid || [.malformed, .deletedAccount].contains(subscription.receipt.kind)
         }
         let ledger = Ledger(try PostgresConnection(configuration: demoPostgres))
         let progress = ProgressLine()
         var added = 0
         for start in stride(from: 0, to: bought.count, by: 10_000) {
-            let batch = bought[start..<min(start + 10_000, bought.count)].map { subscription in
+            let batch = bought[start..<min(start + 10_000, bought.count)].map { index, subscription in
                 NewSubscription(
                     app: app(of: subscription.receipt), originalTransactionID: subscription.originalTransactionID,
                     environment: subscription.receipt.token.environment == .sandbox ? .sandbox : .production,
-                    receipt: ReceiptData(base64: subscription.receipt.receiptData))
+                    receipt: ReceiptData(base64: subscription.receipt.receiptData), accountID: Self.accountID(index))
             }
             added += try ledger.addSubscriptions(batch).inserted
             progress.show("demo: added \(start + batch.count) of \(bought.count) subscriptions")
@@ -375,6 +377,9 @@ final class DemoStage {
         return lines.joined(separator: "\n")
     }
 
+    /// The account id of the fleet's subscription at `index`.
+    static func accountID(_ index: Int) -> String { "user-" + String(format: "%05d", index + 1) }
+
     /// How to look further: commands that paste and work, while what they name still runs.
     func lookFurther(keepRunning: Bool) throws -> String {
         guard keepRunning else {
@@ -392,10 +397,16 @@ final class DemoStage {
             "  redis-cli \(try redisCLIArguments()) XREVRANGE '\(Self.keyPrefix):events' + - COUNT 5",
             "  '\(binary)' status",
             "  '\(binary)' subscriptions show 1",
+            "  '\(binary)' subscriptions show --account \(try firstAccount() ?? Self.accountID(0))",
             "  curl http://127.0.0.1:\(metricsPort)/metrics     (worker 1; the others on the next ports)",
             "  logs: \(logDirectory.path)/",
         ]
         return lines.joined(separator: "\n")
+    }
+
+    /// The account of the ledger's first subscription: one the lookups find.
+    private func firstAccount() throws -> String? {
+        try Ledger(try PostgresConnection(configuration: demoPostgres)).subscription(id: 1)?.accountID
     }
 
     /// Where redis-cli finds the demo's Redis (its password comes from the environment file).

@@ -21,4 +21,11 @@ public final class ProgressLine {
     public func finish() {
         if interactive { FileHandle.standardError.write(Data("\n".utf8)) }
     }
+
+    /// `text` as a whole line for standard error: on a terminal it first clears the line, so that
+    /// it replaces a progress line being redrawn there instead of running on from its end (the
+    /// next `show` draws the progress again below it).
+    public static func wholeLine(_ text: String, onTerminal: Bool = isatty(STDERR_FILENO) == 1) -> String {
+        (onTerminal ? "\r\u{1B}[2K" : "") + text + "\n"
+    }
 }

@@ -38,6 +38,12 @@ import Testing
             try runProgram("/bin/bash", ["-c", "set -a; . '\(logs)/env'; set +a; '\(FleetProcess.binary.path)' status"])
         }
         #expect(status.status == 0 && status.output.contains("queue "), "\(status.output)")
+        // The customers have account ids, and the account lookup the summary offers finds one.
+        let account = try #require(summary.firstMatch(of: /subscriptions show --account (user-\d{5})/)?.output.1, "\(summary)")
+        let lookup = try await onOwnThread {
+            try runProgram("/bin/bash", ["-c", "set -a; . '\(logs)/env'; set +a; '\(FleetProcess.binary.path)' subscriptions show --account \(account)"])
+        }
+        #expect(lookup.status == 0 && lookup.output.contains("account       \(account)"), "\(lookup.output)")
 
         demo.send(SIGINT)
         #expect(try await demo.exitStatus(within: .seconds(60)) == 0)
