@@ -29,6 +29,9 @@ struct DemoCommand: AsyncParsableCommand {
             exits 1 when the check fails. --fault makes something go wrong in the middle of the \
             second night (scripts/faults drills them all).
 
+            Every fleet setting is taken too, as a flag, RECEIPTFLEET_<NAME> or in --config \
+            (--redis-url and --postgres-url above all); `receiptfleet config reference` lists them.
+
             Examples:
               scripts/demo                              (starts the servers, builds, runs this)
               receiptfleet demo --subscriptions 50000
@@ -40,9 +43,11 @@ struct DemoCommand: AsyncParsableCommand {
               receiptfleet demo --fault freeze-postgres --server-pid-file .run/postgres/postmaster.pid
             """)
 
-    @OptionGroup var options: FleetOptions
-
     @OptionGroup var demo: DemoOptions
+
+    /// Taken as by every command, but left out of this help, which is the demo's own: the demo
+    /// needs none of them beyond the servers its script hands it.
+    @OptionGroup(visibility: .private) var options: FleetOptions
 
     /// The demo runs on a thread of its own as the one service of the process's group, so that
     /// SIGTERM and SIGINT reach it as they reach every long-running command: through the

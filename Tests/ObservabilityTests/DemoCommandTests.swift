@@ -48,4 +48,18 @@ import Testing
         demo.send(SIGINT)
         #expect(try await demo.exitStatus(within: .seconds(60)) == 0)
     }
+
+    /// The demo's help is the demo's: its own options first and alone, every fleet setting taken
+    /// but named in one sentence, so it reads on one screen or two.
+    @Test func theDemosHelpShowsItsOwnOptions() async throws {
+        let help = try await runFleetCommand(["demo", "--help"], environment: [:])
+        #expect(help.status == 0)
+        let options = help.output.components(separatedBy: "OPTIONS:").last ?? ""
+        #expect(options.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("--subscriptions"), "\(help.output)")
+        #expect(!options.contains("--redis-url") && help.output.contains("config reference"), "\(help.output)")
+        #expect(help.output.split(separator: "\n", omittingEmptySubsequences: false).count < 100)
+        // Still taken: an invalid fleet setting is refused as one, not as an unknown option.
+        let refused = try await runFleetCommand(["demo", "--rate-limit", "fast"], environment: [:])
+        #expect(refused.status != 0 && refused.output.contains("rate-limit") && !refused.output.contains("Unknown option"), "\(refused.output)")
+    }
 }
