@@ -137,11 +137,10 @@ public final class APIServer: NamedService {
             guard let id = context.parameters.get("id").flatMap(Int64.init), id > 0 else {
                 throw APIError.badRequest("invalid_id", "the subscription id must be a positive whole number")
             }
-            let now = Date()
             let view = try await self.lanes.run { connections -> SubscriptionView? in
                 guard let detail = try connections.ledger.detail(id: id, events: 50, verifications: 0) else { return nil }
                 return SubscriptionView(detail.subscription, history: .init(
-                    transactions: detail.transactions, events: detail.events.map(\.event)), now: now)
+                    transactions: detail.transactions, events: detail.events.map(\.event)), now: connections.clock.now())
             }
             guard let view else { throw APIError(.notFound, "subscription_not_found", "no subscription has id \(id)") }
             return try Self.json(view)
@@ -149,9 +148,9 @@ public final class APIServer: NamedService {
         router.get("/v1/subscriptions") { request, context in
             try context.require(.read)
             let (byTransaction, byAccount) = try Self.lookup(request, by: "original_transaction_id", or: "account_id")
-            let (app, now) = (try self.app(of: request), Date())
+            let app = try self.app(of: request)
             let views = try await self.lanes.run { connections -> [SubscriptionView] in
-                let ledger = connections.ledger
+                let (ledger, now) = (connections.ledger, connections.clock.now())
                 if let byTransaction {
                     return try ledger.subscription(originalTransactionID: byTransaction, app: app).map { [SubscriptionView($0, now: now)] } ?? []
                 }

@@ -35,7 +35,8 @@ final class FleetClientLimiter: Sendable {
         lanes = LanePool(name: "rf-api-limit", size: 2) {
             var redis = try fleet.redisConfiguration()
             (redis.connectTimeout, redis.commandTimeout) = (Self.deadline, Self.deadline)
-            return try RateLimiter(connection: RedisConnection(redis), keys: QueueKeys(prefix: fleet.keyPrefix), limit: limit)
+            return try RateLimiter(
+                connection: RedisConnection(redis), keys: QueueKeys(prefix: fleet.keyPrefix), limit: limit, clock: fleet.scriptClock)
         }
     }
 

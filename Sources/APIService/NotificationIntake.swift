@@ -57,7 +57,7 @@ struct NotificationIntake: Sendable {
                 dedupeKey: notification.dedupeKey, app: app, environment: notification.environment ?? .production,
                 transactionID: asked.transactionID, originalTransactionID: notification.originalTransactionID,
                 subscriptionID: record.subscriptionID, productType: asked.productType, familyShared: asked.familyShared,
-                reason: asked.reason, signedAt: asked.signedAt), now: Date())
+                reason: asked.reason, signedAt: asked.signedAt), now: connections.clock.now())
         }
         guard let subscriptionID = recorded.jobPendingFor else {
             return Result(status: recorded.isNew ? record.outcome.rawValue : "duplicate")
@@ -89,7 +89,7 @@ struct NotificationIntake: Sendable {
     ) -> Bool {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple, store: connections.ledger,
-            policy: fleet.verificationPolicy, metrics: metrics, logger: logger)
+            policy: fleet.verificationPolicy, metrics: metrics, clock: connections.clock, logger: logger)
         do {
             guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return false }
             let settles = (subscription.backend ?? fleet.defaultBackend) == .serverAPI

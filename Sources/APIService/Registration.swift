@@ -189,7 +189,7 @@ struct Registrar: Sendable {
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
-            store: connections.ledger, policy: fleet.verificationPolicy, metrics: metrics, logger: logger)
+            store: connections.ledger, policy: fleet.verificationPolicy, metrics: metrics, clock: connections.clock, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
             about: subject, ofApp: app, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts,
@@ -244,7 +244,7 @@ struct Registrar: Sendable {
         _ response: VerifyReceiptResponse, answer: Answer, through verification: SubscriptionVerification,
         subject: VerificationSubject, accountID: String?, fleet: FleetSettings, app: String, ledger: Ledger
     ) throws -> RegistrationResponse {
-        let now = Date()
+        let now = verification.clock.now()
         let ids = OneTimePurchases.subscriptionIDs(in: response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
         let found = OneTimePurchases(response, nonRenewingProductIDs: fleet.nonRenewingProductIDs)
         guard !ids.isEmpty || !found.purchases.isEmpty else {

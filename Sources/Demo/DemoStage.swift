@@ -327,7 +327,9 @@ final class DemoStage {
         let redis = try RedisConnection(settings.redisConfiguration())
         return try DemoCheck.run(
             night.runID, enqueued: night.enqueued, fleet: fleet, postgres: PostgresConnection(configuration: demoPostgres),
-            queue: JobQueue(connection: redis, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6)),
+            queue: JobQueue(
+                connection: redis, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -6),
+                clock: settings.scriptClock),
             stream: (redis, RelayConfiguration(keyPrefix: settings.keyPrefix).streamKey), garbageSpell: garbageSpellStruck)
     }
 

@@ -12,6 +12,9 @@ public final class Connections {
     public let gate: FleetGate
     public let ledger: Ledger
     public let apple: AppleClients
+    /// The time the domain reads (verifications, entitlements, schedules): the system's, or the
+    /// shifted one of drills and benchmarks (`FleetSettings.processClock`).
+    public let clock: any FleetClock
 
     /// `enqueueOnly`: for the API's lanes, which never reserve jobs. Their Redis connection opens
     /// on first use, so they come up, and serve what needs only PostgreSQL, while Redis is down.
@@ -19,10 +22,13 @@ public final class Connections {
         let redis = try RedisConnection(settings.redisConfiguration(), connectingNow: !enqueueOnly)
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(
-            connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy, preparingGroups: !enqueueOnly)
-        gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
+            connection: redis, keys: keys, consumer: consumer, retryPolicy: settings.retryPolicy, preparingGroups: !enqueueOnly,
+            clock: settings.scriptClock)
+        gate = FleetGate(
+            connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy, clock: settings.scriptClock)
         let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
         apple = try AppleClients(settings: settings)
+        clock = settings.processClock()
     }
 }

@@ -18,9 +18,9 @@ public enum ImmediateVerification {
             slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
         let verification = SubscriptionVerification(
             gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
-            logger: logger)
+            clock: connections.clock, logger: logger)
         let job = Job(subscriptionID: id, runID: "verify", reason: .manual,
-                      enqueuedAt: Int64(Date().timeIntervalSince1970 * 1000))
+                      enqueuedAt: Int64(connections.clock.now().timeIntervalSince1970 * 1000))
         let subscription = try connections.ledger.loadForVerification(ids: [id]).first
         return try verification.write([verification.decide(job, subscription)])[0]
     }

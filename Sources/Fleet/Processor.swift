@@ -43,7 +43,7 @@ final class Processor {
         gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, slots: slots, metrics: metrics)
         verification = SubscriptionVerification(
             gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
-            logger: logger)
+            clock: connections.clock, logger: logger)
     }
 
     /// Works until the stop signal is set, then finishes the batch in hand and deregisters.

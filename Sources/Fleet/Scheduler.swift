@@ -86,7 +86,7 @@ public final class Scheduler {
         auditedApps = settings.checkSchedule.auditInterval == nil ? nil : settings.apps.names
         redis = try RedisConnection(settings.redisConfiguration())
         keys = try QueueKeys(prefix: settings.keyPrefix)
-        queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2))
+        queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -2), clock: settings.scriptClock)
         lock = FleetLock("scheduler", connection: redis, keys: keys)
         ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
     }
@@ -103,7 +103,7 @@ public final class Scheduler {
         defer { try? lock.release() }
         let started = ContinuousClock.now
         var summary = ScheduleSummary(runID: options.runID)
-        summary.notificationsRecovered = try recoverNotifications(options, now: now)
+        summary.notificationsRecovered = try recoverNotifications(options)
         // Before the pass starts, so that what it brings forward is due in this very pass.
         summary.checkedNightly = try judgeNotifications(options, now: now, databaseNow: try ledger.databaseTime())
         // Workers may verify what this pass enqueued while it still pages; those rows are skipped.
@@ -126,7 +126,7 @@ public final class Scheduler {
             progress(summary)
             guard try lock.renew(for: lifetime) else { throw SchedulerError.lostLock }
         } while cursor != nil
-        summary.finishedAt = Date()
+        summary.finishedAt = now.addingTimeInterval(started.duration(to: .now).seconds)
         if !options.dryRun {
             let record = String(decoding: try JSONEncoder().encode(summary), as: UTF8.self)
             _ = try redis.command("SET", keys.schedulerLastRun, record)
@@ -165,8 +165,9 @@ public final class Scheduler {
     /// subscription has not been verified since it arrived. Each goes in under the notification's
     /// own once-key, as `serve` enqueued it, so a job still in the queue is not added twice; after a
     /// Redis loss (the once-keys gone with the jobs) they all come back. Returns how many were added.
-    private func recoverNotifications(_ options: Options, now: Date) throws -> Int {
-        let since = now.addingTimeInterval(-Double(JobQueue.onceMemory.components.seconds))
+    private func recoverNotifications(_ options: Options) throws -> Int {
+        // On the database's clock, which stamped when they arrived.
+        let since = try ledger.databaseTime().addingTimeInterval(-Double(JobQueue.onceMemory.components.seconds))
         let awaiting = try ledger.notificationsAwaitingVerification(since: since, environment: options.environment)
         guard !options.dryRun else { return awaiting.count }
         var added = 0

@@ -53,6 +53,9 @@ public struct FleetSettings: Sendable {
     /// only a client-side deadline notices it (see `redisConfiguration()`, `postgresConfiguration()`).
     public var redisTimeout: Duration
     public var postgresTimeout: Duration
+    /// Where every process reads the time, its queue's scripts included: Redis's clock, or shifted
+    /// by `QueueKeys.timeShift` for drills and benchmarks (`shifted-clock`; see `ShiftedClock`).
+    public var scriptClock: ScriptClock
     /// The hour (UTC) of the nightly scheduler run; checks are planned against it.
     public var nightlyHourUTC: Int
     public var checkSchedule: CheckSchedule
@@ -124,6 +127,7 @@ public struct FleetSettings: Sendable {
         drainGrace = try configuration[Settings.drainGrace]
         redisTimeout = try configuration[Settings.redisTimeout]
         postgresTimeout = try configuration[Settings.postgresTimeout]
+        scriptClock = try configuration[Settings.shiftedClock] ? .shifted : .redis
         nightlyHourUTC = try configuration[Settings.nightlyHour]
         let auditDays = try configuration[Settings.auditDays].rounded()
         checkSchedule = try CheckSchedule(

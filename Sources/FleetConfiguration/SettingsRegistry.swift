@@ -36,6 +36,12 @@ public struct SettingsRegistry: Sendable {
         help: "Seconds a Redis command may wait for the server (blocking commands: on top of their wait).",
         details: "Then it fails naming the server, and the connection is made again on the next call. A stopped or frozen "
             + "server still acknowledges packets, so only this notices it (docs/reliability.md).")
+    public let shiftedClock = Setting<Bool>(
+        "shifted-clock", .boolean, default: false,
+        help: "Drills and benchmarks only: read the time as Redis's clock plus the shift in {prefix}:time-shift (µs).",
+        details: "A harness moves the shift forward while the fleet is idle, so that every process (the scheduler, the workers, "
+            + "serve, the relay) stands on a later day together; leases, limits and pauses run at the real pace.",
+        show: { $0 ? "yes: the time is Redis's plus {prefix}:time-shift (drills and benchmarks only)" : "no (Redis's clock)" })
     public let postgresTimeout = Setting<Duration>(
         "postgres-timeout", .callTimeout, default: .seconds(10), .flag,
         help: "Seconds a PostgreSQL statement may wait for the server.", details: "As redis-timeout.")

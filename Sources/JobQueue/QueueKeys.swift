@@ -113,4 +113,7 @@ public struct QueueKeys: Sendable, Hashable {
     /// The time, in µs since the epoch, that handles made with `ScriptClock.driven` read instead of
     /// Redis's clock: tests set it and add to it. Production never reads or writes it.
     public var drivenClock: String { "\(prefix):driven-clock" }
+    /// The shift, in µs, that handles made with `ScriptClock.shifted` add to Redis's clock: a drill
+    /// or a benchmark moves it forward to stand on a later day. Production never reads or writes it.
+    public var timeShift: String { "\(prefix):time-shift" }
 }

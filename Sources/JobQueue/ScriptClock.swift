@@ -17,6 +17,11 @@ public enum ScriptClock: Sendable, Hashable {
     /// still until the test sets it or adds to it. The first script that finds the key missing sets it
     /// to Redis's time.
     case driven
+    /// For drills and benchmarks that run whole processes on later days: Redis's `TIME` plus the
+    /// shift in µs that the key `QueueKeys.timeShift` holds (none: 0). Time runs as on Redis's
+    /// clock, so leases, limits and pauses behave as in production; a harness moves the shift
+    /// forward, while the fleet is idle, to stand on a later day (`setting shifted-clock`).
+    case shifted
 }
 
 /// A script that reads the time: its text on each `ScriptClock`, made once. Its own code follows
@@ -27,27 +32,32 @@ public enum ScriptClock: Sendable, Hashable {
 struct ClockedScript: Sendable {
     private let onRedis: RedisScript
     private let driven: RedisScript
+    private let shifted: RedisScript
 
     /// `code`: the prologues the script needs besides the clock's, then its own.
     init(_ code: String) {
         onRedis = RedisScript(ScriptPrologue.clock(.redis) + code)
         driven = RedisScript(ScriptPrologue.clock(.driven) + code)
+        shifted = RedisScript(ScriptPrologue.clock(.shifted) + code)
     }
 
     func text(on clock: ScriptClock) -> RedisScript {
         switch clock {
         case .redis: onRedis
         case .driven: driven
+        case .shifted: shifted
         }
     }
 }
 
 extension ScriptClock {
-    /// The KEYS a clocked script takes after its own on this clock: the driven clock's key, or none.
+    /// The KEYS a clocked script takes after its own on this clock: the driven clock's key, the
+    /// shift's, or none.
     func keys(of deployment: QueueKeys) -> [String] {
         switch self {
         case .redis: []
         case .driven: [deployment.drivenClock]
+        case .shifted: [deployment.timeShift]
         }
     }
 }

@@ -16,7 +16,8 @@ enum ScriptPrologue {
     /// would print large numbers in exponent form, hence string.format.
     ///
     /// On Redis's clock, `TIME`. The driven clock's key is the last of KEYS (`ClockedScript`): taken
-    /// off KEYS, then read; when it is missing, Redis's time is stored in it and read.
+    /// off KEYS, then read; when it is missing, Redis's time is stored in it and read. The shifted
+    /// clock's key likewise: `TIME` plus the shift it holds.
     static func clock(_ clock: ScriptClock) -> String {
         switch clock {
         case .redis: """
@@ -34,6 +35,14 @@ enum ScriptPrologue {
                 nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
                 redis.call('SET', drivenClock, string.format('%d', nowus))
             end
+            local now = math.floor(nowus / 1000)
+            local nowText = string.format('%d', now)
+
+            """
+        case .shifted: """
+            local timeShift = table.remove(KEYS)
+            local clock = redis.call('TIME')
+            local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2]) + (tonumber(redis.call('GET', timeShift)) or 0)
             local now = math.floor(nowus / 1000)
             local nowText = string.format('%d', now)
 

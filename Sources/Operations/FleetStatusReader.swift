@@ -102,7 +102,8 @@ public final class FleetStatusReader {
         }
         let connection = try RedisConnection(configuration)
         let queue = try JobQueue(
-            connection: connection, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
+            connection: connection, keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4),
+            clock: settings.scriptClock)
         return (connection, queue)
     }
 

@@ -33,7 +33,7 @@ public enum ProcessRoot {
 
     /// The role's services, in start order.
     public static func services(
-        for role: Role, settings: FleetSettings, metrics: ProcessMetrics, logger: Logger, clock: any FleetClock = SystemClock(),
+        for role: Role, settings: FleetSettings, metrics: ProcessMetrics, logger: Logger, clock: (any FleetClock)? = nil,
         signals: DutySignals? = nil, onMetricsListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
     ) -> [any Service] {
         var services: [any Service] = []

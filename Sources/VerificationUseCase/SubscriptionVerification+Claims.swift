@@ -46,7 +46,7 @@ extension SubscriptionVerification {
         }
         switch answer.verdict {
         case .verified(let response):
-            let now = Date()
+            let now = clock.now()
             do {
                 let window = policy.initialPurchaseWindow
                 let (write, reanalyse) = try analysedWrite(

@@ -12,7 +12,7 @@ extension SubscriptionVerification {
         guard let signedAt = response.receipt?.requestDate, subscription.state.map({ signedAt > $0.verifiedAt }) ?? true else {
             return false
         }
-        let now = Date()
+        let now = clock.now()
         // No call was made, so there is no status for the status policy to judge: what Apple signed
         // is recorded as verified, with no latency and no HTTP status.
         let attempt = VerificationAttempt(

@@ -24,17 +24,20 @@ public final class SubscriptionVerification {
     let policy: VerificationPolicy
     let metrics: any VerificationMetrics
     let logger: Logger
+    /// The time a verification is written at and schedules from.
+    public let clock: any FleetClock
     let statusPolicy = StatusPolicy()
 
     public init(
         gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, policy: VerificationPolicy,
-        metrics: any VerificationMetrics, logger: Logger
+        metrics: any VerificationMetrics, clock: any FleetClock, logger: Logger
     ) {
         self.gate = gate
         self.verifier = verifier
         self.store = store
         self.policy = policy
         self.metrics = metrics
+        self.clock = clock
         self.logger = logger
     }
 
@@ -85,7 +88,7 @@ public final class SubscriptionVerification {
             return subscription.receipt.map(VerificationSubject.receipt)
         case .serverAPI:
             let unknownTonight = askedFor || subscription.state?.status != .invalid ? nil
-                : AppStoreEnvironment.recheck(ofUnknown: subscription.originalTransactionID, filedIn: subscription.environment, on: Date())
+                : AppStoreEnvironment.recheck(ofUnknown: subscription.originalTransactionID, filedIn: subscription.environment, on: clock.now())
             return .transaction(
                 originalTransactionID: subscription.originalTransactionID,
                 knownLatestTransactionID: subscription.state?.latestTransactionID,
@@ -96,7 +99,7 @@ public final class SubscriptionVerification {
 
     /// Turns a judged answer into a write and a settlement.
     private func judge(_ answer: Answer, of subscription: LoadedSubscription, job: Job) -> Decision {
-        let now = Date()
+        let now = clock.now()
         let outcome = answer.verification.outcome
         func retryAlone() -> Decision {
             let failure = JobFailure(errorClass: outcome.errorClass, message: answer.problem ?? "\(outcome)")
@@ -182,7 +185,7 @@ public final class SubscriptionVerification {
         _ response: VerifyReceiptResponse, answer: Answer, for subscriptions: [LoadedSubscription], purchases: PurchaseWrite,
         runID: String, announcingPurchasesWithin purchaseWindow: TimeInterval?
     ) throws -> RecordedPurchases {
-        let now = Date()
+        let now = clock.now()
         let decisions = subscriptions.map {
             analysed(response, answer: answer, of: $0, at: now, runID: runID, announcingPurchasesWithin: purchaseWindow,
                      purchases: nil)
@@ -207,7 +210,7 @@ public final class SubscriptionVerification {
         let writes = decisions.compactMap { decision -> VerificationWrite? in
             if case .write(let write, _, _) = decision.verdict { write } else { nil }
         }
-        let nightly = policy.nextNightlyRun(after: Date())
+        let nightly = policy.nextNightlyRun(after: clock.now())
         let started = ContinuousClock.now
         let written = try store.write(writes, purchases: purchases, nextNightlyRun: nightly)
         var outcomes = written.outcomes[...]

@@ -63,5 +63,5 @@ struct Resume: ParsableCommand {
 private func gate(_ settings: FleetSettings) throws -> FleetGate {
     FleetGate(
         connection: try RedisConnection(settings.redisConfiguration()),
-        keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit)
+        keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit, clock: settings.scriptClock)
 }

@@ -98,5 +98,5 @@ struct Dead: ParsableCommand {
 private func queue(_ settings: FleetSettings) throws -> JobQueue {
     try JobQueue(
         connection: RedisConnection(settings.redisConfiguration()),
-        keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4))
+        keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4), clock: settings.scriptClock)
 }

@@ -65,7 +65,7 @@ struct Schedule: AsyncParsableCommand {
             let summary = try await onNewThread(named: "rf-scheduler") {
                 let progress = ProgressLine()
                 defer { progress.finish() }
-                let now = Date()
+                let now = settings.processClock().now()
                 return try Scheduler(settings: settings, metrics: metrics.fleet).run(plan.options(at: now), now: now) {
                     progress.show(Self.progress($0))
                 }

@@ -3,6 +3,7 @@ import FleetConfiguration
 import Foundation
 @testable import Fleet
 import JobQueue
+import Lanes
 @testable import Ledger
 import Logging
 import Testing
@@ -176,7 +177,7 @@ import Testing
         settings.defaultBackend = defaultBackend
         return SubscriptionVerification(
             gate: gate, verifier: verifier, store: store, policy: settings.verificationPolicy, metrics: FleetMetrics(),
-            logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
+            clock: SystemClock(), logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
     }
 
     /// A receipt the ledger does not know yet, asked about as a registration asks: its last chance.

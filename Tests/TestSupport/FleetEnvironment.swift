@@ -12,6 +12,7 @@ extension FleetSettings {
             "RECEIPTFLEET_KEY_PREFIX": keyPrefix,
             "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": endpoints.production,
             "RECEIPTFLEET_APPSTORE_SANDBOX_URL": endpoints.sandbox,
+            Settings.shiftedClock.variable: scriptClock == .shifted ? "true" : "false",
         ].merging(webhookEnvironment) { $1 }
     }
 

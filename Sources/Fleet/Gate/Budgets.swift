@@ -71,6 +71,6 @@ extension FleetGate {
     public static func connecting(_ settings: FleetSettings) throws -> FleetGate {
         FleetGate(
             connection: try RedisConnection(settings.redisConfiguration()), keys: try QueueKeys(prefix: settings.keyPrefix),
-            limit: settings.rateLimit, pausePolicy: settings.pausePolicy)
+            limit: settings.rateLimit, pausePolicy: settings.pausePolicy, clock: settings.scriptClock)
     }
 }

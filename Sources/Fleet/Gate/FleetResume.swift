@@ -10,7 +10,7 @@ import RedisClient
 public func resumeFleet(settings: FleetSettings, app: String? = nil) throws -> Int {
     let connection = try RedisConnection(settings.redisConfiguration())
     let keys = try QueueKeys(prefix: settings.keyPrefix)
-    let gate = FleetGate(connection: connection, keys: keys, limit: settings.rateLimit)
+    let gate = FleetGate(connection: connection, keys: keys, limit: settings.rateLimit, clock: settings.scriptClock)
     let reasons: [String]
     if let app {
         reasons = [try gate.haltedReason(app: app)].compactMap(\.self)
@@ -20,7 +20,7 @@ public func resumeFleet(settings: FleetSettings, app: String? = nil) throws -> I
         try gate.resume(budgets: settings.serverAPIBudgets, apps: settings.apps.names)
     }
     let codes = ["21004", "21000"].filter { code in reasons.contains { $0.hasPrefix(code) } }
-    let queue = try JobQueue(connection: connection, keys: keys, consumer: JobQueue.consumerName(thread: -7))
+    let queue = try JobQueue(connection: connection, keys: keys, consumer: JobQueue.consumerName(thread: -7), clock: settings.scriptClock)
     return try codes.reduce(0) { replayed, code in
         replayed + (try queue.replay(matching: DeadLetterFilter(errorClass: "apple.\(code)")))
     }

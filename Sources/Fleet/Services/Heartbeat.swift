@@ -25,7 +25,9 @@ public struct Heartbeat: ProcessDuty {
             let connection = try RedisConnection(settings.redisConfiguration())
             let keys = try QueueKeys(prefix: settings.keyPrefix)
             return try (0..<settings.concurrency).map { index in
-                try JobQueue(connection: connection, keys: keys, consumer: Processors.consumer(index), preparingGroups: false)
+                try JobQueue(
+                    connection: connection, keys: keys, consumer: Processors.consumer(index), preparingGroups: false,
+                    clock: settings.scriptClock)
             }
         }, failing: "heartbeat failed") { [settings, metrics] queues, _ in
             for queue in queues { try queue.heartbeat() }

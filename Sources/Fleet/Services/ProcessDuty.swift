@@ -15,11 +15,12 @@ public struct ProcessContext: Sendable {
     public let clock: any FleetClock
     public let signals: DutySignals?
 
+    /// `clock`: nil for the one the settings name (`FleetSettings.processClock`); tests drive their own.
     public init(
-        settings: FleetSettings, metrics: FleetMetrics, logger: Logger, clock: any FleetClock = SystemClock(),
-        signals: DutySignals? = nil
+        settings: FleetSettings, metrics: FleetMetrics, logger: Logger, clock: (any FleetClock)? = nil, signals: DutySignals? = nil
     ) {
-        (self.settings, self.metrics, self.logger, self.clock, self.signals) = (settings, metrics, logger, clock, signals)
+        (self.settings, self.metrics, self.logger, self.signals) = (settings, metrics, logger, signals)
+        self.clock = clock ?? settings.processClock()
     }
 }
 
@@ -77,7 +78,7 @@ extension ProcessDuty {
         await every(interval, thread: thread, startingNow: startingNow, retryingAfter: retry, open: { [settings] in
             try JobQueue(
                 connection: RedisConnection(settings.redisConfiguration()), keys: QueueKeys(prefix: settings.keyPrefix),
-                consumer: consumer)
+                consumer: consumer, clock: settings.scriptClock)
         }, failing: failing, step)
     }
 }

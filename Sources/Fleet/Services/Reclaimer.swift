@@ -32,7 +32,7 @@ public struct Reclaimer: ProcessDuty {
         while !stop.isSet, let index = jobs.processorWithoutReclaimedJobs() {
             let queue = try JobQueue(
                 connection: connection, keys: keys, consumer: Processors.consumer(index), retryPolicy: settings.retryPolicy,
-                preparingGroups: false)
+                preparingGroups: false, clock: settings.scriptClock)
             let reclaimed = try queue.reclaim(
                 idleLongerThan: settings.visibilityTimeout, maxDeliveries: settings.maxDeliveries, limit: settings.jobsPerBatch)
             if reclaimed.buried > 0 {
