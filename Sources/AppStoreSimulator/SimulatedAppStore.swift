@@ -101,6 +101,7 @@ public final class SimulatedAppStore: Sendable {
     /// The simulator's routes, for an `Application`.
     public func router() -> Router<SimulatorRequestContext> {
         let router = Router(context: SimulatorRequestContext.self)
+        router.add(middleware: AppleCallCounting(stats: stats))
         router.post("verifyReceipt") { request, context in
             try await self.verify(request, endpoint: .production, connection: context.channel)
         }

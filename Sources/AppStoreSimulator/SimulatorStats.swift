@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import Synchronization
 
 /// What the simulator has been asked, for load tests and for checking a fleet's manners: totals,
@@ -33,6 +34,11 @@ final class SimulatorStats: Sendable {
         }
     }
 
+    /// Counts one call to an endpoint of Apple's, verifyReceipt's and the Server API's alike.
+    func recordCall(to endpoint: AppleEndpointName) {
+        state.withLock { $0.byEndpoint[endpoint.rawValue, default: 0] += 1 }
+    }
+
     /// The connection faults the knobs can cause instead of an answer.
     enum ConnectionFault {
         case dropped, resetMidResponse
@@ -55,7 +61,7 @@ final class SimulatorStats: Sendable {
                 requestsTotal: state.total, perSecondRecent: state.perSecond.counts(before: second, last: 10),
                 byStatus: state.byStatus, byHTTPStatus: state.byHTTPStatus, garbageBodies: state.garbageBodies,
                 droppedConnections: state.dropped, resetResponses: state.resetMidResponse,
-                byEnvironment: state.byEnvironment, maxRequestsInOneSecond: state.maxInOneSecond,
+                byEnvironment: state.byEnvironment, byEndpoint: state.byEndpoint, maxRequestsInOneSecond: state.maxInOneSecond,
                 rateLimit: rateLimit, rateLimitViolations: state.violations)
         }
     }
@@ -67,6 +73,7 @@ final class SimulatorStats: Sendable {
     private struct State {
         var total = 0
         var byEnvironment: [String: Int] = [:]
+        var byEndpoint: [String: Int] = [:]
         var byStatus: [String: Int] = [:]
         var byHTTPStatus: [String: Int] = [:]
         var garbageBodies = 0
@@ -81,7 +88,8 @@ final class SimulatorStats: Sendable {
 
 /// The JSON served at `GET /stats`.
 public struct SimulatorStatistics: Sendable, Codable, Equatable {
-    /// verifyReceipt requests (both environments) since the start or the last reset.
+    /// Requests to verifyReceipt and the Server API's answering endpoints (both environments) since
+    /// the start or the last reset; `byEndpoint` has every call to Apple's endpoints by endpoint.
     public var requestsTotal: Int
     /// Requests in each of the last 10 whole seconds, oldest first.
     public var perSecondRecent: [Int]
@@ -97,6 +105,9 @@ public struct SimulatorStatistics: Sendable, Codable, Equatable {
     public var resetResponses: Int
     /// Requests per endpoint, keyed "Production" and "Sandbox".
     public var byEnvironment: [String: Int]
+    /// Every call to Apple's endpoints, verifyReceipt's and the Server API's, both environments
+    /// together, keyed by `AppleEndpointName`: what a fleet costs Apple, endpoint by endpoint.
+    public var byEndpoint: [String: Int]
     /// The most requests seen within any one-second window.
     public var maxRequestsInOneSecond: Int
     /// The configured limit per one-second window, if any.
@@ -107,7 +118,7 @@ public struct SimulatorStatistics: Sendable, Codable, Equatable {
     enum CodingKeys: String, CodingKey {
         case requestsTotal = "requests_total", perSecondRecent = "per_second_recent", byStatus = "by_status"
         case byHTTPStatus = "by_http_status", garbageBodies = "garbage_bodies", droppedConnections = "dropped_connections"
-        case resetResponses = "reset_responses", byEnvironment = "by_environment"
+        case resetResponses = "reset_responses", byEnvironment = "by_environment", byEndpoint = "by_endpoint"
         case maxRequestsInOneSecond = "max_requests_in_one_second", rateLimit = "rate_limit"
         case rateLimitViolations = "rate_limit_violations"
     }
@@ -156,5 +167,45 @@ struct SecondBuckets {
             let slot = Int((second - back) % 64)
             return seconds[slot] == second - back ? counts[slot] : 0
         }
+    }
+}
+
+/// Apple's endpoints as the simulator counts its calls (`SimulatorStatistics.byEndpoint`).
+enum AppleEndpointName: String {
+    case verifyReceipt = "verify_receipt"
+    case subscriptionStatuses = "subscription_statuses"
+    case transactionHistory = "transaction_history"
+    case notificationHistory = "notification_history"
+    case testNotification = "test_notification"
+    case renewalExtension = "renewal_extension"
+    case massExtension = "mass_extension"
+    case consumption
+    case orderLookup = "order_lookup"
+
+    /// The endpoint a request's path names (either environment's), or nil for the simulator's own
+    /// routes (stats, control, the webhook sink).
+    init?(path: String) {
+        let path = path.hasPrefix("/sandbox/") ? String(path.dropFirst("/sandbox".count)) : path
+        let byPrefix: [(String, AppleEndpointName)] = [
+            ("/verifyReceipt", .verifyReceipt), ("/inApps/v1/subscriptions/extend/mass", .massExtension),
+            ("/inApps/v1/subscriptions/extend/", .renewalExtension), ("/inApps/v1/subscriptions/", .subscriptionStatuses),
+            ("/inApps/v2/history/", .transactionHistory), ("/inApps/v1/notifications/history", .notificationHistory),
+            ("/inApps/v1/notifications/test", .testNotification), ("/inApps/v2/transactions/consumption/", .consumption),
+            ("/inApps/v1/lookup/", .orderLookup),
+        ]
+        guard let name = byPrefix.first(where: { path.hasPrefix($0.0) })?.1 else { return nil }
+        self = name
+    }
+}
+
+/// Counts every request to one of Apple's endpoints, whatever answers it (an outage, a fault).
+struct AppleCallCounting: RouterMiddleware {
+    let stats: SimulatorStats
+
+    func handle(
+        _ request: Request, context: SimulatorRequestContext, next: (Request, SimulatorRequestContext) async throws -> Response
+    ) async throws -> Response {
+        if let endpoint = AppleEndpointName(path: request.uri.path) { stats.recordCall(to: endpoint) }
+        return try await next(request, context)
     }
 }

@@ -23,6 +23,22 @@ struct FaultTests {
         }
     }
 
+    @Test("every call to Apple's endpoints is counted by endpoint, both environments, the simulator's own routes not")
+    func callsByEndpoint() async throws {
+        let simulator = try makeSimulator()
+        try await withClient(simulator) { client in
+            let renewing = receipt(.renewing).receiptData
+            _ = try await verify(client, renewing)
+            _ = try await verify(client, renewing, sandbox: true)
+            _ = try await client.execute(uri: "/inApps/v1/subscriptions/1000000000000001", method: .get)
+            _ = try await client.execute(uri: "/sandbox/inApps/v2/history/1000000000000001", method: .get)
+            _ = try await client.execute(uri: "/inApps/v1/subscriptions/extend/mass", method: .post)
+            try await control(client, "/control/clock", #"{"advance_seconds": 1}"#)
+            let stats = try await fetchStats(client)
+            #expect(stats.byEndpoint == ["verify_receipt": 2, "subscription_statuses": 1, "transaction_history": 1, "mass_extension": 1])
+        }
+    }
+
     @Test("requests beyond the rate limit in one second are counted, and still answered")
     func rateLimit() async throws {
         let simulator = try makeSimulator(FaultKnobs(rateLimit: 10))
