@@ -15,6 +15,9 @@ import Hummingbird
 ///   `rate_limit` (0 for none)
 /// - `GET /control/orders/{transactionId}`: `{"order_id": …}`, the order id Look Up Order ID knows the
 ///   transaction by (as on the customer's receipt email)
+/// - `GET /control/truth`: with a fleet (`--fleet-size`), every subscription of the first app's fleet
+///   and its true status at the simulator's time (`{"now_ms": T, "statuses": {otid: status}}`), for
+///   a benchmark to hold the ledger against
 /// - `POST /sink`: 204 to anything, a downstream system for the demo's webhook endpoint to deliver to;
 ///   `?delay_ms=N` (at most 10,000) answers N ms later, a slow one
 extension SimulatedAppStore {
@@ -31,6 +34,10 @@ extension SimulatedAppStore {
             return self.statistics
         }
         router.get("control/clock") { _, _ in ClockReading(nowMs: self.clock.nowMs) }
+        router.get("control/truth") { _, _ in
+            guard let truth = self.truth() else { throw HTTPError(.notFound, message: "This simulator serves no fleet (--fleet-size).") }
+            return truth
+        }
         router.post("control/clock") { request, context in
             let change = try await request.decode(as: ClockChange.self, context: context)
             switch (change.advanceSeconds, change.nowMs) {
@@ -81,6 +88,25 @@ struct ClockChange: Decodable {
     let advanceSeconds: Double?
     let nowMs: Int64?
     enum CodingKeys: String, CodingKey { case advanceSeconds = "advance_seconds", nowMs = "now_ms" }
+}
+
+/// Every subscription of a fleet and its true status at one moment.
+struct TruthReading: ResponseEncodable {
+    let nowMs: Int64
+    let statuses: [String: String]
+    enum CodingKeys: String, CodingKey { case nowMs = "now_ms", statuses }
+}
+
+extension SimulatedAppStore {
+    /// The first app's fleet's statuses now, or nil without a fleet.
+    func truth() -> TruthReading? {
+        guard let serverAPI, let count = serverAPI.subscriptions.first, count > 0 else { return nil }
+        let now = clock.nowMs
+        let fleet = SimulatedReceipt.fleet(count: count, seed: serverAPI.seeds[0], anchorMs: serverAPI.anchorMs)
+        return TruthReading(nowMs: now, statuses: Dictionary(
+            fleet.flatMap(\.subscriptions).map { ($0.originalTransactionID, $0.groundTruth(at: now).status.rawValue) },
+            uniquingKeysWith: { first, _ in first }))
+    }
 }
 
 struct ClockReading: ResponseEncodable {

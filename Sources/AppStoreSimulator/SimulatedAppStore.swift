@@ -19,7 +19,7 @@ public final class SimulatedAppStore: Sendable {
     private let stats = SimulatorStats()
     private let state: Mutex<State>
     /// Set when the simulator serves the App Store Server API too.
-    private let serverAPI: ServerAPISimulation?
+    let serverAPI: ServerAPISimulation?
     private let signing: SimulatorSigningChain?
     /// Sends V2 notifications to the URL `POST /control/notifications` sets.
     let sender = NotificationSender()

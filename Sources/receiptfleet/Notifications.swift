@@ -67,7 +67,7 @@ struct Notifications: ParsableCommand {
 
         func run() async throws {
             let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple's notification history is read")
-            let now = Date()
+            let now = fleet.processClock().now()
             let start = try sinceArgument(since, now: now)
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
             guard start < end else { throw ValidationError("--since must be before --until.") }

@@ -93,4 +93,25 @@ import Testing
             }
         }
     }
+
+    /// A benchmark holds the ledger against the truth: `GET /control/truth` lists every subscription of
+    /// the fleet with its status at the simulator's time, as its lifecycle says.
+    @Test func theTruthRouteListsTheFleetsStatusesNow() async throws {
+        let clock = SimulatorClock(startMs: anchorMs)
+        clock.set(nowMs: anchorMs + 9 * day, stopped: true)
+        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [50])
+        let store = try SimulatedAppStore(clock: clock, serverAPI: setup)
+        let answer = try await withClient(store) { client in try await client.execute(uri: "/control/truth", method: .get) }
+        let reading = try #require(jsonObject(answer.body))
+        let statuses = try #require(reading["statuses"] as? [String: String])
+        let fleet = SimulatedReceipt.fleet(count: 50, seed: 1, anchorMs: setup.anchorMs).flatMap(\.subscriptions)
+        #expect(reading["now_ms"] as? Int64 == anchorMs + 9 * day)
+        #expect(statuses.count == Set(fleet.map(\.originalTransactionID)).count)
+        #expect(fleet.allSatisfy { statuses[$0.originalTransactionID] == $0.groundTruth(at: anchorMs + 9 * day).status.rawValue })
+        #expect(Set(statuses.values).count > 2, "a fleet of every kind is in several states")
+
+        let without = try makeSimulator()
+        let none = try await withClient(without) { client in try await client.execute(uri: "/control/truth", method: .get) }
+        #expect(none.status == .notFound)
+    }
 }
