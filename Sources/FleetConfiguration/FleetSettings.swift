@@ -172,16 +172,18 @@ public struct FleetSettings: Sendable {
     /// PostgreSQL as `postgresURL` names it, with `postgresTimeout` for every call, connecting
     /// included when it is the shorter (a server that accepts but never answers stalls a connect too).
     public func postgresConfiguration() throws -> PostgresConfiguration {
-        var configuration = try PostgresConfiguration(postgresURL)
-        configuration.callTimeout = postgresTimeout
-        configuration.connectTimeout = min(configuration.connectTimeout, postgresTimeout)
-        return configuration
+        try postgresConfiguration(of: postgresURL)
     }
 
-    /// The outbox relay's PostgreSQL: `relayPostgresURL`, else `postgresURL`.
+    /// The outbox relay's PostgreSQL: `relayPostgresURL`, else `postgresURL`, with the same deadlines.
     public func relayPostgresConfiguration() throws -> PostgresConfiguration {
-        var configuration = try PostgresConfiguration(relayPostgresURL ?? postgresURL)
+        try postgresConfiguration(of: relayPostgresURL ?? postgresURL)
+    }
+
+    private func postgresConfiguration(of url: String) throws -> PostgresConfiguration {
+        var configuration = try PostgresConfiguration(url)
         configuration.callTimeout = postgresTimeout
+        configuration.connectTimeout = min(configuration.connectTimeout, postgresTimeout)
         return configuration
     }
 
