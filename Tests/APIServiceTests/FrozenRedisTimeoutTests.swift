@@ -68,8 +68,9 @@ import TestSupport
             #expect(answers.allSatisfy { $0.0 == 503 && $0.1 == "redis_unavailable" }, "\(answers)")
             #expect(answers.allSatisfy { $0.2 < .seconds(3) }, "each registration answered within 3 s: \(answers.map(\.2))")
             // Alone, reads answer within a second (docs/api.md); the bound leaves room for a loaded test run
-            // and still fails the ten seconds a read waited for a lane before.
-            #expect(slowestRead < .milliseconds(1_500), "the slowest read took \(slowestRead)")
+            // (the timed suites run together, real processes among them) and still fails the ten seconds a
+            // read waited for a lane before.
+            #expect(slowestRead < .seconds(2), "the slowest read took \(slowestRead)")
         }
     }
 }

@@ -168,8 +168,10 @@ struct FaultTests {
             let slow = try await clock.measure { _ = try await verify(client, renewing) }
             #expect(slow >= .milliseconds(980))
             try await control(client, "/control/knobs", #"{"latency": "0ms"}"#)
-            // Against the slow one: a loaded machine adds its own wait to both answers alike.
-            let fast = try await clock.measure { _ = try await verify(client, renewing) }
+            // Against the slow one: a loaded machine adds its own wait to both answers alike; the quickest of
+            // three, so that one stall of the machine (the timed suites start processes) is not taken for the knob.
+            var fast = Duration.seconds(60)
+            for _ in 0..<3 { fast = min(fast, try await clock.measure { _ = try await verify(client, renewing) }) }
             #expect(fast < slow - .milliseconds(700), "\(fast) against \(slow)")
         }
         #expect(Latency(parsing: "150ms±50ms") == Latency(meanMs: 150, spreadMs: 50))

@@ -158,7 +158,7 @@ import Testing
                 for _ in 0..<5 { #expect(try admitted()) }
                 // (A few may still be given up by a thread the machine's load wakes late; not
                 // following the slower replies, each of these would give up dozens.)
-                #expect(metrics.takeSlotsGivenUp() < 5, "once they are the norm, they keep their slots")
+                #expect(metrics.takeSlotsGivenUp() < 10, "once they are the norm, they keep their slots")
             }
         }
     }
