@@ -58,8 +58,8 @@ extension Ledger {
     /// Takes one of the `limit` calls a claim's receipt may cost before Apple judges it, for every
     /// unjudged claim made with it, if its count is still the `seen` one the caller loaded. Returns
     /// the attempt's number (1 for the first), or nil when its claims are judged, their calls all
-    /// taken, or another worker took one since `seen` (and judges it now): so however many jobs
-    /// reach the claim at once, one asks Apple at a time, and at most `limit` times in all.
+    /// taken, or another worker took one since `seen` (and judges it now): so jobs that load the
+    /// claim together ask Apple once between them, and however many reach it, at most `limit` times in all.
     public func takeClaimAttempt(of subscriptionID: Int64, receiptSHA256: String, seen: Int, limit: Int) throws -> Int? {
         try connection.query("""
             UPDATE account_claims SET attempts = attempts + 1

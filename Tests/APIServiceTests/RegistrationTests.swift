@@ -306,9 +306,11 @@ import TestSupport
                     return waiting == 0 && outstanding == 0
                 }
             }
-            // One answer each (a call Apple did not answer, a timeout on a loaded machine, is given back and made again).
+            // Each judged by an answer, and none asked about more than three times (usually once: a job that loads a
+            // claim while another's call for it is in flight may ask again).
             let statistics = api.simulator.store.statistics
-            #expect(statistics.byStatus["0", default: 0] - answeredBefore == Ledger.pendingClaimsPerSubscription, "\(statistics)")
+            let answered = statistics.byStatus["0", default: 0] - answeredBefore
+            #expect(answered >= Ledger.pendingClaimsPerSubscription && answered <= 3 * Ledger.pendingClaimsPerSubscription, "\(statistics)")
             #expect(try await api.count("SELECT count(*) AS n FROM account_claims WHERE refuted IS NOT NULL")
                     == Ledger.pendingClaimsPerSubscription)
             #expect(try await api.jobs().dead == 0, "refused claims leave no dead letter")
