@@ -103,9 +103,11 @@ public final class Scheduler {
         defer { try? lock.release() }
         let started = ContinuousClock.now
         var summary = ScheduleSummary(runID: options.runID)
-        summary.notificationsRecovered = try recoverNotifications(options)
+        // The database's clock, which stamped when notifications arrived.
+        let databaseNow = try ledger.databaseTime()
+        summary.notificationsRecovered = try recoverNotifications(options, databaseNow: databaseNow)
         // Before the pass starts, so that what it brings forward is due in this very pass.
-        summary.checkedNightly = try judgeNotifications(options, now: now, databaseNow: try ledger.databaseTime())
+        summary.checkedNightly = try judgeNotifications(options, now: now, databaseNow: databaseNow)
         // Workers may verify what this pass enqueued while it still pages; those rows are skipped.
         let passStarted = try ledger.databaseTime()
         var cursor: DueCursor?
@@ -165,9 +167,8 @@ public final class Scheduler {
     /// subscription has not been verified since it arrived. Each goes in under the notification's
     /// own once-key, as `serve` enqueued it, so a job still in the queue is not added twice; after a
     /// Redis loss (the once-keys gone with the jobs) they all come back. Returns how many were added.
-    private func recoverNotifications(_ options: Options) throws -> Int {
-        // On the database's clock, which stamped when they arrived.
-        let since = try ledger.databaseTime().addingTimeInterval(-Double(JobQueue.onceMemory.components.seconds))
+    private func recoverNotifications(_ options: Options, databaseNow: Date) throws -> Int {
+        let since = databaseNow.addingTimeInterval(-Double(JobQueue.onceMemory.components.seconds))
         let awaiting = try ledger.notificationsAwaitingVerification(since: since, environment: options.environment)
         guard !options.dryRun else { return awaiting.count }
         var added = 0
