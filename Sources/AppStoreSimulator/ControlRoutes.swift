@@ -10,6 +10,9 @@ import Hummingbird
 ///   `unannounced_share` (`NotificationKnobs`): where V2 notifications go as the clock passes them
 ///   (no url: nowhere) and how their sending goes; the reading counts them. A clock move returns
 ///   once the notifications it passed (and the retries it made due) were attempted.
+/// - `GET /control/notifications/missed`: every change serve was not told of when it happened
+///   (`{"missed": [{"original_transaction_id", "type", "subtype", "at_ms", "why"}]}`, `why` being
+///   `unannounced` or `send_failed`), for a benchmark to time the fleet's own finding of them
 /// - `GET|POST /control/knobs` with any of `latency` ("150ms±50ms"), `unavailable_rate`, `http_503_rate`,
 ///   `garbage_rate`, `garbage_receipt_share`, `drop_rate`, `reset_rate`, `shared_secret` ("" for none),
 ///   `rate_limit` (0 for none)
@@ -49,6 +52,7 @@ extension SimulatedAppStore {
             return ClockReading(nowMs: self.clock.nowMs)
         }
         router.get("control/notifications") { _, _ in NotificationsReading(self.sender.configuration) }
+        router.get("control/notifications/missed") { _, _ in MissedReading(missed: self.sender.missed) }
         router.post("control/notifications") { request, context in
             let change = try await request.decode(as: NotificationsChange.self, context: context)
             do throws(KnobsError) {
@@ -221,6 +225,10 @@ struct NotificationsChange: Decodable {
             drop: drop ?? false, failShare: failShare ?? 0, delayMs: Int64((delaySeconds ?? 0) * 1000),
             unreachableUntilMs: unreachableSeconds.map { nowMs + Int64($0 * 1000) } ?? 0, unannouncedShare: unannouncedShare ?? 0)
     }
+}
+
+struct MissedReading: ResponseEncodable {
+    let missed: [MissedChange]
 }
 
 struct NotificationsReading: ResponseEncodable {

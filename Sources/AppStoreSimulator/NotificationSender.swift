@@ -29,6 +29,8 @@ final class NotificationSender: Sendable {
         let uuid: String
         let signedPayload: String
         let environment: SimulatedEnvironment
+        /// The change it announces (nil: a test notification, which announces none).
+        var change: MissedChange? = nil
     }
 
     private struct State {
@@ -42,6 +44,8 @@ final class NotificationSender: Sendable {
         var counts = Counts()
         /// The test notifications asked for, by their token: their notificationUUID and payload.
         var tests: [String: (uuid: String, signedPayload: String)] = [:]
+        /// Changes serve did not hear of when they happened: left unannounced, or their first send failed.
+        var missed: [MissedChange] = []
     }
 
     struct Counts: Sendable, Encodable {
@@ -67,6 +71,17 @@ final class NotificationSender: Sendable {
     /// Whether Apple announces the notification `uuid` at all (and keeps it in its history).
     func announces(_ uuid: String) -> Bool {
         Self.share(of: uuid, "announce") >= state.withLock { $0.knobs.unannouncedShare }
+    }
+
+    /// The changes serve did not hear of when they happened, in the order they were missed: the
+    /// ground truth a freshness benchmark times the fleet's own finding of them against.
+    var missed: [MissedChange] {
+        state.withLock { $0.missed }
+    }
+
+    /// Notes a change Apple leaves unannounced.
+    func missUnannounced(_ change: MissedChange) {
+        state.withLock { $0.missed.append(change) }
     }
 
     /// Keeps a test notification for its status (`GET /inApps/v1/notifications/test/{token}`).
@@ -134,6 +149,7 @@ final class NotificationSender: Sendable {
                     return
                 }
                 state.counts.failed += 1
+                if tried == 0, let change = notification.change { state.missed.append(change.because(.sendFailed)) }
                 if notification.environment == .production, tried < Self.retryHours.count {
                     state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
                     state.counts.retrying = state.retries.count
@@ -162,6 +178,38 @@ final class NotificationSender: Sendable {
             default: return "OTHER"
             }
         }
+    }
+}
+
+/// A change of a subscription serve was not told of when it happened (`GET /control/notifications/missed`).
+struct MissedChange: Sendable, Encodable {
+    enum Why: String, Sendable, Encodable {
+        /// Apple never announced it, nor keeps it in its history.
+        case unannounced
+        /// Its first send failed (Apple tries again on its schedule, and its history holds it).
+        case sendFailed = "send_failed"
+    }
+
+    let originalTransactionID: String
+    let type: String
+    let subtype: String?
+    /// When it happened, on the simulator's clock.
+    let atMs: Int64
+    var why: Why
+
+    init(_ notification: SimulatedNotification, why: Why) {
+        (originalTransactionID, type, subtype) = ("\(notification.transaction.originalTransactionID)", notification.type, notification.subtype)
+        (atMs, self.why) = (notification.signedDateMs, why)
+    }
+
+    func because(_ why: Why) -> MissedChange {
+        var change = self
+        change.why = why
+        return change
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case originalTransactionID = "original_transaction_id", type, subtype, atMs = "at_ms", why
     }
 }
 

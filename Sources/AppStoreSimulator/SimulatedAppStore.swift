@@ -90,8 +90,16 @@ public final class SimulatedAppStore: Sendable {
                         NotificationHistoryEndpoint.sent(
                             app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
                     }
-                }.filter { sender.announces($0.uuid) }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.map {
-                    NotificationSender.Outgoing(uuid: $0.uuid, signedPayload: $0.signedPayload(signing: signing), environment: $0.environment)
+                }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.compactMap { notification in
+                    // A consumption request asks for information; it announces no change.
+                    let change = notification.type == "CONSUMPTION_REQUEST" ? nil : MissedChange(notification, why: .unannounced)
+                    guard sender.announces(notification.uuid) else {
+                        change.map(sender.missUnannounced)
+                        return nil
+                    }
+                    return NotificationSender.Outgoing(
+                        uuid: notification.uuid, signedPayload: notification.signedPayload(signing: signing),
+                        environment: notification.environment, change: change)
                 }
             } ?? []
         }

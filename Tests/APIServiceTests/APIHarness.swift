@@ -218,6 +218,12 @@ struct APIHarness: Sendable {
         return try await onOwnThread { Int(try database.connect().query(sql)[0]["n"].int64() ?? -1) }
     }
 
+    /// The rows of one query on the test database, each made into a `T`.
+    func rows<T: Sendable>(_ sql: String, _ row: @escaping @Sendable (PostgresRow) throws -> T) async throws -> [T] {
+        let database = database
+        return try await onOwnThread { try database.connect().query(sql).map(row) }
+    }
+
     /// A counter's total, 0 if it was never incremented.
     func counter(_ label: String, _ dimensions: [(String, String)]) -> Int64 {
         (try? metrics.expectCounter(label, dimensions).totalValue) ?? 0

@@ -31,6 +31,12 @@ import Testing
         let failed = announced.filter { store.sender.attempts(of: $0.uuid)[0].result != "SUCCESS" }
         #expect(receiver.requests.count == announced.count - failed.count, "what did not fail reached the receiver")
         #expect(Double(failed.count) / Double(announced.count) > 0.35 && Double(failed.count) / Double(announced.count) < 0.65)
+        // What serve missed, once each: every silent change and every change whose first send failed.
+        let missed = store.sender.missed.map { "\($0.why.rawValue) \($0.originalTransactionID) \($0.type) \($0.atMs)" }.sorted()
+        let changes = { (why: String, notifications: [SimulatedNotification]) in
+            notifications.filter { $0.type != "CONSUMPTION_REQUEST" }.map { "\(why) \($0.transaction.originalTransactionID) \($0.type) \($0.signedDateMs)" }
+        }
+        #expect(missed == (changes("unannounced", silent) + changes("send_failed", failed)).sorted())
 
         // Apple's schedule: 1, 12, 24, 48 and 72 hours after the previous attempt, five retries at most.
         var at = clock.nowMs
@@ -56,6 +62,8 @@ import Testing
         let since = try await Self.sent(from: anchorMs, until: clock.nowMs + 1, setup: setup)
         let delivered = since.filter { store.sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" } }
         #expect(receiver.requests.count == delivered.count, "each reached the receiver once, when it got through")
+        let missedSince = store.sender.missed.map { "\($0.originalTransactionID) \($0.type) \($0.atMs)" }
+        #expect(Set(missedSince).count == missedSince.count, "a failed retry misses nothing more: each change is missed once")
     }
 
     /// A delay holds each notification back from its event; serve out of reach fails every
