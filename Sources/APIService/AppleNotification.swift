@@ -28,6 +28,8 @@ struct AppleNotification: Sendable {
     var signedData: VerifyReceiptResponse?
     /// V2 CONSUMPTION_REQUEST: the transaction a customer asked Apple to refund.
     var consumptionRequest: ConsumptionRequested?
+    /// V2: the notification's `signedDate`, when Apple signed it.
+    var signedAt: Date?
 }
 
 /// What a CONSUMPTION_REQUEST says of the purchase, as Apple signed it.
@@ -112,18 +114,18 @@ struct NotificationReader: Sendable {
         var notification = AppleNotification(
             version: 2, app: try app(of: data).name, dedupeKey: "v2:" + uuid, type: type, subtype: payload.string("subtype"))
         notification.environment = data?.string("environment").flatMap { AppStoreEnvironment(rawValue: $0) }
+        notification.signedAt = payload["signedDate"]?.text.flatMap(Int64.init).map { Date(timeIntervalSince1970: Double($0) / 1000) }
         if let signedTransaction = data?.string("signedTransactionInfo") {
             let (transactionPayload, transaction) = try await verifiedPayload(signedTransaction, by: verifier, now: now)
             guard try app(of: transaction).name == notification.app else {
                 throw .unauthenticated(version: 2, "its transaction is another app's than the notification")
             }
             notification.originalTransactionID = transaction.text("originalTransactionId")
-            if type == "CONSUMPTION_REQUEST", let transactionID = transaction.text("transactionId"),
-               let signedDate = payload["signedDate"]?.text.flatMap(Int64.init) {
+            if type == "CONSUMPTION_REQUEST", let transactionID = transaction.text("transactionId"), let signedAt = notification.signedAt {
                 notification.consumptionRequest = ConsumptionRequested(
                     transactionID: transactionID, productType: transaction.string("type"),
                     familyShared: transaction.string("inAppOwnershipType") == "FAMILY_SHARED", reason: data?.string("consumptionRequestReason"),
-                    signedAt: Date(timeIntervalSince1970: Double(signedDate) / 1000))
+                    signedAt: signedAt)
             }
             var renewals: [Data] = []
             if let signedRenewal = data?.string("signedRenewalInfo") {

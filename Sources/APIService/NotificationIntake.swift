@@ -30,13 +30,14 @@ struct NotificationIntake: Sendable {
         enum CodingKeys: String, CodingKey { case status }
     }
 
-    /// On a lane.
-    func take(_ notification: AppleNotification, connections: Connections) throws -> Result {
+    /// On a lane. `recovered`: it came from Apple's history, not from Apple's send.
+    func take(_ notification: AppleNotification, connections: Connections, recovered: Bool = false) throws -> Result {
         let (ledger, app) = (connections.ledger, notification.app)
         var record = NotificationRecord(
             dedupeKey: notification.dedupeKey, version: notification.version, notificationType: notification.type,
             meaning: notification.meaning ?? "unknown", subtype: notification.subtype, environment: notification.environment?.rawValue,
             originalTransactionID: notification.originalTransactionID, outcome: .noSubscription)
+        (record.signedAt, record.recovered) = (notification.signedAt, recovered)
         if let environment = notification.environment, !acceptedEnvironments.contains(environment) {
             record.outcome = .ignoredEnvironment
         } else if let originalTransactionID = notification.originalTransactionID {

@@ -46,7 +46,7 @@ public struct NotificationReplay: Sendable {
     /// could not take the job; the scheduler will), `duplicate` (the ledger had it), or why nothing
     /// is to be done (`no_subscription`, `unknown_subscription`, `ignored_environment`).
     public func take(_ recovered: Recovered, connections: Connections) throws -> String {
-        try intake.take(recovered.notification, connections: connections).status
+        try intake.take(recovered.notification, connections: connections, recovered: true).status
     }
 
     /// A verified notification, waiting to be taken.

@@ -85,6 +85,9 @@ struct OverviewView {
         /// Notification-first or nightly, and why; "-" before a scheduler pass judged it.
         var schedule: String
         var scheduleClass: String
+        /// How long after Apple signed a change the fleet knew it, 99th percentile, as of the last pass.
+        var freshness: String
+        var checks: String
     }
 
     struct Answer {
@@ -152,7 +155,9 @@ struct OverviewView {
             case nil: ("-", "")
             }
             return App(name: app.name, state: state, stateClass: stateClass, halted: app.haltedReason != nil,
-                       verified: app.verifiedLastMinute, schedule: schedule, scheduleClass: scheduleClass)
+                       verified: app.verifiedLastMinute, schedule: schedule, scheduleClass: scheduleClass,
+                       freshness: app.schedule?.freshnessP99Seconds.map(Shown.duration) ?? "-",
+                       checks: app.schedule?.checksPerSubscription.map { String(format: "%.2f", $0) } ?? "-")
         }
         answers = status.appleStatusLastMinute.sorted { $0.key < $1.key }.map {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)

@@ -150,13 +150,13 @@ enum Templates {
           <div class="scroll">
             <table id="apps">
               <caption>Apps (each halts alone when Apple refuses its shared secret)</caption>
-              <thead><tr><th>App</th><th>State</th><th>Verified, last minute</th><th>Schedule</th></tr></thead>
+              <thead><tr><th>App</th><th>State</th><th>Verified, last minute</th><th>Schedule</th><th>Fresh within (p99, last day)</th><th>Checks a subscription, last day</th></tr></thead>
               <tbody>
               {{#apps}}<tr><td>{{name}}</td><td class="gate {{stateClass}}">{{state}}{{#halted}}
                 <form method="post" action="/console/gate/resume" class="inline">
                   <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="app" value="{{name}}">
                   <button type="submit" id="resume-app-{{name}}">Resume {{name}}</button>
-                </form>{{/halted}}</td><td>{{verified}}</td><td class="gate {{scheduleClass}}">{{schedule}}</td></tr>{{/apps}}
+                </form>{{/halted}}</td><td>{{verified}}</td><td class="gate {{scheduleClass}}">{{schedule}}</td><td>{{freshness}}</td><td>{{checks}}</td></tr>{{/apps}}
               </tbody>
             </table>
           </div>

@@ -138,6 +138,8 @@ public enum MetricName {
     public static let appHalted = "receiptfleet_app_halted"
     public static let appVerifiedLastMinute = "receiptfleet_app_verified_last_minute"
     public static let appNotificationFirst = "receiptfleet_app_notification_first"
+    public static let appFreshness = "receiptfleet_app_freshness_p99_seconds"
+    public static let appChecksPerSubscription = "receiptfleet_app_checks_per_subscription"
     public static let rateLimit = "receiptfleet_rate_limit_per_second"
     public static let rateLimiterTokensGranted = "receiptfleet_rate_limiter_tokens_granted_total"
     public static let outboxUnpublished = "receiptfleet_outbox_unpublished_events"

@@ -2,14 +2,24 @@ import AppStore
 import Foundation
 import PostgresClient
 
-/// What the ledger holds of one app's recent notifications and changes (`NotificationHealth`
-/// judges them).
+/// What the ledger holds of one app's recent notifications, changes and checks (`NotificationHealth`
+/// judges them, and the console shows them).
 public struct NotificationReading: Sendable, Equatable {
     public var app: String
     /// Changes to its subscriptions the fleet learned of, by notification or by check.
     public var changes: Int
     /// V2 notifications about its subscriptions that reached `serve` (or recovery).
     public var notified: Int
+    /// Of which signed within the day and brought in from Apple's history by recovery: Apple's
+    /// sends did not arrive.
+    public var recovered = 0
+    /// Seconds from Apple signing a notification's change within the day to the fleet knowing it
+    /// (the signed data settling it, or the check it queued), 99th percentile; nil without any.
+    public var freshnessP99Seconds: Double?
+    /// Checks of its subscriptions that asked Apple (applied notifications ask nothing).
+    public var checks = 0
+    /// Its subscriptions.
+    public var subscriptions = 0
 
     public init(app: String, changes: Int, notified: Int) {
         (self.app, self.changes, self.notified) = (app, changes, notified)
@@ -17,21 +27,44 @@ public struct NotificationReading: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Each app's changes and V2 notifications since `since`, for apps with either.
-    public func notificationReadings(since: Date) throws -> [NotificationReading] {
+    /// Each app's changes, V2 notifications and checks since `since`, for apps with any subscription.
+    /// `since` is the database's clock (changes and notifications are stamped by it); `checksSince`
+    /// and `now` the fleet's (checks, and Apple's signatures, are), the same but under a shifted clock.
+    public func notificationReadings(since: Date, checksSince: Date, now: Date) throws -> [NotificationReading] {
         let rows = try connection.query("""
-            WITH changes AS (
+            WITH watched AS (SELECT app, count(*) AS n FROM subscriptions GROUP BY app),
+            changes AS (
                 SELECT s.app, count(*) AS n FROM events e JOIN subscriptions s ON s.id = e.subscription_id
                 WHERE e.created_at >= $1 AND e.type IN (SELECT jsonb_array_elements_text($2)) GROUP BY s.app),
             notified AS (
-                SELECT s.app, count(*) AS n FROM notifications n JOIN subscriptions s ON s.id = n.subscription_id
-                WHERE n.received_at >= $1 AND n.version = 2 GROUP BY s.app)
-            SELECT coalesce(c.app, n.app) AS app, coalesce(c.n, 0) AS changes, coalesce(n.n, 0) AS notified
-            FROM changes c FULL JOIN notified n ON n.app = c.app ORDER BY 1
-            """, [.timestamptz(since), try Self.jsonb(Self.announcedChanges)])
+                -- Recovered and fresh: of the changes Apple signed within the day (a first recovery brings
+                -- in weeks of history, which says nothing of today's sends).
+                SELECT s.app, count(*) AS n, count(*) FILTER (WHERE n.recovered AND n.signed_at >= $3) AS recovered,
+                       percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM coalesce(k.at, $4) - n.signed_at)::float8)
+                           FILTER (WHERE n.signed_at >= $3) AS p99
+                FROM notifications n JOIN subscriptions s ON s.id = n.subscription_id
+                LEFT JOIN LATERAL (
+                    -- Known: the signed data applied (settled), or the first check after Apple signed it.
+                    SELECT min(v.attempted_at) AS at FROM verifications v
+                    WHERE v.subscription_id = n.subscription_id AND v.attempted_at >= n.signed_at
+                      AND (n.outcome = 'settled' OR v.run_id IS DISTINCT FROM 'notification')) k ON n.signed_at IS NOT NULL
+                WHERE n.received_at >= $1 AND n.version = 2 AND n.outcome IN ('settled', 'queued') GROUP BY s.app),
+            checks AS (
+                SELECT s.app, count(*) AS n FROM verifications v JOIN subscriptions s ON s.id = v.subscription_id
+                WHERE v.attempted_at >= $3 AND v.run_id IS DISTINCT FROM 'notification' GROUP BY s.app)
+            SELECT w.app, w.n AS subscriptions, coalesce(c.n, 0) AS changes, coalesce(n.n, 0) AS notified,
+                   coalesce(n.recovered, 0) AS recovered, n.p99, coalesce(k.n, 0) AS checks
+            FROM watched w LEFT JOIN changes c ON c.app = w.app LEFT JOIN notified n ON n.app = w.app
+            LEFT JOIN checks k ON k.app = w.app ORDER BY 1
+            """, [.timestamptz(since), try Self.jsonb(Self.announcedChanges), .timestamptz(checksSince), .timestamptz(now)])
         return try rows.map {
-            NotificationReading(app: try $0["app"].text() ?? "", changes: Int(try $0["changes"].int64() ?? 0),
-                                notified: Int(try $0["notified"].int64() ?? 0))
+            var reading = NotificationReading(
+                app: try $0["app"].text() ?? "", changes: Int(try $0["changes"].int64() ?? 0), notified: Int(try $0["notified"].int64() ?? 0))
+            reading.recovered = Int(try $0["recovered"].int64() ?? 0)
+            reading.freshnessP99Seconds = try $0["p99"].double()
+            reading.checks = Int(try $0["checks"].int64() ?? 0)
+            reading.subscriptions = Int(try $0["subscriptions"].int64() ?? 0)
+            return reading
         }
     }
 

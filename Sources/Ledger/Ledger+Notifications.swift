@@ -28,6 +28,10 @@ public struct NotificationRecord: Sendable {
     public var originalTransactionID: String?
     public var subscriptionID: Int64?
     public var outcome: Outcome
+    /// Apple's `signedDate` (V2).
+    public var signedAt: Date?
+    /// Brought in from Apple's notification history rather than sent to serve.
+    public var recovered = false
 
     public init(
         dedupeKey: String, version: Int, notificationType: String, meaning: String, subtype: String? = nil, environment: String? = nil,
@@ -64,8 +68,8 @@ extension Ledger {
     public func record(_ notification: NotificationRecord) throws -> RecordedNotification {
         let inserted = try connection.query("""
             INSERT INTO notifications (dedupe_key, version, notification_type, subtype, environment,
-                original_transaction_id, subscription_id, outcome, meaning)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                original_transaction_id, subscription_id, outcome, meaning, signed_at, recovered)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             ON CONFLICT (dedupe_key) DO NOTHING
             RETURNING id
             """, [
@@ -75,6 +79,7 @@ extension Ledger {
                 notification.originalTransactionID.map(PostgresValue.text) ?? .null,
                 notification.subscriptionID.map(PostgresValue.int64) ?? .null,
                 .text(notification.outcome.rawValue), .text(notification.meaning),
+                notification.signedAt.map(PostgresValue.timestamptz) ?? .null, .bool(notification.recovered),
             ])
         let row = try connection.query("""
             SELECT id, CASE WHEN outcome = 'queued' AND job_enqueued_at IS NULL THEN subscription_id END AS pending

@@ -447,5 +447,12 @@ enum Migrations {
             CREATE INDEX notifications_received ON notifications (received_at);
             CREATE INDEX events_created ON events (created_at);
             """),
+        Migration(version: 21, name: "notification freshness", sql: """
+            -- signed_at: Apple's signedDate (V2), from which the fleet's freshness is measured: how long
+            -- after Apple signed a change the fleet knew it. recovered: brought in from Apple's history by
+            -- `notifications recover`, not sent to serve; many of them mean Apple's sends do not arrive.
+            ALTER TABLE notifications ADD COLUMN signed_at timestamptz;
+            ALTER TABLE notifications ADD COLUMN recovered boolean NOT NULL DEFAULT false;
+            """),
     ]
 }

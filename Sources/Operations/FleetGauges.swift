@@ -82,7 +82,7 @@ private struct Instruments: Sendable {
     let halted: Gauge
     let serverAPIHalted: Gauge
     /// Per app: halted (1) or not, verifications in the last minute, and notification-first (1) or nightly.
-    let apps: [(name: String, halted: Gauge, verified: Gauge, notificationFirst: Gauge)]
+    let apps: [(name: String, halted: Gauge, verified: Gauge, notificationFirst: Gauge, freshness: Gauge, checks: Gauge)]
     let tokensGranted: Counter
     let outboxUnpublished: Gauge
     let outboxLag: Gauge
@@ -101,7 +101,8 @@ private struct Instruments: Sendable {
         serverAPIHalted = gauge(MetricName.serverAPIHalted)
         apps = names.map {
             ($0, gauge(MetricName.appHalted, [("app", $0)]), gauge(MetricName.appVerifiedLastMinute, [("app", $0)]),
-             gauge(MetricName.appNotificationFirst, [("app", $0)]))
+             gauge(MetricName.appNotificationFirst, [("app", $0)]), gauge(MetricName.appFreshness, [("app", $0)]),
+             gauge(MetricName.appChecksPerSubscription, [("app", $0)]))
         }
         tokensGranted = Counter(label: MetricName.rateLimiterTokensGranted, factory: factory)
         outboxUnpublished = gauge(MetricName.outboxUnpublished)
@@ -125,7 +126,11 @@ private struct Instruments: Sendable {
             serverAPIHalted.record(side.serverAPI.haltedReason == nil ? 0 : 1)
             for app in apps {
                 app.halted.record(side.haltedApps[app.name] == nil ? 0 : 1)
-                if let schedule = side.schedules.first(where: { $0.app == app.name }) { app.notificationFirst.record(schedule.notificationFirst ? 1 : 0) }
+                if let schedule = side.schedules.first(where: { $0.app == app.name }) {
+                    app.notificationFirst.record(schedule.notificationFirst ? 1 : 0)
+                    schedule.freshnessP99Seconds.map(app.freshness.record)
+                    schedule.checksPerSubscription.map(app.checks.record)
+                }
             }
             tokensGranted.increment(by: granted)
             schedulerLastSuccess.record(side.lastSchedulerRun?.finishedAt?.timeIntervalSince1970 ?? 0)

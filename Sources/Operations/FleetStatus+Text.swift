@@ -51,7 +51,9 @@ extension FleetStatus {
             guard let schedule = app.schedule else { continue }
             line("schedule", (status.apps.count > 1 ? "\(app.name): " : "")
                  + (schedule.notificationFirst ? "notification-first (\(schedule.why))"
-                    : "NIGHTLY: \(schedule.why); check that App Store Connect sends V2 notifications to serve"))
+                    : "NIGHTLY: \(schedule.why); check that App Store Connect sends V2 notifications to serve")
+                 + (schedule.freshnessP99Seconds.map { String(format: "; fresh within %.0f s (p99)", $0) } ?? "")
+                 + (schedule.checksPerSubscription.map { String(format: ", %.2f checks a subscription, last day", $0) } ?? ""))
         }
         line("due now", status.dueNow.map(String.init) ?? "-")
         line("events (1 h)", list(status.eventsLastHour))

@@ -65,12 +65,15 @@ import Testing
             let missed = try #require(summaryFigures(in: failures.output, after: "Brought in "), "\(failures.output)")
             #expect(missed.new == missed.of && missed.of > 0, "\(failures.output)")
             #expect(try await api.count("SELECT count(*) AS n FROM notifications") == missed.of)
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE recovered AND signed_at IS NOT NULL") == missed.of,
+                    "each is marked as brought in by recovery, with Apple's signing time")
 
             try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple")
             store.clock.advance(byMs: 10 * Self.day)
             await store.sendDueNotifications()
             let delivered = try await api.count("SELECT count(*) AS n FROM notifications") - missed.of
             #expect(delivered > 0, "serve took the second ten days' notifications itself")
+            #expect(try await api.count("SELECT count(*) AS n FROM notifications WHERE NOT recovered AND signed_at IS NOT NULL") == delivered)
 
             let everything = try await runFleetCommand(["notifications", "recover"] + window, environment: environment)
             let total = missed.of + delivered

@@ -295,6 +295,28 @@ import Testing
             _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(runID: "console-schedule"), now: Date()) }
             let page = try await console.get("/console", session: session)
             #expect(page.body.contains(#"<td class="gate paused">Nightly: no V2 notification arrived in the last 24 hours</td>"#))
+
+            // A renewal Apple signed 40 s before a check knew it; three checks asked Apple.
+            let database = console.database
+            try await onOwnThread {
+                let connection = try database.connect()
+                try connection.execute("""
+                    INSERT INTO subscriptions (original_transaction_id) VALUES ('7001'), ('7002');
+                    """)
+                try connection.execute("""
+                    WITH signed AS (
+                        INSERT INTO notifications (dedupe_key, version, notification_type, outcome, meaning, subscription_id, signed_at)
+                        SELECT 'v2:fresh', 2, 'DID_RENEW', 'queued', 'renewed', id, now() - interval '1 hour'
+                        FROM subscriptions WHERE original_transaction_id = '7001' RETURNING subscription_id, signed_at)
+                    INSERT INTO verifications (subscription_id, run_id, attempted_at, outcome)
+                    SELECT subscription_id, run, signed_at + seconds * interval '1 second', 'verified'
+                    FROM signed, (VALUES ('notification', 1), ('notification-1', 40), ('night', 300), ('night', 400)) AS checks (run, seconds)
+                    """)
+            }
+            let subscriptions = try await onOwnThread { try database.connect().query("SELECT count(*) AS n FROM subscriptions")[0]["n"].int64() ?? 0 }
+            _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(runID: "console-fresh"), now: Date()) }
+            let fresh = try await console.get("/console", session: session).body
+            #expect(fresh.contains("<th>Fresh within (p99, last day)</th>") && fresh.contains("<td>40 s</td><td>\(String(format: "%.2f", 3 / Double(subscriptions)))</td>"), "\(fresh)")
         }
     }
 

@@ -33,10 +33,15 @@ import Testing
                 #expect(status.text.contains("schedule      NIGHTLY: no V2 notification arrived in the last 24 hours"), "\(status.text)")
                 _ = try await setup.work()
 
-                // Notifications arrive again: the next pass leaves the active ones to their audit.
+                // Notifications arrive again, each signed ten minutes ago and applied three seconds later:
+                // the next pass leaves the active ones to their audit.
                 try await setup.execute("""
-                    INSERT INTO notifications (dedupe_key, version, notification_type, outcome, meaning, subscription_id)
-                    SELECT 'v2:' || id, 2, 'DID_RENEW', 'settled', 'the subscription renewed', id FROM subscriptions
+                    WITH signed AS (
+                        INSERT INTO notifications (dedupe_key, version, notification_type, outcome, meaning, subscription_id, signed_at)
+                        SELECT 'v2:' || id, 2, 'DID_RENEW', 'settled', 'the subscription renewed', id, now() - interval '10 minutes'
+                        FROM subscriptions RETURNING subscription_id, signed_at)
+                    INSERT INTO verifications (subscription_id, run_id, attempted_at, outcome)
+                    SELECT subscription_id, 'notification', signed_at + interval '3 seconds', 'verified' FROM signed
                     """)
                 try await setup.execute("""
                     UPDATE subscriptions SET last_verified_at = now() - interval '2 days', next_check_at = now() + interval '20 days'
@@ -45,6 +50,21 @@ import Testing
                 #expect(told.checkedNightly == 0 && told.enqueued == 0, "\(told)")
                 let healthy = try #require(try await Self.verdicts(setup.settings).first)
                 #expect(healthy.notificationFirst && healthy.notified == setup.subscriptions.count, "\(healthy)")
+                #expect(healthy.freshnessP99Seconds.map { abs($0 - 3) < 0.01 } == true, "known 3 s after Apple signed: \(healthy)")
+                let checks = try await setup.count("SELECT count(*) AS n FROM verifications WHERE run_id <> 'notification'")
+                #expect(checks > 0 && healthy.checksPerSubscription == Double(checks) / Double(setup.subscriptions.count), "\(healthy)")
+                let toldStatus = try await setup.status(within: .zero) { _ in true }
+                #expect(toldStatus.text.contains("fresh within 3 s (p99)"), "\(toldStatus.text)")
+
+                // Most of them only recovery brought in: Apple's sends do not reach serve, so nightly again.
+                try await setup.execute("UPDATE notifications SET recovered = id % 4 <> 0")
+                try await setup.execute("""
+                    UPDATE subscriptions SET last_verified_at = now() - interval '2 days', next_check_at = now() + interval '20 days'
+                    """)
+                let recovered = try await setup.schedule(runID: "recovered", now: Date())
+                #expect(recovered.checkedNightly == active, "\(recovered)")
+                let unhealthy = try #require(try await Self.verdicts(setup.settings).first)
+                #expect(!unhealthy.notificationFirst && unhealthy.why.hasPrefix("recovery brought in "), "\(unhealthy)")
             }
         }
     }

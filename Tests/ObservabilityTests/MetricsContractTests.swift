@@ -11,7 +11,7 @@ import Testing
     static let contract: Set<String> = [
         "receiptfleet_jobs", "receiptfleet_oldest_job_age_seconds", "receiptfleet_live_workers", "receiptfleet_fleet_paused",
         "receiptfleet_fleet_halted", "receiptfleet_server_api_halted", "receiptfleet_app_halted", "receiptfleet_app_verified_last_minute",
-        "receiptfleet_app_notification_first",
+        "receiptfleet_app_notification_first", "receiptfleet_app_freshness_p99_seconds", "receiptfleet_app_checks_per_subscription",
         "receiptfleet_rate_limit_per_second", "receiptfleet_rate_limiter_tokens_granted_total",
         "receiptfleet_outbox_unpublished_events", "receiptfleet_outbox_lag_seconds",
         "receiptfleet_scheduler_last_success_timestamp_seconds", "receiptfleet_jobs_processed_total",
