@@ -164,7 +164,7 @@ public struct SettingsRegistry: Sendable {
             + "audit once in this many nights; an app whose notifications stop is checked nightly until they come back (0: every night).")
     public let refundedRecheckHours = Setting<Double>(
         "refunded-recheck-hours", Rule.number("a number of hours > 0") { $0 > 0 }, default: 24.0,
-        help: "Hours between checks of a refunded or invalid subscription.")
+        help: "Hours between checks of a refunded subscription.")
     public let refundedRecheckDays = Setting<Double>(
         "refunded-recheck-days", Rule.number("a number of days ≥ 0 (0: never)") { $0 >= 0 }, default: 30.0,
         help: "Days a refunded or invalid subscription goes on being checked.")

@@ -26,8 +26,9 @@ public struct CheckSchedule: Sendable, Equatable {
     public var dormantInterval: TimeInterval
     /// Between checks of a sandbox subscription, whose periods last minutes.
     public var sandboxInterval: TimeInterval
-    /// Between checks of a refunded or invalid subscription, while Apple may still reverse the
-    /// refund or the receipt become valid again.
+    /// Between checks of a refunded subscription, while Apple may still reverse the refund; an
+    /// invalid one (Apple could not read it, or its account is gone) is looked at every
+    /// `expiredInterval` meanwhile, in case the receipt becomes valid again.
     public var refundedOrInvalidInterval: TimeInterval
     /// How long after the refund (or the first permanent failure) to keep looking; after that
     /// only a notification brings the subscription back.
@@ -65,7 +66,12 @@ public struct CheckSchedule: Sendable, Equatable {
         case .refunded, .invalid:
             let since = state.status == .refunded ? state.cancellation?.cancelledAt : state.invalidSince
             guard let since, now < since.date + refundedOrInvalidWatchPeriod else { return nil }
-            return nightlyRun(notAfter: now + refundedOrInvalidInterval, next: nextNightlyRun)
+            let interval = state.status == .refunded ? refundedOrInvalidInterval : expiredInterval
+            return nightlyRun(notAfter: now + interval, next: nextNightlyRun)
+        case .expired where state.environment == .sandbox:
+            // A tester's subscription that ran out of renewals: it comes back only if they buy again,
+            // which a notification announces (or the dormant check finds).
+            return nightlyRun(notAfter: now + dormantInterval, next: nextNightlyRun)
         case _ where state.environment == .sandbox:  // any other status: periods last minutes
             return now + sandboxInterval
         case .active:

@@ -114,7 +114,7 @@ import Testing
             }
             let after = try ledger.reload(baseline)
             #expect(after.state?.status == .invalid)
-            #expect(after.nextCheckAt == S.day(2, 12).date, "looked at daily for a while, in case the receipt becomes valid")
+            #expect(after.nextCheckAt == S.day(2, 14).date, "looked at every third night for a while, in case the receipt becomes valid")
             #expect(try ledger.column("status", of: baseline) == "invalid")
             let events = try #require(ledger.detail(id: baseline.id)?.events)
             #expect(events.map(\.event.type) == [.verificationFailed], "fires once")
