@@ -61,8 +61,9 @@ extension SimulatedReceipt {
                 $0.cancellationMs == asked.at
             }) {
                 let at = max(then.transactions[position].purchaseMs, asked.at - Self.refundReviewMs)
-                if (startMs..<endMs).contains(at), let before = timeline.snapshot(at: at) {
-                    var request = notification("CONSUMPTION_REQUEST", nil, at: at, about: then.transactions[position], position, before.renewal, script)
+                // The transaction as it is when the customer asks: not refunded yet.
+                if (startMs..<endMs).contains(at), let before = timeline.snapshot(at: at), before.transactions.indices.contains(position) {
+                    var request = notification("CONSUMPTION_REQUEST", nil, at: at, about: before.transactions[position], position, before.renewal, script)
                     request.consumptionRequestReason = asked.reason == 1 ? "FULFILLMENT_ISSUE" : "OTHER"
                     found.append(request)
                 }

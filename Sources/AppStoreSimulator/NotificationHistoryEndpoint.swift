@@ -51,25 +51,60 @@ enum NotificationHistoryEndpoint {
     }
 
     /// Every notification of the `app`th app's fleet sent from `start` until `end` at `endpoint`,
-    /// oldest first. A paging client asks the same window many times: the last few are kept.
+    /// oldest first. Working them out takes every receipt's timeline, so a span is worked out once,
+    /// a week past `end`, and later windows inside it (a paging client's, the sender's, the next
+    /// recovery's) are cut from it: a notification depends only on its own moment.
     static func sent(app: Int, from start: Int64, until end: Int64, endpoint: SimulatedEnvironment, setup: ServerAPISimulation)
         -> [SimulatedNotification]
     {
-        let key = "\(app)/\(start)/\(end)/\(endpoint.rawValue)"
-        if let found = windows.withLock({ $0[key] }) { return found }
         let count = setup.subscriptions.indices.contains(app) ? setup.subscriptions[app] : 0
-        let found = SimulatedReceipt.fleet(count: count, seed: setup.seeds[app], anchorMs: setup.anchorMs, app: app)
-            .filter { $0.token.environment == endpoint }
-            .flatMap { $0.notifications(from: start, until: end) }
-            .sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
-        windows.withLock { windows in
-            if windows.count >= 8 { windows.removeAll() }
-            windows[key] = found
+        guard count > 0, start < end else { return [] }
+        let key = "\(setup.seeds[app])/\(setup.anchorMs)/\(count)/\(app)/\(endpoint.rawValue)"
+        let known = spans.withLock { $0[key] }
+        let span: Span
+        if let known, known.from <= start, end <= known.until {
+            span = known
+        } else {
+            let from = min(start, known?.from ?? start)
+            let until = end + lookAhead
+            let notifications = SimulatedReceipt.fleet(count: count, seed: setup.seeds[app], anchorMs: setup.anchorMs, app: app)
+                .filter { $0.token.environment == endpoint }
+                .flatMap { $0.notifications(from: from, until: until) }
+                .sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
+            span = Span(from: from, until: until, notifications: notifications)
+            spans.withLock { spans in
+                if spans.count >= 8 { spans.removeAll() }
+                spans[key] = span
+            }
         }
-        return found
+        let first = span.notifications.partitioningIndex { $0.signedDateMs >= start }
+        let last = span.notifications.partitioningIndex { $0.signedDateMs >= end }
+        return Array(span.notifications[first..<last])
     }
 
-    private static let windows = Mutex<[String: [SimulatedNotification]]>([:])
+    /// How far past a window's end a span is worked out: the clock's next moves fall inside it.
+    static let lookAhead: Int64 = 7 * 86_400_000
+
+    /// The notifications from `from` until `until`, oldest first.
+    private struct Span: Sendable {
+        let from: Int64
+        let until: Int64
+        let notifications: [SimulatedNotification]
+    }
+
+    private static let spans = Mutex<[String: Span]>([:])
+}
+
+extension Array {
+    /// The first index whose element satisfies `isAbove`, which is false for a prefix and true after it.
+    func partitioningIndex(where isAbove: (Element) -> Bool) -> Int {
+        var (low, high) = (0, count)
+        while low < high {
+            let middle = (low + high) / 2
+            if isAbove(self[middle]) { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
 }
 
 extension JSONWriter {

@@ -53,6 +53,22 @@ import Testing
         return (announcedTypes, nil)
     }
 
+    /// A customer's refund request is announced before Apple decides it: the transaction Apple
+    /// signs into the CONSUMPTION_REQUEST is not refunded yet, and the REFUND follows hours later.
+    @Test func aConsumptionRequestCarriesTheTransactionBeforeItsRefund() {
+        var requests = 0
+        for round in 0..<4 {
+            let all = receipt(.refunded, round: round).notifications(from: anchorMs - 60 * day, until: anchorMs + 60 * day)
+            for request in all where request.type == "CONSUMPTION_REQUEST" {
+                requests += 1
+                #expect(request.transaction.cancellationMs == nil, "refunded at \(request.transaction.cancellationMs ?? 0), asked at \(request.signedDateMs)")
+                let refund = all.first { $0.type == "REFUND" && $0.transaction.transactionID == request.transaction.transactionID }
+                #expect(refund.map { $0.signedDateMs > request.signedDateMs } == true, "its REFUND comes after it")
+            }
+        }
+        #expect(requests > 0)
+    }
+
     /// A lapse in billing reads as Apple tells it: the failed renewal with its grace period, the
     /// grace period's end, and then the recovery; or the failed renewal and, when billing retry
     /// gives up, the expiry for that reason.

@@ -92,6 +92,19 @@ import Testing
 
     /// The first app's notifications in a window, worked out on a thread of its own: a fleet's
     /// timelines would hold one of Swift's two pool threads, which the other suites' servers need.
+    /// The history and the sender cut their windows from a span worked out once: a window cut so
+    /// is the window worked out alone, notification for notification.
+    @Test func aWindowCutFromAWorkedOutSpanIsTheWindowAlone() async throws {
+        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [11], anchorMs: anchorMs, subscriptions: [80])
+        let wide = try await Self.sent(from: anchorMs - 20 * day, until: anchorMs + 5 * day, setup: setup, only: .production)
+        let cut = try await Self.sent(from: anchorMs - 3 * day - 7, until: anchorMs + 2 * day + 11, setup: setup, only: .production)
+        let alone = SimulatedReceipt.fleet(count: 80, seed: 11, anchorMs: anchorMs).filter { $0.token.environment == .production }
+            .flatMap { $0.notifications(from: anchorMs - 3 * day - 7, until: anchorMs + 2 * day + 11) }
+            .sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
+        #expect(!alone.isEmpty && wide.count > alone.count)
+        #expect(cut.map(\.uuid) == alone.map(\.uuid))
+    }
+
     static func sent(
         from start: Int64, until end: Int64, setup: ServerAPISimulation, only environment: SimulatedEnvironment? = nil
     ) async throws -> [SimulatedNotification] {
