@@ -48,13 +48,16 @@ struct Notifications: ParsableCommand {
                 production and 30 in the sandbox: an earlier --since reads what it keeps, and says so. \
                 Each page prints a progress line; a run (not a dry \
                 one) is recorded in the audit trail (notifications.recover), where status and the console \
-                read when it last ran.
+                read when it last ran. With --resume a run starts where the last recorded one that read \
+                as much ended (an hour before), when that is later than --since: the six-hourly timer \
+                reads only what is new.
 
                 Examples:
                   receiptfleet notifications recover --since 72h
                   receiptfleet notifications recover --since 2026-11-24T02:00:00Z --until 2026-11-24T06:00:00Z
                   receiptfleet notifications recover --since 7d --only-failures --app journal
                   receiptfleet notifications recover --since 30d --dry-run
+                  receiptfleet notifications recover --since 8d --only-failures --resume
                 """)
 
         @OptionGroup var options: FleetOptions
@@ -64,11 +67,12 @@ struct Notifications: ParsableCommand {
         @Option(help: "Only this app (its name in apps-file); every app by default.") var app: String?
         @Flag(help: "Only the notifications Apple never delivered (its onlyFailures).") var onlyFailures = false
         @Flag(help: "Count what would be brought in; change nothing.") var dryRun = false
+        @Flag(help: "Start where the last recorded run that read as much ended, an hour before, if after --since.") var resume = false
 
         func run() async throws {
             let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple's notification history is read")
             let now = fleet.processClock().now()
-            let start = try sinceArgument(since, now: now)
+            var start = try sinceArgument(since, now: now)
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
             guard start < end else { throw ValidationError("--since must be before --until.") }
             let apps: [String]
@@ -82,6 +86,12 @@ struct Notifications: ParsableCommand {
                 acceptedEnvironments: try resolved[Settings.notificationEnvironments], metrics: FleetMetrics(), logger: logger)
             let lane = Lane(name: "recover") { try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
             defer { lane.shutdown() }
+            if resume, let resumed = try await lane.run({ [app, onlyFailures] in
+                try NotificationRecovery.resumePoint(in: $0.ledger, app: app, onlyFailures: onlyFailures)
+            }), resumed > start {
+                start = min(resumed, end.addingTimeInterval(-1))
+                print("recover: resuming after the last run: from \(start.formatted(.iso8601))")
+            }
 
             let recovery = NotificationRecovery(fleet: fleet, replay: replay, clock: SystemClock(), patience: AppleDoor.operatorPatience)
             var tally = NotificationRecovery.Tally()
@@ -106,16 +116,16 @@ struct Notifications: ParsableCommand {
                 }
             }
             print(tally.summary(dryRun: dryRun))
-            if !dryRun { await Self.audit(app: app, from: start, until: end, tally, lane: lane) }
+            if !dryRun { await Self.audit(app: app, from: start, until: end, onlyFailures: onlyFailures, tally, lane: lane) }
             if tally.refused > 0 { throw ExitCode(1) }
         }
 
         /// Records the run in the audit trail, where `status` and the console read when it last ran.
         private static func audit(
-            app: String?, from start: Date, until end: Date, _ tally: NotificationRecovery.Tally, lane: Lane<Connections>
+            app: String?, from start: Date, until end: Date, onlyFailures: Bool, _ tally: NotificationRecovery.Tally, lane: Lane<Connections>
         ) async {
             let details = ["since": start.formatted(.iso8601), "until": end.formatted(.iso8601), "found": "\(tally.found)",
-                           "new": "\(tally.new)"]
+                           "new": "\(tally.new)", "only_failures": "\(onlyFailures)"]
             let record = AuditRecord(
                 actor: osUser(), via: .cli, action: "notifications.recover", target: app, details: details,
                 outcome: tally.refused > 0 ? "failed: \(tally.refused) refused" : "ok")

@@ -59,7 +59,7 @@ import Testing
                 try await Self.shift(api, byDays: night)
                 store.clock.advance(byMs: Self.day)
                 await store.sendDueNotifications()
-                for command in [["schedule", "--run-id", "night-\(night)"], ["notifications", "recover", "--since", "8d", "--only-failures"]] {
+                for command in [["schedule", "--run-id", "night-\(night)"], ["notifications", "recover", "--since", "8d", "--only-failures", "--resume"]] {
                     let ran = try await runFleetCommand(command, environment: environment)
                     #expect(ran.status == 0, "\(command): \(ran.output)")
                 }

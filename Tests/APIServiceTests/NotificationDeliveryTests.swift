@@ -83,6 +83,45 @@ import Testing
         }
     }
 
+    /// The six-hourly timer's runs (`--resume`) each start where the last one ended, an hour
+    /// before: the second reads the days since the first, not the first's failures again, which
+    /// Apple lists until they are delivered.
+    @Test func aResumedRecoveryReadsOnlyWhatCameSinceTheLastRun() async throws {
+        try await Self.with(fleet: 30) { api, environment in
+            let store = api.simulator.store
+            let start = store.clock.nowMs
+            try store.sendNotifications(to: api.baseURL + "/v1/notifications/apple", knobs: NotificationKnobs(drop: true))
+            let recover = { (days: Int64) in
+                try await runFleetCommand(
+                    ["notifications", "recover", "--only-failures", "--resume", "--since", Self.iso(start - Self.day),
+                     "--until", Self.iso(start + days * Self.day)], environment: environment)
+            }
+            store.clock.advance(byMs: 5 * Self.day)
+            await store.sendDueNotifications()
+            let first = try await recover(5)
+            #expect(first.status == 0 && !first.output.contains("resuming"), "no run before it: \(first.output)")
+            let firstFigures = try #require(summaryFigures(in: first.output, after: "Brought in "), "\(first.output)")
+            #expect(firstFigures.new == firstFigures.of && firstFigures.of > 0)
+
+            store.clock.advance(byMs: 3 * Self.day)
+            await store.sendDueNotifications()
+            let second = try await recover(8)
+            #expect(second.output.contains("resuming after the last run: from \(Self.iso(start + 5 * Self.day - 3_600_000))"), "\(second.output)")
+            let secondFigures = try #require(summaryFigures(in: second.output, after: "Brought in "), "\(second.output)")
+            let total = try await api.count("SELECT count(*) AS n FROM notifications")
+            #expect(secondFigures.new > 0 && total == firstFigures.of + secondFigures.new)
+            // Only the hour's overlap is read twice; a run from --since reads the first run's failures again.
+            let overlap = try await api.count(
+                "SELECT count(*) AS n FROM notifications WHERE signed_at >= to_timestamp(\(start / 1000 + 5 * 86_400 - 3_600))"
+                    + " AND signed_at < to_timestamp(\(start / 1000 + 5 * 86_400))")
+            #expect(secondFigures.of - secondFigures.new == overlap, "\(second.output)")
+            let again = try await runFleetCommand(
+                ["notifications", "recover", "--only-failures", "--since", Self.iso(start - Self.day), "--until", Self.iso(start + 8 * Self.day)],
+                environment: environment)
+            #expect(again.output.contains("Brought in 0 of \(total) notifications"), "\(again.output)")
+        }
+    }
+
     static func iso(_ milliseconds: Int64) -> String {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
     }
