@@ -29,7 +29,8 @@ final class NotificationSender: Sendable {
         let uuid: String
         let signedPayload: String
         let environment: SimulatedEnvironment
-        /// The change it announces (nil: a test notification, which announces none).
+        /// The change it announces, missed should its first send fail (nil: a test notification or a
+        /// consumption request, which announce none).
         var change: MissedChange? = nil
     }
 
@@ -79,8 +80,8 @@ final class NotificationSender: Sendable {
         state.withLock { $0.missed }
     }
 
-    /// Notes a change Apple leaves unannounced.
-    func missUnannounced(_ change: MissedChange) {
+    /// Notes a change serve was not told of (one Apple leaves unannounced).
+    func miss(_ change: MissedChange) {
         state.withLock { $0.missed.append(change) }
     }
 
@@ -149,7 +150,7 @@ final class NotificationSender: Sendable {
                     return
                 }
                 state.counts.failed += 1
-                if tried == 0, let change = notification.change { state.missed.append(change.because(.sendFailed)) }
+                if tried == 0, let change = notification.change { state.missed.append(change) }
                 if notification.environment == .production, tried < Self.retryHours.count {
                     state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
                     state.counts.retrying = state.retries.count
@@ -195,17 +196,13 @@ struct MissedChange: Sendable, Encodable {
     let subtype: String?
     /// When it happened, on the simulator's clock.
     let atMs: Int64
-    var why: Why
+    let why: Why
 
-    init(_ notification: SimulatedNotification, why: Why) {
+    /// The change `notification` announces; nil for a consumption request, which asks for information.
+    init?(_ notification: SimulatedNotification, why: Why) {
+        guard notification.type != "CONSUMPTION_REQUEST" else { return nil }
         (originalTransactionID, type, subtype) = ("\(notification.transaction.originalTransactionID)", notification.type, notification.subtype)
         (atMs, self.why) = (notification.signedDateMs, why)
-    }
-
-    func because(_ why: Why) -> MissedChange {
-        var change = self
-        change.why = why
-        return change
     }
 
     enum CodingKeys: String, CodingKey {

@@ -91,15 +91,13 @@ public final class SimulatedAppStore: Sendable {
                             app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
                     }
                 }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.compactMap { notification in
-                    // A consumption request asks for information; it announces no change.
-                    let change = notification.type == "CONSUMPTION_REQUEST" ? nil : MissedChange(notification, why: .unannounced)
                     guard sender.announces(notification.uuid) else {
-                        change.map(sender.missUnannounced)
+                        MissedChange(notification, why: .unannounced).map(sender.miss)
                         return nil
                     }
                     return NotificationSender.Outgoing(
                         uuid: notification.uuid, signedPayload: notification.signedPayload(signing: signing),
-                        environment: notification.environment, change: change)
+                        environment: notification.environment, change: MissedChange(notification, why: .sendFailed))
                 }
             } ?? []
         }

@@ -156,8 +156,7 @@ public final class Scheduler {
     /// of the apps checked nightly. Returns how many it brought forward.
     private func judgeNotifications(_ options: Options, now: Date, databaseNow: Date) throws -> Int {
         guard let apps = auditedApps, options.environment != .sandbox else { return 0 }
-        let readings = try ledger.notificationReadings(
-            since: databaseNow.addingTimeInterval(-NotificationHealth.window), checksSince: now.addingTimeInterval(-NotificationHealth.window), now: now)
+        let readings = try ledger.notificationReadings(within: NotificationHealth.window, databaseNow: databaseNow, now: now)
         let verdicts = apps.map { app in NotificationHealth.judge(app: app, readings.first { $0.app == app }) }
         guard !options.dryRun else { return 0 }
         try NotificationHealth.record(verdicts, on: redis, keys: keys)

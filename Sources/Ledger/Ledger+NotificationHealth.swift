@@ -27,10 +27,11 @@ public struct NotificationReading: Sendable, Equatable {
 }
 
 extension Ledger {
-    /// Each app's changes, V2 notifications and checks since `since`, for apps with any subscription.
-    /// `since` is the database's clock (changes and notifications are stamped by it); `checksSince`
-    /// and `now` the fleet's (checks, and Apple's signatures, are), the same but under a shifted clock.
-    public func notificationReadings(since: Date, checksSince: Date, now: Date) throws -> [NotificationReading] {
+    /// Each app's changes, V2 notifications and checks over the last `window`, for apps with any
+    /// subscription. The window ends at `databaseNow` for what the database stamped (changes,
+    /// notifications' arrival) and at `now`, the fleet's clock, for what the fleet stamped (checks)
+    /// and Apple signed: the same moment but under a shifted clock.
+    public func notificationReadings(within window: TimeInterval, databaseNow: Date, now: Date) throws -> [NotificationReading] {
         let rows = try connection.query("""
             WITH watched AS (SELECT app, count(*) AS n FROM subscriptions GROUP BY app),
             changes AS (
@@ -56,7 +57,7 @@ extension Ledger {
                    coalesce(n.recovered, 0) AS recovered, n.p99, coalesce(k.n, 0) AS checks
             FROM watched w LEFT JOIN changes c ON c.app = w.app LEFT JOIN notified n ON n.app = w.app
             LEFT JOIN checks k ON k.app = w.app ORDER BY 1
-            """, [.timestamptz(since), try Self.jsonb(Self.announcedChanges), .timestamptz(checksSince), .timestamptz(now)])
+            """, [.timestamptz(databaseNow - window), try Self.jsonb(Self.announcedChanges), .timestamptz(now - window), .timestamptz(now)])
         return try rows.map {
             var reading = NotificationReading(
                 app: try $0["app"].text() ?? "", changes: Int(try $0["changes"].int64() ?? 0), notified: Int(try $0["notified"].int64() ?? 0))

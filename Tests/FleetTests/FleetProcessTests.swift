@@ -136,16 +136,16 @@ import Testing
                 _ = try await setup.load()
                 let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
                 try #require(try await eventually { try await setup.verified(runID: "e2e") >= 30 })
-                simulator.store.startOutage(seconds: 8)
+                simulator.store.startOutage(seconds: 5)
                 let paused = try await setup.status(within: .seconds(5)) { $0.queue.pausedUntil != nil }
                 #expect(paused.queue.pausedUntil != nil, "the fleet paused")
                 // Real time, in the worker processes and on Redis's clock: requests still in flight when
-                // the pause began may land in its first second; the next five see only probes.
+                // the pause began may land in its first second; the next three see only probes.
                 try await Task.sleep(for: .seconds(1))
                 let before = simulator.store.statistics.requestsTotal
-                try await Task.sleep(for: .seconds(5))
+                try await Task.sleep(for: .seconds(3))
                 let duringPause = simulator.store.statistics.requestsTotal - before
-                #expect(duringPause <= 5, "\(duringPause) requests in 5 s of pause: only probes may go")
+                #expect(duringPause <= 3, "\(duringPause) requests in 3 s of pause: only probes may go")
 
                 let final = try await setup.status(within: .seconds(90)) { $0.isSettled }
                 #expect(final.isSettled)
@@ -224,12 +224,13 @@ import Testing
             try await eventually(every: .milliseconds(100)) { simulator.store.statistics.requestsTotal >= 40 }
             // Real time: the slots a stopped process holds pass on Redis's clock while it is stopped.
             try await Task.sleep(for: .seconds(1))
+            // Stopped for two seconds: some 40 of its slots pass meanwhile, each a call that would fire at once on waking.
             worker.send(SIGSTOP)
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: .seconds(2))
             simulator.store.resetStatistics()
             worker.send(SIGCONT)
             // Real time: the seconds after it wakes are the ones measured.
-            try await Task.sleep(for: .seconds(4))
+            try await Task.sleep(for: .seconds(2))
             let busiest = simulator.store.statistics.maxRequestsInOneSecond
             let status = try await setup.status(within: .seconds(15)) { !$0.queue.starvedWorkers.isEmpty }
             worker.send(SIGTERM)
