@@ -58,21 +58,21 @@ struct FleetSetup: Sendable {
         SimulatedReceipt.fleet(count: count, seed: seed, anchorMs: nowMs)
     }
 
-    /// The settings as a `receiptfleet` process reads them: RECEIPTFLEET_* variables.
+    /// The settings as a `receiptfleet` process reads them: its environment.
     var environment: [String: String] {
         settings.processEnvironment.merging([
-            "RECEIPTFLEET_SHARED_SECRET": settings.sharedSecret?.value ?? "",
-            "RECEIPTFLEET_RATE_LIMIT": "\(settings.rateLimit.perSecond)",
-            "RECEIPTFLEET_RATE_BURST": "\(settings.rateLimit.burst)",
-            "RECEIPTFLEET_RETRY_BASE": "0.05",
-            "RECEIPTFLEET_RETRY_CAP": "0.2",
-            "RECEIPTFLEET_RETRY_MAX_ATTEMPTS": "\(settings.retryPolicy.maxAttempts)",
-            "RECEIPTFLEET_CONCURRENCY": "\(settings.concurrency)",
-            "RECEIPTFLEET_JOBS_PER_BATCH": "\(settings.jobsPerBatch)",
-            "RECEIPTFLEET_VISIBILITY_TIMEOUT": "\(settings.visibilityTimeout.components.seconds)",
-            "RECEIPTFLEET_DRAIN_GRACE": "\(settings.drainGrace.components.seconds)",
+            Settings.sharedSecret.variable: settings.sharedSecret?.value ?? "",
+            Settings.rateLimit.variable: "\(settings.rateLimit.perSecond)",
+            Settings.rateBurst.variable: "\(settings.rateLimit.burst)",
+            Settings.retryBase.variable: "0.05",
+            Settings.retryCap.variable: "0.2",
+            Settings.retryMaxAttempts.variable: "\(settings.retryPolicy.maxAttempts)",
+            Settings.concurrency.variable: "\(settings.concurrency)",
+            Settings.jobsPerBatch.variable: "\(settings.jobsPerBatch)",
+            Settings.visibilityTimeout.variable: "\(settings.visibilityTimeout.components.seconds)",
+            Settings.drainGrace.variable: "\(settings.drainGrace.components.seconds)",
             // Several processes on one host: each takes a free port for its metrics.
-            "RECEIPTFLEET_METRICS_ADDRESS": "127.0.0.1:0",
+            Settings.metricsAddress.variable: "127.0.0.1:0",
         ]) { $1 }
     }
 

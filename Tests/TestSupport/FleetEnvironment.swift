@@ -7,11 +7,11 @@ extension FleetSettings {
     /// variables a `receiptfleet` process started by a test reads.
     public var processEnvironment: [String: String] {
         [
-            "RECEIPTFLEET_REDIS_URL": redisURL,
-            "RECEIPTFLEET_POSTGRES_URL": postgresURL,
-            "RECEIPTFLEET_KEY_PREFIX": keyPrefix,
-            "RECEIPTFLEET_APPSTORE_PRODUCTION_URL": endpoints.production,
-            "RECEIPTFLEET_APPSTORE_SANDBOX_URL": endpoints.sandbox,
+            Settings.redisURL.variable: redisURL,
+            Settings.postgresURL.variable: postgresURL,
+            Settings.keyPrefix.variable: keyPrefix,
+            Settings.appstoreProductionURL.variable: endpoints.production,
+            Settings.appstoreSandboxURL.variable: endpoints.sandbox,
             Settings.shiftedClock.variable: scriptClock == .shifted ? "true" : "false",
         ].merging(webhookEnvironment) { $1 }
     }
@@ -19,9 +19,9 @@ extension FleetSettings {
     /// The webhook settings `forLocalWebhooks` makes, for a process (the key only if it is the tests' key).
     private var webhookEnvironment: [String: String] {
         var environment: [String: String] = [:]
-        if allowPrivateWebhooks { environment["RECEIPTFLEET_ALLOW_PRIVATE_WEBHOOKS"] = "true" }
+        if allowPrivateWebhooks { environment[Settings.allowPrivateWebhooks.variable] = "true" }
         if webhookSecretKeys?.current.id == WebhookKeyring.test.current.id {
-            environment["RECEIPTFLEET_WEBHOOK_SECRET_KEY"] = WebhookKeyring.testKeyText
+            environment[Settings.webhookSecretKey.variable] = WebhookKeyring.testKeyText
         }
         return environment
     }
