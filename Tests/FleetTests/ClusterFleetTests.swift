@@ -18,11 +18,11 @@ import Testing
                 let slot = try cluster.slot(of: setup.settings.keyPrefix)
                 // The operator's moves, while the workers run (at 20 verifications a second the run
                 // takes about 6 s, so both moves land well inside it even when a reshard is slow):
-                // the reshard half a second in, the failover a second later.
+                // the reshard once 10 subscriptions are verified, the failover 20 later.
                 let moves = Task {
-                    try await Task.sleep(for: .milliseconds(500))
+                    try await eventually(every: .milliseconds(50)) { try await setup.verified(runID: "cluster") >= 10 }
                     try await onOwnThread { try cluster.migrate(slot: slot) }
-                    try await Task.sleep(for: .seconds(1))
+                    try await eventually(every: .milliseconds(50)) { try await setup.verified(runID: "cluster") >= 30 }
                     try await onOwnThread { try cluster.failOver(slot: slot) }
                     return ContinuousClock.now
                 }

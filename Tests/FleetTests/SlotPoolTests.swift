@@ -15,25 +15,26 @@ import Testing
         let pool = SlotPool(tolerance: .milliseconds(10))
         let now = ContinuousClock.now
         // The booking worker keeps the first; the others wait on the shelf, earliest first.
-        pool.keep([now, now + .seconds(2), now - .milliseconds(50), now + .seconds(1)], for: .verifyReceipt)
-        #expect(pool.take(.verifyReceipt) == now + .seconds(1), "the one 50 ms past its slot is given up")
-        #expect(pool.take(.subscriptionStatuses) == nil, "each endpoint has its own")
-        #expect(pool.take(.verifyReceipt) == now + .seconds(2))
-        #expect(pool.take(.verifyReceipt) == nil)
-        #expect(pool.recentDemand(for: .verifyReceipt) == 3, "the booking worker's slot and the two taken")
+        pool.keep([now, now + .seconds(2), now - .milliseconds(50), now + .seconds(1)], for: .verifyReceipt, at: now)
+        #expect(pool.take(.verifyReceipt, at: now) == now + .seconds(1), "the one 50 ms past its slot is given up")
+        #expect(pool.take(.subscriptionStatuses, at: now) == nil, "each endpoint has its own")
+        #expect(pool.recentDemand(for: .verifyReceipt, at: now) == 2, "the booking worker's slot and the one taken")
+        let late = now + .seconds(2) + .milliseconds(10)
+        #expect(pool.take(.verifyReceipt, at: late) == now + .seconds(2), "a slot is good until its tolerance ends")
+        #expect(pool.take(.verifyReceipt, at: late) == nil)
+        #expect(pool.recentDemand(for: .verifyReceipt, at: late) == 1, "only the slot taken within the last window")
 
-        pool.keep([now, now + .seconds(1)], for: .verifyReceipt)
+        pool.keep([now, now + .seconds(1)], for: .verifyReceipt, at: now)
         pool.drop(.verifyReceipt)
-        #expect(pool.take(.verifyReceipt) == nil, "a 429 or a halt gives them all up")
+        #expect(pool.take(.verifyReceipt, at: now) == nil, "a 429 or a halt gives them all up")
     }
 
     @Test func demandIsTheLastToleranceWindows() throws {
         let pool = SlotPool(tolerance: .milliseconds(10))
-        pool.keep([.now], for: .verifyReceipt)
-        #expect(pool.recentDemand(for: .verifyReceipt) == 1)
-        // Real time: slots are instants of the monotonic clock the gate books them on.
-        Thread.sleep(forTimeInterval: 0.02)
-        #expect(pool.recentDemand(for: .verifyReceipt) == 0)
+        let now = ContinuousClock.now
+        pool.keep([now], for: .verifyReceipt, at: now)
+        #expect(pool.recentDemand(for: .verifyReceipt, at: now + .milliseconds(10)) == 1)
+        #expect(pool.recentDemand(for: .verifyReceipt, at: now + .milliseconds(11)) == 0)
     }
 
     /// Eight workers asking for calls as fast as they can, through one process's pool: the
@@ -111,6 +112,7 @@ import Testing
                 let onTime = try counts()
                 #expect(onTime.admissions - onTime.givenUp == 1, "on time: it leaves on its slot")
 
+                // Real time (here and below): the gate places slots by Redis's replies, on the monotonic clock.
                 Thread.sleep(forTimeInterval: 0.05)  // the slots the admission booked for others go stale
                 #expect(try admitted())
                 let before = try counts()
@@ -145,6 +147,7 @@ import Testing
                     if case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) { true } else { false }
                 }
                 for _ in 0..<20 { #expect(try admitted()) }  // the prompt replies: the process's reference
+                // Real time: the gate places slots by Redis's replies, on the monotonic clock.
                 Thread.sleep(forTimeInterval: 0.05)  // the slots they booked for others go stale
                 _ = metrics.takeSlotsGivenUp()
 

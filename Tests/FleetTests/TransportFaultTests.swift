@@ -68,8 +68,7 @@ import Testing
             #expect(reason.contains("certificate") && reason.contains("curl error 60") && reason.contains("127.0.0.1"), "\(reason)")
             // At once: the first call halted, long before `halt-after-transport-failures`.
             #expect(simulator.store.statistics.requestsTotal == 0)
-            // Real time: a worker that would go on despite the halt has a second to touch a subscription.
-            try await Task.sleep(for: .seconds(1))
+            // `work` returns once the pool has stopped: a worker that went on despite the halt has written by now.
             let stored = try await setup.query("SELECT DISTINCT status FROM subscriptions") { try $0["status"].text() }
             #expect(stored == ["unverified"], "no subscription was touched")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import JobQueue
 import RedisClient
+import Synchronization
 import TestSupport
 import Testing
 
@@ -185,23 +186,31 @@ struct DeliveryTests {
 
     @Test("reserve waits for a job to arrive, and returns empty when none does")
     func blockingReserve() async throws {
-        let (nothing, emptyWait, arrived, arrivalWait) = try await withDeployment { deployment, connection in
+        let (nothing, emptyWait, arrived, arrivalWait, waited) = try await withDeployment { deployment, connection in
             let queue = try deployment.queue("waiter", on: connection)
             var start = ContinuousClock.now
             let nothing = try queue.reserve(block: .milliseconds(200))
             let emptyWait = ContinuousClock.now - start
+            let waiter = try unwrap(try connection.command("CLIENT", "ID").int, "the waiter's client id")
+            let blockedFirst = Mutex(false)
             start = ContinuousClock.now
             Thread {
-                // Real time: what is measured is how long a blocking read waits on Redis.
-                Thread.sleep(forTimeInterval: 0.3)
+                // The job arrives once the waiter's read is blocked on Redis (its client flagged b).
+                let observer = try? deployment.connect()
+                let blocked = eventuallyOnThisThread(within: .seconds(4), every: .milliseconds(5)) {
+                    let client = (try? observer?.command("CLIENT", "LIST", "ID", waiter).string) ?? nil
+                    return client?.split(separator: " ").contains("flags=b") == true
+                }
+                blockedFirst.withLock { $0 = blocked }
                 _ = try? deployment.queue("producer").enqueue(subscriptionID: 99, run: "push", reason: .notification)
             }.start()
             let arrived = try queue.reserve(block: .seconds(5)).map(\.job.subscriptionID)
-            return (nothing.count, emptyWait, arrived, ContinuousClock.now - start)
+            return (nothing.count, emptyWait, arrived, ContinuousClock.now - start, blockedFirst.withLock { $0 })
         }
         #expect(nothing == 0)
         #expect(emptyWait >= .milliseconds(190))
+        #expect(waited, "the read was blocked on Redis when the job arrived")
         #expect(arrived == [99])
-        #expect(arrivalWait >= .milliseconds(250) && arrivalWait < .seconds(5))
+        #expect(arrivalWait < .seconds(5), "the read returned when the job arrived, not at the end of its block")
     }
 }

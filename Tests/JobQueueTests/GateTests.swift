@@ -176,7 +176,7 @@ struct GateTests {
                 var verdicts = try [{ _ = try gate.admit(after: .verdict) }, { _ = try gate.admit(after: .configurationError) },
                                     { _ = try gate.reportUnavailable() }, { try gate.reportRecovered() }]
                     .map { try round(haltAfter: .seconds(600), ending: $0) }
-                // Or quiet: the streak's key expires on Redis's own clock, which only waiting moves.
+                // Or quiet. Real time: the streak's key expires on Redis's own clock, which only waiting moves.
                 verdicts.append(try round(haltAfter: .milliseconds(200)) { Thread.sleep(forTimeInterval: 0.3) })
                 return verdicts
             }

@@ -22,6 +22,7 @@ import Testing
         let sleeping = DispatchSemaphore(value: 0)
         Thread {
             sleeping.signal()
+            // Not a wait: the nap the signal cuts short is what is tested (here and below).
             let fullNap = stop.sleep(.seconds(60))
             slept.withLock { $0 = fullNap }
             woke.signal()
@@ -41,6 +42,7 @@ import Testing
         let windDown = DispatchSemaphore(value: 0)
         let service = ThreadService("rf-test", threads: 3, grace: .seconds(30), logger: Logger(label: "test")) { _, stop in
             counters.started.add(1, ordering: .relaxed)
+            // Not a wait: a duty's nap until the stop, which is what the service must end.
             while stop.sleep(.seconds(60)) {}
             counters.stopping.add(1, ordering: .relaxed)
             windDown.wait()
@@ -80,6 +82,7 @@ import Testing
         let name = Mutex<String?>(nil)
         let service = ThreadService("rf-test-name", grace: .seconds(5), logger: Logger(label: "test")) { _, stop in
             name.withLock { $0 = try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8) }
+            // Not a wait: a duty's nap until the stop.
             while stop.sleep(.seconds(60)) {}
         }
         let running = Task { await service.runThreads() }

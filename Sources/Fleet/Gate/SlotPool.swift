@@ -33,10 +33,9 @@ final class SlotPool: Sendable {
         self.tolerance = tolerance
     }
 
-    /// The earliest slot for `endpoint` still good now, taken; slots too late to use are dropped.
-    func take(_ endpoint: AppleEndpoint) -> ContinuousClock.Instant? {
-        let now = ContinuousClock.now
-        return shelves.withLock { shelves in
+    /// The earliest slot for `endpoint` still good `now`, taken; slots too late to use are dropped.
+    func take(_ endpoint: AppleEndpoint, at now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
+        shelves.withLock { shelves in
             var shelf = shelves[endpoint, default: Shelf()]
             defer { shelves[endpoint] = shelf }
             shelf.forget(before: now, tolerance: tolerance)
@@ -47,8 +46,7 @@ final class SlotPool: Sendable {
     }
 
     /// Keeps an admission's slots for the process's workers, but the first: the booking worker's own.
-    func keep(_ booked: [ContinuousClock.Instant], for endpoint: AppleEndpoint) {
-        let now = ContinuousClock.now
+    func keep(_ booked: [ContinuousClock.Instant], for endpoint: AppleEndpoint, at now: ContinuousClock.Instant = .now) {
         shelves.withLock { shelves in
             var shelf = shelves[endpoint, default: Shelf()]
             defer { shelves[endpoint] = shelf }
@@ -62,11 +60,10 @@ final class SlotPool: Sendable {
         shelves.withLock { $0[endpoint]?.slots.removeAll() }
     }
 
-    /// How many slots of `endpoint` the process took within the last tolerance window: what the
-    /// next admission books, one more, for its workers' calls.
-    func recentDemand(for endpoint: AppleEndpoint) -> Int {
-        let now = ContinuousClock.now
-        return shelves.withLock { shelves in
+    /// How many slots of `endpoint` the process took within the tolerance window before `now`: what
+    /// the next admission books, one more, for its workers' calls.
+    func recentDemand(for endpoint: AppleEndpoint, at now: ContinuousClock.Instant = .now) -> Int {
+        shelves.withLock { shelves in
             shelves[endpoint, default: Shelf()].forget(before: now, tolerance: tolerance)
             return shelves[endpoint]?.taken.count ?? 0
         }
