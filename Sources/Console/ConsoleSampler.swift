@@ -11,13 +11,15 @@ import ServiceLifecycle
 public struct ConsoleSampler: NamedService {
     let lanes: LanePool<ConsoleDesk>
     let interval: Duration
+    /// The process's: what the samples wait on between them.
+    let clock: any FleetClock
     let logger: Logger
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await takeSample()
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
             }
         }
     }

@@ -39,7 +39,7 @@ public final class OpsConsole: Sendable {
         self.logger = logger
         pages = try Templates.library()
         lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet) }
-        sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, logger: logger)
+        sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, clock: fleet.processClock(), logger: logger)
     }
 
     /// Closes the lanes' connections; blocks until the work in hand is done (call it off the cooperative pool).

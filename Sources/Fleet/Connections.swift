@@ -12,13 +12,14 @@ public final class Connections {
     public let gate: FleetGate
     public let ledger: Ledger
     public let apple: AppleClients
-    /// The time the domain reads (verifications, entitlements, schedules): the system's, or the
-    /// shifted one of drills and benchmarks (`FleetSettings.processClock`).
+    /// The time the domain reads (verifications, entitlements, schedules) and the thread waits on:
+    /// the process's (`ProcessContext.clock`).
     public let clock: any FleetClock
 
     /// `enqueueOnly`: for the API's lanes, which never reserve jobs. Their Redis connection opens
     /// on first use, so they come up, and serve what needs only PostgreSQL, while Redis is down.
-    public init(settings: FleetSettings, consumer: String, enqueueOnly: Bool = false) throws {
+    /// `clock`: the process's; nil for the one the settings name (`FleetSettings.processClock`).
+    public init(settings: FleetSettings, consumer: String, enqueueOnly: Bool = false, clock: (any FleetClock)? = nil) throws {
         let redis = try RedisConnection(settings.redisConfiguration(), connectingNow: !enqueueOnly)
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         queue = try JobQueue(
@@ -29,6 +30,6 @@ public final class Connections {
         let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
         apple = try AppleClients(settings: settings)
-        clock = settings.processClock()
+        self.clock = clock ?? settings.processClock()
     }
 }

@@ -14,7 +14,7 @@ public enum ImmediateVerification {
         let connections = try Connections(settings: settings, consumer: JobQueue.consumerName(thread: -5))
         let metrics = FleetMetrics()
         let gate = PacedGate(
-            connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(),
+            connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(clock: connections.clock),
             slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
         let verification = SubscriptionVerification(
             gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,

@@ -53,11 +53,11 @@ final class Processor {
             do {
                 let batch = try nextBatch()
                 if !batch.isEmpty { try jobs.holding(batch) { try process(batch) } }
-                if let rest = gate.endBatch() { stop.sleep(rest) }
+                if let rest = gate.endBatch() { connections.clock.sleep(rest, unless: stop) }
             } catch {
                 // A broken connection reconnects on the next call; held jobs are reclaimed later.
                 logger.error("worker step failed; retrying in 1 s", metadata: ["error": "\(error)"])
-                stop.sleep(.seconds(1))
+                connections.clock.sleep(.seconds(1), unless: stop)
             }
         }
         do {

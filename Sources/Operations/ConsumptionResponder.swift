@@ -42,7 +42,7 @@ public final class ConsumptionResponder {
     private let door: AppleDoor
 
     public init(settings: FleetSettings, metrics: FleetMetrics, clock: any FleetClock) throws {
-        connections = try Connections(settings: settings, consumer: "consumption", enqueueOnly: true)
+        connections = try Connections(settings: settings, consumer: "consumption", enqueueOnly: true, clock: clock)
         (self.settings, self.metrics, self.clock) = (settings, metrics, clock)
         door = AppleDoor(gate: connections.gate, settings: settings, metrics: metrics, clock: clock, patience: .seconds(1))
     }

@@ -29,7 +29,7 @@ public final class RenewalExtender {
     /// call waits up to `patience` for its endpoint's budget.
     public init(settings: FleetSettings, metrics: FleetMetrics, clock: any FleetClock, patience: Duration = AppleDoor.operatorPatience) throws {
         guard settings.serverAPI != nil else { throw ExtensionError.noServerAPIKey }
-        connections = try Connections(settings: settings, consumer: "extend", enqueueOnly: true)
+        connections = try Connections(settings: settings, consumer: "extend", enqueueOnly: true, clock: clock)
         door = AppleDoor(gate: connections.gate, settings: settings, metrics: metrics, clock: clock, patience: patience)
         self.clock = clock
     }

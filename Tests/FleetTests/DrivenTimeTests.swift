@@ -37,4 +37,30 @@ import Testing
             #expect(signals.steps(of: "rf-cleanup").failed == 0 && signals.steps(of: "rf-heartbeat").failed == 0)
         }
     }
+
+    /// A worker thread that finds the fleet halted rests on its process's clock too: it is one of
+    /// the clock's sleepers, and Apple hears nothing from it meanwhile.
+    @Test(.timeLimit(.minutes(1)))
+    func aWorkerRestsOnItsProcesssClockWhileTheFleetIsHalted() async throws {
+        let nowMs = FleetEndToEndTests.nowMs
+        try await TestDatabase.with { database in
+            try await LiveSimulator.with(startMs: nowMs) { simulator in
+                var setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 3)
+                setup.settings.concurrency = 1
+                _ = try await setup.load()
+                let gate = FleetGate(
+                    connection: try RedisConnection(setup.settings.redisConfiguration()),
+                    keys: try QueueKeys(prefix: setup.settings.keyPrefix), limit: setup.settings.rateLimit)
+                try gate.halt(reason: "maintenance window")
+                let (clock, signals) = (DrivenClock(), DutySignals())
+                let worker = RunningServices.worker(settings: setup.settings, clock: clock, signals: signals)
+                try await worker.whileRunning {
+                    // The five periodic duties, and the worker thread resting after its admission said halted.
+                    let resting = try await eventually(within: .seconds(20)) { clock.sleepers >= 6 }
+                    #expect(resting, "\(clock.sleepers) asleep on the clock")
+                    #expect(simulator.store.statistics.requestsTotal == 0)
+                }
+            }
+        }
+    }
 }

@@ -56,7 +56,7 @@ import Testing
                         try await onOwnThread {
                             let connections = try Connections(settings: settings, consumer: "pool-\(index)")
                             let gate = PacedGate(
-                                connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(), slots: pool,
+                                connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(clock: SystemClock()), slots: pool,
                                 metrics: metrics)
                             for _ in 0..<calls {
                                 guard case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) else {
@@ -93,7 +93,7 @@ import Testing
                 let connections = try Connections(settings: settings, consumer: "depart-0")
                 let metrics = FleetMetrics()
                 let gate = PacedGate(
-                    connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(),
+                    connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(clock: SystemClock()),
                     slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
                 let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
                 let key = try QueueKeys(prefix: settings.keyPrefix).gateAdmissions
@@ -142,7 +142,7 @@ import Testing
                 let metrics = FleetMetrics()
                 let gate = PacedGate(
                     connections: try Connections(settings: settings, consumer: "late-0"), settings: settings, stop: StopSignal(),
-                    pauses: PauseBoard(), slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
+                    pauses: PauseBoard(clock: SystemClock()), slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
                 func admitted() throws -> Bool {
                     if case .granted = try gate.admit(upcoming: 1, to: .verifyReceipt, forApp: nil) { true } else { false }
                 }

@@ -28,7 +28,7 @@ public final class LaneGate: AppleGate {
 
     public func admit(upcoming: Int, to endpoint: AppleEndpoint, forApp app: String?) throws -> Admission {
         let admission = try book(endpoint, forApp: app, within: Self.redirectHorizon)
-        if case .granted(let slots) = admission { Thread.sleep(forTimeInterval: slots[0].seconds) }
+        if case .granted(let slots) = admission { connections.clock.sleep(slots[0]) }
         return admission
     }
 

@@ -116,7 +116,7 @@ final class PacedGate: AppleGate {
             case .wait(let wait):
                 // Every slot within the horizon is booked: far more threads than the rate can serve.
                 // Spread over a second, so they do not all ask again at the same instant.
-                stop.sleep(wait + .milliseconds(Int.random(in: 0...1000)))
+                connections.clock.sleep(wait + .milliseconds(Int.random(in: 0...1000)), unless: stop)
                 metrics.waitedForToken(asked.duration(to: .now))
                 continue
             case .granted(let booked):
@@ -145,7 +145,8 @@ final class PacedGate: AppleGate {
     /// than `slotTolerance` after its slot (starved of CPU, or its process stopped) gives the slot
     /// up and books another, because every thread woken late at once would fire together, and Apple
     /// would see a second's calls plus the late ones. (Woken to stop, it goes on: the caller
-    /// returns the job.)
+    /// returns the job.) A slot is an instant of the monotonic clock, not of the process's: it is
+    /// placed by Redis's reply (`RedisClock`) and paces real calls to Apple, to within milliseconds.
     private func reached(_ slot: ContinuousClock.Instant) -> Bool {
         stop.sleep(ContinuousClock.now.duration(to: slot))
         guard ContinuousClock.now > slot + Self.slotTolerance, !stop.isSet else { return true }

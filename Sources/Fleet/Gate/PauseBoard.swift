@@ -1,3 +1,5 @@
+import Foundation
+import Lanes
 import Synchronization
 
 /// What this process's workers have learned of a fleet-wide pause or halt. A worker that booked a
@@ -6,12 +8,18 @@ import Synchronization
 /// after all. Workers of other processes learn it from their own next answer or admission, so a
 /// pause costs Apple a few calls per process, not every booked slot.
 final class PauseBoard: Sendable {
-    private let pausedUntil = Mutex<ContinuousClock.Instant?>(nil)
+    private let clock: any FleetClock
+    private let pausedUntil = Mutex<Date?>(nil)
+
+    /// `clock`: the process's.
+    init(clock: any FleetClock) {
+        self.clock = clock
+    }
 
     /// Notes that the fleet calls Apple no more for `duration` from now.
     func note(pausedFor duration: Duration) {
         guard duration > .zero else { return }
-        let end = ContinuousClock.now + duration
+        let end = clock.after(duration)
         pausedUntil.withLock { $0 = max($0 ?? end, end) }
     }
 
@@ -22,10 +30,10 @@ final class PauseBoard: Sendable {
 
     /// What is left of the pause noted last; nil when none is running.
     func remaining() -> Duration? {
-        let now = ContinuousClock.now
+        let now = clock.now()
         return pausedUntil.withLock { until in
             guard let until, until > now else { return nil }
-            return now.duration(to: until)
+            return .seconds(until.timeIntervalSince(now))
         }
     }
 }

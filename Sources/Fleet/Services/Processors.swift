@@ -18,7 +18,7 @@ public struct Processors: ProcessDuty {
     static func consumer(_ index: Int) -> String { JobQueue.consumerName(thread: index) }
 
     public func run() async {
-        let pauses = PauseBoard()
+        let pauses = PauseBoard(clock: clock)
         let slots = SlotPool(tolerance: PacedGate.slotTolerance)
         logger.info("worker started", metadata: ["concurrency": "\(settings.concurrency)"])
         let drained = await ThreadService("rf-worker", threads: settings.concurrency, grace: settings.drainGrace, logger: logger) {
@@ -26,7 +26,7 @@ public struct Processors: ProcessDuty {
             var logger = logger
             logger[metadataKey: "consumer"] = "\(Self.consumer(index))"
             keepRunning("worker", stop, clock, logger) {
-                let connections = try Connections(settings: settings, consumer: Self.consumer(index))
+                let connections = try Connections(settings: settings, consumer: Self.consumer(index), clock: clock)
                 Processor(
                     index: index, settings: settings, connections: connections, stop: stop, pauses: pauses, slots: slots,
                     jobs: jobs, metrics: metrics, logger: logger
