@@ -1,6 +1,8 @@
+import Fleet
 import Foundation
 import Hummingbird
 import JobQueue
+import Operations
 
 /// The fleet's worker processes and what each holds now (Sidekiq's Busy page), and the jobs that
 /// wait for a time: retries, jobs a pause postponed, checks scheduled for later.
@@ -22,7 +24,9 @@ extension OpsConsole {
             (try desk.queue.processes(), try desk.queue.stats(),
              try desk.queue.delayedJobs(offset: offset, limit: Self.delayedPage))
         }
-        return page("workers", WorkersView(viewer: viewer, processes: processes, stats: stats, delayed: delayed, offset: offset, now: Date()))
+        return page("workers", WorkersView(
+            viewer: viewer, processes: processes, visibilityTimeout: fleet.visibilityTimeout, stats: stats, delayed: delayed, offset: offset,
+            now: Date()))
     }
 }
 
@@ -43,6 +47,8 @@ struct WorkersView {
         var threads: Int
         var started: String
         var lastSeen: String
+        /// Set when its heartbeat is late: what that means, and what becomes of the jobs it holds.
+        var silent: String?
         var jobsDone: String
         var inHand: [Int64]
         var inHandMore: String?
@@ -60,17 +66,23 @@ struct WorkersView {
     /// Subscriptions listed per process; the rest are counted.
     static let inHandShown = 20
 
-    init(viewer: OpsConsole.Operator, processes: [WorkerProcess], stats: QueueStats, delayed: [DelayedJob], offset: Int, now: Date) {
+    init(
+        viewer: OpsConsole.Operator, processes: [WorkerProcess], visibilityTimeout: Duration, stats: QueueStats, delayed: [DelayedJob],
+        offset: Int, now: Date
+    ) {
         chrome = Chrome("Workers", tab: .workers, viewer: viewer)
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
         func ago(_ ms: Int64) -> String { "\(Shown.duration(Double(max(0, nowMs - ms)) / 1000)) ago" }
         self.processes = processes.map { process in
-            let subscriptions = process.inHand.map(\.subscriptionID)
+            let subscriptions = process.inHand.map(\.job.subscriptionID)
             let more = subscriptions.count - Self.inHandShown
+            let silent = process.silentFor < Heartbeat.silentAfter ? nil
+                : "Silent for \(Shown.duration(process.silentFor.seconds)): stopped, frozen, cut off from Redis or dead. It holds "
+                    + FleetStatus.SilentWorker(process, visibilityTimeout: visibilityTimeout).held + "."
             return Process(
                 name: process.name, host: process.host, pid: process.pid, threads: process.threads,
                 started: "\(Shown.time(Date(timeIntervalSince1970: Double(process.startedAt) / 1000))) (\(ago(process.startedAt)))",
-                lastSeen: ago(process.lastSeen), jobsDone: Shown.count(process.jobsDone),
+                lastSeen: ago(process.lastSeen), silent: silent, jobsDone: Shown.count(process.jobsDone),
                 inHand: Array(subscriptions.prefix(Self.inHandShown)), inHandMore: more > 0 ? "and \(more) more" : nil)
         }
         hasProcesses = !processes.isEmpty

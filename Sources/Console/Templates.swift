@@ -95,6 +95,10 @@ enum Templates {
             <div><dt>Oldest job</dt><dd id="queue-oldest">{{oldestAge}}</dd></div>
             <div><dt>Live workers</dt><dd id="queue-workers">{{queue.state.liveWorkers}}</dd></div>
           </dl>
+          {{#queue.state.silentWorkers}}
+          <p class="gate halted" id="silent-{{process}}">Worker {{process}} has not reported for {{silentSeconds}} s: stopped, frozen,
+            cut off from Redis or dead. It holds {{held}}. <a href="/console/workers">Workers</a></p>
+          {{/queue.state.silentWorkers}}
           {{#queue.state.starvedWorkers}}
           <p class="gate paused" id="starved-{{process}}">Worker {{process}} gave up {{slotsGivenUp}} rate-limit slots, the last {{lastGivenUpSecondsAgo}} s ago:
             its threads wake too late for them (starved of CPU). Give it more CPU or fewer threads.</p>
@@ -305,13 +309,14 @@ enum Templates {
         <h1>Workers</h1>
         <section aria-labelledby="processes-h">
           <h2 id="processes-h">Processes</h2>
-          {{^hasProcesses}}<p id="no-processes">No worker process reported in the last 30 s.</p>{{/hasProcesses}}
+          {{^hasProcesses}}<p id="no-processes">No worker process reported in the last 10 minutes, or each stopped cleanly.</p>{{/hasProcesses}}
           {{#hasProcesses}}
           <div class="scroll">
           <table id="processes">
             <thead><tr><th>Host</th><th>Pid</th><th>Threads</th><th>Started</th><th>Last heartbeat</th><th>Jobs done</th><th>Subscriptions in hand</th></tr></thead>
             <tbody>
-            {{#processes}}<tr data-process="{{name}}"><td>{{host}}</td><td>{{pid}}</td><td>{{threads}}</td><td>{{started}}</td><td>{{lastSeen}}</td>
+            {{#processes}}<tr data-process="{{name}}"{{#silent}} class="silent"{{/silent}}><td>{{host}}</td><td>{{pid}}</td><td>{{threads}}</td><td>{{started}}</td>
+              <td>{{lastSeen}}{{#silent}}<p class="gate halted silent-note">{{silent}}</p>{{/silent}}</td>
               <td class="jobs-done">{{jobsDone}}</td>
               <td class="in-hand">{{#inHand}}<a href="/console/subscriptions/{{.}}">{{.}}</a> {{/inHand}}{{^inHand}}none{{/inHand}} {{inHandMore}}</td></tr>{{/processes}}
             </tbody>

@@ -132,6 +132,7 @@ public enum MetricName {
     public static let jobs = "receiptfleet_jobs"
     public static let oldestJobAge = "receiptfleet_oldest_job_age_seconds"
     public static let liveWorkers = "receiptfleet_live_workers"
+    public static let silentWorkers = "receiptfleet_silent_workers"
     public static let fleetPaused = "receiptfleet_fleet_paused"
     public static let fleetHalted = "receiptfleet_fleet_halted"
     public static let serverAPIHalted = "receiptfleet_server_api_halted"

@@ -78,6 +78,7 @@ private struct Instruments: Sendable {
     let jobs: [(state: String, gauge: Gauge)]
     let oldestJobAge: Gauge
     let liveWorkers: Gauge
+    let silentWorkers: Gauge
     let paused: Gauge
     let halted: Gauge
     let serverAPIHalted: Gauge
@@ -96,6 +97,7 @@ private struct Instruments: Sendable {
         jobs = ["ready", "ready_high", "reserved", "delayed", "dead"].map { ($0, gauge(MetricName.jobs, [("state", $0)])) }
         oldestJobAge = gauge(MetricName.oldestJobAge)
         liveWorkers = gauge(MetricName.liveWorkers)
+        silentWorkers = gauge(MetricName.silentWorkers)
         paused = gauge(MetricName.fleetPaused)
         halted = gauge(MetricName.fleetHalted)
         serverAPIHalted = gauge(MetricName.serverAPIHalted)
@@ -120,6 +122,7 @@ private struct Instruments: Sendable {
             for ((_, gauge), count) in zip(jobs, counts) { gauge.record(count) }
             oldestJobAge.record(queue.oldestJobAgeSeconds ?? 0)
             liveWorkers.record(queue.liveWorkers)
+            silentWorkers.record(queue.silentWorkers.count)
             // Paused until a probe finds Apple back, also once the pause's time is up.
             paused.record(queue.pausedUntil == nil ? 0 : 1)
             halted.record(queue.haltedReason == nil ? 0 : 1)

@@ -32,6 +32,10 @@ extension FleetStatus {
             line("server api", "\(endpoint): Apple's rate limit is spent for \(Int(seconds.rounded(.up))) s more (429)")
         }
         line("workers", "\(queue.liveWorkers) live (\(queue.consumers) consumers known)")
+        for worker in queue.silentWorkers {
+            line("stopped", "\(worker.process) has not reported for \(worker.silentSeconds) s (stopped, frozen, cut off from Redis "
+                + "or dead); it holds \(worker.held)")
+        }
         for worker in queue.starvedWorkers {
             line("starved", "\(worker.process) gave up \(worker.slotsGivenUp) rate-limit slots, the last "
                 + "\(worker.lastGivenUpSecondsAgo) s ago: its threads wake too late for them (CPU starved); "

@@ -38,6 +38,34 @@ public struct FleetStatus: Sendable, Encodable {
         public var outcome: String
     }
 
+    /// A worker process that has not reported for `Heartbeat.silentAfter` or more, within the last
+    /// 10 minutes, without saying goodbye: stopped (SIGSTOP, a frozen container), cut off from
+    /// Redis, or dead. The jobs it holds go to other workers once their leases run out.
+    public struct SilentWorker: Sendable, Encodable {
+        public var process: String
+        public var silentSeconds: Int64
+        public var jobsHeld: Int
+        /// Seconds until the last of its jobs' leases runs out (0: they are being taken); nil when it holds none.
+        public var leasesEndInSeconds: Int64?
+        /// The same for people: "12 jobs, whose leases run out within 18 s, then other workers take them".
+        public var held: String
+
+        /// `process` as Redis knows it, whose jobs' leases last `visibilityTimeout` from their last renewal.
+        public init(_ process: WorkerProcess, visibilityTimeout: Duration) {
+            self.process = process.name
+            silentSeconds = process.silentFor.components.seconds
+            jobsHeld = process.inHand.count
+            let leasesEnd = process.inHand.map { max(.zero, visibilityTimeout - $0.idle) }.max().map { Int64($0.seconds.rounded(.up)) }
+            leasesEndInSeconds = leasesEnd
+            let jobs = jobsHeld == 1 ? "1 job, whose lease runs" : "\(jobsHeld) jobs, whose leases run"
+            held = switch leasesEnd {
+            case nil: "no job"
+            case 0: "\(jobs) out now: other workers are taking them"
+            case let seconds?: "\(jobs) out within \(seconds) s, then other workers take them"
+            }
+        }
+    }
+
     /// The queue: its job counts and the rest of its state, both read as its own (`queue.ready`,
     /// `queue.liveWorkers`) and written as one JSON object.
     @dynamicMemberLookup
@@ -49,8 +77,11 @@ public struct FleetStatus: Sendable, Encodable {
             public var oldestJobAgeSeconds: Double?
             public var liveWorkers: Int
             public var consumers: Int
-            /// Worker processes that gave up rate-limit slots in the last 5 minutes: starved of CPU.
+            /// Worker processes that gave up rate-limit slots in the last 5 minutes while they still
+            /// report: starved of CPU.
             public var starvedWorkers: [StarvedWorker]
+            /// Worker processes whose heartbeat is late: stopped, cut off from Redis, or dead.
+            public var silentWorkers: [SilentWorker]
             public var pausedUntil: Date?
             public var haltedReason: String?
             /// Jobs settled ever, fleet-wide (counters): acked, retried, buried.

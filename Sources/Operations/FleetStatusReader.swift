@@ -50,6 +50,8 @@ public final class FleetStatusReader {
         redis = (connection, queue)
         let stats = try queue.stats()
         let lastRun = try ScheduleSummary.last(on: connection, keys: queue.keys)
+        let silent = try queue.processes().filter { $0.silentFor >= Heartbeat.silentAfter }
+            .map { FleetStatus.SilentWorker($0, visibilityTimeout: settings.visibilityTimeout) }
         var throttled: [String: Double] = [:]
         for budget in settings.serverAPIBudgets {
             if let ms = try connection.command("PTTL", queue.keys.throttled(budget.name)).int, ms > 0 {
@@ -59,7 +61,9 @@ public final class FleetStatusReader {
         return FleetReading.RedisSide(
             queue: FleetStatus.Queue(jobs: stats.jobs, state: FleetStatus.Queue.State(
                 oldestJobAgeSeconds: stats.oldestJobAge?.seconds, liveWorkers: stats.liveWorkers,
-                consumers: stats.consumers.count, starvedWorkers: try queue.starvedWorkers(),
+                consumers: stats.consumers.count,
+                starvedWorkers: try queue.starvedWorkers().filter { starved in !silent.contains { $0.process == starved.process } },
+                silentWorkers: silent,
                 pausedUntil: stats.pausedUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
                 haltedReason: stats.haltedReason, jobsDone: stats.jobsDone, jobsRetried: stats.jobsRetried, jobsDied: stats.jobsDied)),
             rateLimit: FleetStatus.RateLimitReading(perSecond: settings.rateLimit.perSecond, tokensGranted: stats.limiterGranted),

@@ -35,7 +35,7 @@ import Testing
                     try queue.bury(job, failure: JobFailure(errorClass: "timeout", message: "no answer within 30 s, five times"))
                 }
             }
-            // A worker process's heartbeat, every 5 s while the browser looks (the page lists those of the last 30 s).
+            // A worker process's heartbeat, every 5 s while the browser looks (one 15 s late would read as silent).
             let started = Int64(Date().timeIntervalSince1970 * 1000)
             let heartbeat = Task {
                 while !Task.isCancelled {

@@ -8,6 +8,7 @@ import HTTPClient
 import JobQueue
 import Ledger
 import Logging
+import Operations
 import RedisClient
 import TestSupport
 import Testing
@@ -675,6 +676,41 @@ import Testing
             for id in held { #expect(page.body.contains(#"<a href="/console/subscriptions/\#(id)">\#(id)</a>"#)) }
             #expect(page.text(id: "delayed-count")?.hasPrefix("1 job waits for a time") == true)
             #expect(page.body.contains("<span class=\"kind\">nightly</span><span class=\"muted\">attempt 1</span>"))
+        }
+    }
+
+    /// A process whose heartbeat is late stays listed, marked silent, with the jobs it holds and when
+    /// their leases run out; the overview names it as stopped, not starved. One that said goodbye is gone.
+    @Test func aSilentWorkerStaysListedWithItsJobsAndTheirLeases() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let fleet = console.fleet
+            try await onOwnThread {
+                let connection = try RedisConnection(fleet.redisConfiguration())
+                let keys = try QueueKeys(prefix: fleet.keyPrefix)
+                // Its heartbeat and its lease 40 s ago: the driven clock the scripts read, set back.
+                let redisNowUs = (try connection.command("TIME").array ?? []).reduce(Int64(0)) { $0 * 1_000_000 + ($1.int ?? 0) }
+                try connection.command("SET", keys.drivenClock, redisNowUs - 40_000_000)
+                let thread = try JobQueue(connection: connection, keys: keys, consumer: "box-9-77-q1-0", clock: .driven)
+                try thread.enqueue(subscriptionIDs: [911], run: "busy", reason: .nightly)
+                _ = try thread.reserve(count: 1, block: .zero)
+                try thread.reportProcess(WorkerProcess(name: "box-9-77-q1", host: "box-9", pid: 77, threads: 2, startedAt: 0, jobsDone: 5))
+                let gone = try JobQueue(connection: connection, keys: keys, consumer: "box-9-78-q2-0")
+                try gone.reportProcess(WorkerProcess(name: "box-9-78-q2", host: "box-9", pid: 78, threads: 2, startedAt: 0, jobsDone: 5))
+                try gone.forgetProcess("box-9-78-q2")
+            }
+            let page = try await console.get("/console/workers", session: session)
+            #expect(page.body.contains(#"<tr data-process="box-9-77-q1" class="silent">"#), "\(page.body)")
+            #expect(!page.body.contains("box-9-78-q2"), "a process that stopped cleanly is not listed")
+            // The job was reserved on Redis's own clock just now: its lease runs out a visibility timeout from now.
+            let lease = "1 job, whose lease runs out within \(fleet.visibilityTimeout.components.seconds) s, then other workers take them"
+            #expect(page.body.contains("Silent for 40 s: stopped, frozen, cut off from Redis or dead. It holds \(lease)."), "\(page.body)")
+            let overview = try await console.get("/console", session: session)
+            #expect(overview.text(id: "silent-box-9-77-q1")?.contains("has not reported for 40 s") == true, "\(overview.body)")
+            #expect(!overview.body.contains("starved"))
+            let status = try await onOwnThread { try FleetStatus.read(settings: fleet) }
+            #expect(status.queue.silentWorkers.map(\.process) == ["box-9-77-q1"])
+            #expect(status.text.contains("stopped       box-9-77-q1 has not reported for 40 s"), "\(status.text)")
         }
     }
 

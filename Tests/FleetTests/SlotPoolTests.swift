@@ -230,6 +230,7 @@ import Testing
                 for _ in 0..<3 { metrics.fleet.gaveUpSlot() }
             }
             #expect(try queue.starvedWorkers().map(\.slotsGivenUp) == [3])
+            #expect(try queue.processes().isEmpty, "a process that stops cleanly says goodbye: it is not silent")
         }
     }
 }

@@ -12,6 +12,8 @@ import ServiceLifecycle
 /// word; as it stops, it tells the slots given up since its last beat.
 public struct Heartbeat: ProcessDuty {
     static let interval = Duration.seconds(5)
+    /// A process that has not reported for three beats is silent: stopped, cut off or dead.
+    public static let silentAfter = interval * 3
 
     public let context: ProcessContext
 
@@ -37,11 +39,13 @@ public struct Heartbeat: ProcessDuty {
             try Self.tellSlotsGivenUp(metrics, through: queues[0])
         } last: { [metrics, logger] queues in
             // Stopping: the slots given up since the last beat, or a process that ran for a few
-            // seconds would never have its count told.
+            // seconds would never have its count told; and a goodbye, so that the fleet lists this
+            // process no more, unlike one that went silent (its processors still drain).
             do {
                 try Self.tellSlotsGivenUp(metrics, through: queues[0])
+                try queues[0].forgetProcess(JobQueue.processName)
             } catch {
-                logger.warning("could not tell the fleet the slots given up since the last heartbeat", metadata: ["error": "\(error)"])
+                logger.warning("could not tell the fleet this process stops", metadata: ["error": "\(error)"])
             }
         }
     }
