@@ -208,10 +208,18 @@ final class DemoStage {
     /// Whether the garbage spell struck: its dead letters are expected (`DemoCheck`).
     private(set) var garbageSpellStruck = false
 
+    /// What a night's run came to: its jobs, how many were verified and how many died (its tally), how long it took.
+    struct Night {
+        var jobs: Int
+        var verified: Int
+        var dead: Int
+        var seconds: Double
+    }
+
     func night(
         runID: String, now: Date, startingWorkers workers: Int, threads: Int, fault: (DemoFault, seconds: Double)? = nil,
         garbageSpell: Bool = false
-    ) throws -> (jobs: Int, seconds: Double) {
+    ) throws -> Night {
         let started = ContinuousClock.now
         let summary = try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now)
         nights.append((runID, summary.enqueued))
@@ -225,6 +233,7 @@ final class DemoStage {
         var faultStarted: ContinuousClock.Instant?
         let progress = ProgressLine()
         var last = (done: 0, at: ContinuousClock.now)
+        var tally = RunTally(enqueued: summary.enqueued, verified: 0, dead: 0)
         while true {
             try pause(.milliseconds(500))
             let status: FleetStatus
@@ -236,6 +245,7 @@ final class DemoStage {
             }
             let left = status.queue.outstanding
             let done = max(0, summary.enqueued - left)
+            if status.lastSchedulerRun?.runID == runID, let reading = status.lastRunTally { tally = reading }
             if !steps.isEmpty, faultStarted == nil, done * 3 >= summary.enqueued {
                 faultStarted = .now
                 garbageSpellStruck = fault == nil
@@ -251,14 +261,15 @@ final class DemoStage {
             }
             let rate = Double(done - last.done) / max(0.001, last.at.duration(to: .now).seconds)
             last = (done, .now)
-            var line = "demo: \(runID): \(done) of \(summary.enqueued) verified, \(Int(rate))/s, \(status.outbox.unpublished) events unpublished"
+            var line = "demo: \(runID): \(done) of \(summary.enqueued) done (\(tally.verified) verified, \(tally.dead) dead), \(Int(rate))/s, "
+                + "\(status.outbox.unpublished) events unpublished"
             if status.queue.pausedUntil != nil { line += ", paused: Apple unavailable" }
             if let reason = status.queue.haltedReason { line += ", HALTED: \(reason)" }
             progress.show(line)
             if left == 0 && status.outbox.unpublished == 0 && steps.isEmpty && !acted { break }
         }
         progress.finish()
-        return (summary.enqueued, started.duration(to: .now).seconds)
+        return Night(jobs: summary.enqueued, verified: tally.verified, dead: tally.dead, seconds: started.duration(to: .now).seconds)
     }
 
     private func perform(_ step: DemoFault.Step, night: (runID: String, now: Date)) throws {
@@ -344,7 +355,7 @@ final class DemoStage {
     }
 
     /// What the nights did, and what Apple saw.
-    func summary(nights: [(name: String, result: (jobs: Int, seconds: Double))]) throws -> String {
+    func summary(nights: [(name: String, result: Night)]) throws -> String {
         let postgres = try PostgresConnection(configuration: demoPostgres)
         func table(_ sql: String) throws -> [String] {
             let rows = try postgres.query(sql).map { (try $0["k"].text() ?? "-", try $0["n"].int64() ?? 0) }
@@ -354,7 +365,8 @@ final class DemoStage {
         lines.append("   (a few receipts hold two subscriptions; \(firstNightSubscriptions) were bought by a month ago, "
             + "the rest during the month, so night 1 sees fewer than night 2)")
         for (name, result) in nights {
-            lines.append("night \(name): \(result.jobs) verifications in \(String(format: "%.1f", result.seconds)) s")
+            lines.append("night \(name): \(result.jobs) jobs in \(String(format: "%.1f", result.seconds)) s: \(result.verified) verified, "
+                + "\(result.dead) dead")
         }
         lines.append("-- subscription states")
         lines += try table("SELECT status AS k, count(*) AS n FROM subscriptions GROUP BY 1 ORDER BY 2 DESC")
