@@ -3,7 +3,8 @@ import Foundation
 import Ledger
 
 /// A subscription as the API shows it (docs/openapi.yaml `Subscription`): the stored state, and
-/// the entitlement an app grants by it. Never the receipt.
+/// the entitlement an app grants by it. Never the receipt. Its optional fields are null when
+/// absent, so every documented field is always there; only `history` is left out when not asked for.
 struct SubscriptionView: Encodable, Sendable {
     struct History: Encodable, Sendable {
         var transactions: [TransactionRecord]
@@ -13,17 +14,17 @@ struct SubscriptionView: Encodable, Sendable {
 
     var id: Int64
     var originalTransactionID: String
-    var accountID: String?
+    @NullWhenAbsent var accountID: String?
     var environment: String
     /// `unverified` until the fleet's first verification.
     var status: String
-    var productID: String?
-    var expiresAt: Instant?
-    var autoRenew: Bool?
-    var autoRenewProductID: String?
-    var gracePeriodExpiresAt: Instant?
+    @NullWhenAbsent var productID: String?
+    @NullWhenAbsent var expiresAt: Instant?
+    @NullWhenAbsent var autoRenew: Bool?
+    @NullWhenAbsent var autoRenewProductID: String?
+    @NullWhenAbsent var gracePeriodExpiresAt: Instant?
     var entitlement: Entitlement
-    var lastVerifiedAt: Instant?
+    @NullWhenAbsent var lastVerifiedAt: Instant?
     var history: History?
 
     /// A subscription an account claims and Apple has not yet shown to be its own: its id and
@@ -65,23 +66,5 @@ struct SubscriptionView: Encodable, Sendable {
         case autoRenewProductID = "auto_renew_product_id"
         case gracePeriodExpiresAt = "grace_period_expires_at"
         case lastVerifiedAt = "last_verified_at"
-    }
-
-    /// Encodes optionals as null rather than leaving them out, so every documented field is always there.
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(originalTransactionID, forKey: .originalTransactionID)
-        try container.encode(accountID, forKey: .accountID)
-        try container.encode(environment, forKey: .environment)
-        try container.encode(status, forKey: .status)
-        try container.encode(productID, forKey: .productID)
-        try container.encode(expiresAt, forKey: .expiresAt)
-        try container.encode(autoRenew, forKey: .autoRenew)
-        try container.encode(autoRenewProductID, forKey: .autoRenewProductID)
-        try container.encode(gracePeriodExpiresAt, forKey: .gracePeriodExpiresAt)
-        try container.encode(entitlement, forKey: .entitlement)
-        try container.encode(lastVerifiedAt, forKey: .lastVerifiedAt)
-        try container.encodeIfPresent(history, forKey: .history)
     }
 }

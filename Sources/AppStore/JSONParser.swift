@@ -79,14 +79,7 @@ struct JSONParser: ~Copyable {
             } else if refusingRepeatedKeys {
                 throw Failure(offset: keyOffset, problem: "the key \"\(key.prefix(64))\" is given twice in one object")
             }
-            skipWhitespace()
-            if consume(UInt8(ascii: ",")) {
-                skipWhitespace()
-                if consume(UInt8(ascii: "}")) { return .object(members) }
-                continue
-            }
-            if consume(UInt8(ascii: "}")) { return .object(members) }
-            throw failure("expected ',' or '}' in an object")
+            if try ends(UInt8(ascii: "}"), "an object") { return .object(members) }
         }
     }
 
@@ -97,15 +90,20 @@ struct JSONParser: ~Copyable {
         if consume(UInt8(ascii: "]")) { return .array(elements) }
         while true {
             elements.append(try value())
-            skipWhitespace()
-            if consume(UInt8(ascii: ",")) {
-                skipWhitespace()
-                if consume(UInt8(ascii: "]")) { return .array(elements) }
-                continue
-            }
-            if consume(UInt8(ascii: "]")) { return .array(elements) }
-            throw failure("expected ',' or ']' in an array")
+            if try ends(UInt8(ascii: "]"), "an array") { return .array(elements) }
         }
+    }
+
+    /// After a member of an object or an element of an array: true when `close` ends it (a
+    /// trailing comma before it forgiven), false when a ',' is followed by another.
+    private mutating func ends(_ close: UInt8, _ container: String) throws(Failure) -> Bool {
+        skipWhitespace()
+        if consume(UInt8(ascii: ",")) {
+            skipWhitespace()
+            return consume(close)
+        }
+        if consume(close) { return true }
+        throw failure("expected ',' or '\(Character(Unicode.Scalar(close)))' in \(container)")
     }
 
     /// A string's contents: a slice of the input when it has no escapes (the usual case), else

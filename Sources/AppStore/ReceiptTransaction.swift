@@ -30,8 +30,9 @@ public struct ReceiptTransaction: Sendable, Equatable {
     /// within a minute of this one's cancellation. Set by `markingSuperseded(_:)`.
     public internal(set) var isSuperseded = false
 
-    /// Reads one entry; nil when it lacks `transaction_id` or `original_transaction_id`, without
-    /// which it can be neither recorded nor attributed to a subscription.
+    /// Reads one entry (a signed transaction's too: `init(signed:)`); nil when it lacks
+    /// `transaction_id` or `original_transaction_id`, without which it can be neither recorded nor
+    /// attributed to a subscription.
     init?(_ fields: [String: JSONValue]) {
         guard let transactionID = fields.text("transaction_id"),
               let originalTransactionID = fields.text("original_transaction_id")

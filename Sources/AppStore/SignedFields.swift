@@ -1,8 +1,9 @@
 // The App Store Server API signs a transaction (`JWSTransactionDecodedPayload`) and a
 // subscription's renewal plans (`JWSRenewalInfoDecodedPayload`) with camelCase names, dates as
-// milliseconds and flags as numbers. Read here into the receipt model verifyReceipt's answers fill,
-// by the same tolerant rules (a missing or surprising field is nil), so that both backends feed
-// one analysis and announce the same events.
+// milliseconds and flags as numbers. Their names are translated into verifyReceipt's, and the
+// payloads read by verifyReceipt's readers, by the same tolerant rules (a missing or surprising
+// field is nil), so that both backends feed one analysis and announce the same events. Only the
+// offers are named another way.
 
 /// `offerType` in both payloads: how the customer came to the price they pay.
 enum SignedOfferType: Int {
@@ -15,23 +16,7 @@ enum SignedOfferType: Int {
 extension ReceiptTransaction {
     /// Reads a signed transaction; nil without `transactionId` or `originalTransactionId`.
     init?(signed fields: [String: JSONValue]) {
-        guard let transactionID = fields.text("transactionId"),
-              let originalTransactionID = fields.text("originalTransactionId")
-        else { return nil }
-        self.transactionID = transactionID
-        self.originalTransactionID = originalTransactionID
-        productID = fields.text("productId")
-        quantity = fields.int("quantity")
-        purchaseDate = fields.instant("purchaseDate")
-        originalPurchaseDate = fields.instant("originalPurchaseDate")
-        expiresDate = fields.instant("expiresDate")
-        // A refund or a revocation; verifyReceipt calls both a cancellation.
-        cancellationDate = fields.instant("revocationDate")
-        cancellationReason = fields.int("revocationReason")
-        isUpgraded = fields.flag("isUpgraded")
-        webOrderLineItemID = fields.text("webOrderLineItemId")
-        ownershipType = fields.text("inAppOwnershipType").flatMap(OwnershipType.init(rawValue:))
-        subscriptionGroupIdentifier = fields.text("subscriptionGroupIdentifier")
+        self.init(fields.inVerifyReceiptNames)
         let offer = fields.int("offerType").flatMap(SignedOfferType.init(rawValue:))
         (isTrialPeriod, isInIntroOfferPeriod) = Self.introductoryPeriod(offer, discount: fields.text("offerDiscountType"))
         offerCodeRefName = offer == .offerCode ? fields.text("offerIdentifier") : nil
@@ -54,17 +39,32 @@ extension ReceiptTransaction {
 extension PendingRenewal {
     /// Reads signed renewal info.
     init(signed fields: [String: JSONValue]) {
-        originalTransactionID = fields.text("originalTransactionId")
-        productID = fields.text("productId")
-        autoRenewProductID = fields.text("autoRenewProductId")
-        autoRenewStatus = fields.flag("autoRenewStatus")
-        expirationIntent = fields.int("expirationIntent")
-        isInBillingRetryPeriod = fields.flag("isInBillingRetryPeriod")
-        gracePeriodExpiresDate = fields.instant("gracePeriodExpiresDate")
-        // 0: not yet answered, 1: accepted, as verifyReceipt's `price_consent_status`.
-        priceConsentStatus = fields.int("priceIncreaseStatus")
+        self.init(fields.inVerifyReceiptNames)
         let offer = fields.int("offerType").flatMap(SignedOfferType.init(rawValue:))
         offerCodeRefName = offer == .offerCode ? fields.text("offerIdentifier") : nil
         promotionalOfferID = offer == .promotional ? fields.text("offerIdentifier") : nil
+    }
+}
+
+extension [String: JSONValue] {
+    /// A signed payload's fields under verifyReceipt's names: `webOrderLineItemId` is
+    /// `web_order_line_item_id`, and the three fields the payloads call otherwise take
+    /// verifyReceipt's word.
+    var inVerifyReceiptNames: [String: JSONValue] {
+        // Apple spells each field once; of a field spelled twice (`productId`, `product_id`), one is read.
+        Dictionary(map { (Self.verifyReceiptNames[$0.key] ?? Self.snakeCased($0.key), $0.value) }) { first, _ in first }
+    }
+
+    private static let verifyReceiptNames = [
+        // A refund or a revocation; verifyReceipt calls both a cancellation.
+        "revocationDate": "cancellation_date", "revocationReason": "cancellation_reason",
+        // 0: not yet answered, 1: accepted.
+        "priceIncreaseStatus": "price_consent_status",
+    ]
+
+    private static func snakeCased(_ name: String) -> String {
+        name.reduce(into: "") { snake, character in
+            if character.isUppercase { snake += "_" + character.lowercased() } else { snake.append(character) }
+        }
     }
 }

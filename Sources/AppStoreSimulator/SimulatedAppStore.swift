@@ -135,10 +135,9 @@ public final class SimulatedAppStore: Sendable {
                 }
             }
             router.post("\(prefix)inApps/v1/notifications/history") { request, context in
-                let body = try await request.body.collect(upTo: 1 << 16)
-                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, signing, app in
+                try await self.serverAPIForApp(sending: request, endpoint: endpoint) { body, now, setup, signing, app in
                     NotificationHistoryEndpoint.history(
-                        app: app, body: Array(body.readableBytesView), paginationToken: request.uri.queryParameters.get("paginationToken"),
+                        app: app, body: body, paginationToken: request.uri.queryParameters.get("paginationToken"),
                         endpoint: endpoint, now: now, setup: setup, signing: signing, sender: self.sender)
                 }
             }
@@ -155,25 +154,20 @@ public final class SimulatedAppStore: Sendable {
             }
             router.put("\(prefix)inApps/v1/subscriptions/extend/:id") { request, context in
                 let id = context.parameters.get("id") ?? ""
-                let body = try await request.body.collect(upTo: 1 << 16)
-                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
+                return try await self.serverAPIForApp(sending: request, endpoint: endpoint) { body, now, setup, _, app in
                     RenewalExtensionEndpoint.extend(
-                        app: app, originalTransactionID: id, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                        app: app, originalTransactionID: id, body: body, endpoint: endpoint, now: now, setup: setup)
                 }
             }
             router.put("\(prefix)inApps/v2/transactions/consumption/:id") { request, context in
                 let id = context.parameters.get("id") ?? ""
-                let body = try await request.body.collect(upTo: 1 << 16)
-                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
-                    ConsumptionEndpoint.answer(
-                        app: app, transactionID: id, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                return try await self.serverAPIForApp(sending: request, endpoint: endpoint) { body, now, setup, _, app in
+                    ConsumptionEndpoint.answer(app: app, transactionID: id, body: body, endpoint: endpoint, now: now, setup: setup)
                 }
             }
             router.post("\(prefix)inApps/v1/subscriptions/extend/mass") { request, context in
-                let body = try await request.body.collect(upTo: 1 << 16)
-                return try await self.serverAPIForApp(request, endpoint: endpoint) { now, setup, _, app in
-                    RenewalExtensionEndpoint.extendAll(
-                        app: app, body: Array(body.readableBytesView), endpoint: endpoint, now: now, setup: setup)
+                try await self.serverAPIForApp(sending: request, endpoint: endpoint) { body, now, setup, _, app in
+                    RenewalExtensionEndpoint.extendAll(app: app, body: body, endpoint: endpoint, now: now, setup: setup)
                 }
             }
             router.get("\(prefix)inApps/v1/subscriptions/extend/mass/:product/:request") { request, context in
@@ -298,6 +292,16 @@ public final class SimulatedAppStore: Sendable {
             guard let app = ServerAPIEndpoint.app(of: request.headers[.authorization], in: setup) else { return ServerAPIEndpoint.unauthorized }
             return answer(now, setup, signing, app)
         }
+    }
+
+    /// `serverAPIForApp` for a request that sends JSON, whose body `answer` reads: Apple's are
+    /// small, and 64 KiB is plenty.
+    private func serverAPIForApp(
+        sending request: Request, endpoint: SimulatedEnvironment,
+        answer: ([UInt8], Int64, ServerAPISimulation, SimulatorSigningChain, Int) -> ServerAPIEndpoint.Answer
+    ) async throws -> Response {
+        let body = Array(try await request.body.collect(upTo: 1 << 16).readableBytesView)
+        return try await serverAPIForApp(request, endpoint: endpoint) { now, setup, signing, app in answer(body, now, setup, signing, app) }
     }
 
     /// Apple answers every status, errors included, as HTTP 200 JSON.

@@ -26,13 +26,12 @@ struct Banner {
         if let halt = standing.fleet {
             let byOperator = pausedBy.map { "by \($0.actor) (\($0.via.rawValue))" }
             banners.append(Banner(
-                id: "banner-fleet", stateClass: "halted",
+                halted: halt, id: "banner-fleet",
                 what: "The fleet is halted \(byOperator ?? "by itself") \(since(halt, now: now)): no worker calls Apple; jobs wait, none is lost.",
-                why: halt.reason,
                 next: byOperator != nil
                     ? "An operator paused it: resume once the reason no longer holds."
                     : "Fix what the reason names (the configuration, not Apple), then resume; `receiptfleet status` shows the same.",
-                app: nil, canResume: true, haltsAgainIfEarly: byOperator == nil))
+                haltsAgainIfEarly: byOperator == nil))
         } else if let until = standing.pausedUntil {
             let end = Date(timeIntervalSince1970: Double(until) / 1000)
             banners.append(Banner(
@@ -44,19 +43,15 @@ struct Banner {
         }
         for (group, halt) in standing.groups.sorted(by: { $0.key < $1.key }) {
             banners.append(Banner(
-                id: "banner-\(group)", stateClass: "halted",
+                halted: halt, id: "banner-\(group)",
                 what: "The App Store Server API is halted \(since(halt, now: now)): its subscriptions wait; verifyReceipt goes on.",
-                why: halt.reason,
-                next: "Fix the key or the app named (issuer, key id, bundle id), then resume.",
-                app: nil, canResume: true))
+                next: "Fix the key or the app named (issuer, key id, bundle id), then resume."))
         }
         for (app, halt) in standing.apps.sorted(by: { $0.key < $1.key }) {
             banners.append(Banner(
-                id: "banner-app-\(app)", stateClass: "halted",
+                halted: halt, id: "banner-app-\(app)",
                 what: "The app \(app) is halted \(since(halt, now: now)): its subscriptions wait; the other apps go on.",
-                why: halt.reason,
-                next: "Fix \(app)'s shared secret in the configuration, then resume \(app).",
-                app: app, canResume: true))
+                next: "Fix \(app)'s shared secret in the configuration, then resume \(app).", app: app))
         }
         return banners
     }
@@ -65,5 +60,15 @@ struct Banner {
         guard let ms = halt.since else { return "(since before this release noted when)" }
         let at = Date(timeIntervalSince1970: Double(ms) / 1000)
         return "since \(Shown.time(at)) (\(Shown.duration(max(0, now.timeIntervalSince(at)))) ago)"
+    }
+}
+
+extension Banner {
+    /// A halt's banner, red: its reason is the why, and an operator may resume (`app` alone, or the fleet).
+    private init(
+        halted halt: GateStanding.Halt, id: String, what: String, next: String, app: String? = nil, haltsAgainIfEarly: Bool = true
+    ) {
+        self.init(id: id, stateClass: "halted", what: what, why: halt.reason, next: next, app: app, canResume: true,
+                  haltsAgainIfEarly: haltsAgainIfEarly)
     }
 }

@@ -6,21 +6,13 @@ import Foundation
 public struct Entitlement: Sendable, Equatable, Encodable {
     /// Whether the customer has access now.
     public var active: Bool
-    /// Until when, as far as the fleet knows (the period's end, or the grace period's).
-    public var until: Instant?
+    /// Until when, as far as the fleet knows (the period's end, or the grace period's); null when
+    /// unknown, never left out (docs/openapi.yaml `Entitlement`).
+    @NullWhenAbsent public var until: Instant?
 
     public init(active: Bool, until: Instant?) {
         self.active = active
         self.until = until
-    }
-
-    enum CodingKeys: String, CodingKey { case active, until }
-
-    /// Both fields always there, `until` null when unknown (docs/openapi.yaml `Entitlement`).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(active, forKey: .active)
-        try container.encode(until, forKey: .until)
     }
 }
 

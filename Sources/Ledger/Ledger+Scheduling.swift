@@ -20,11 +20,6 @@ public struct DueSubscription: Sendable, Equatable {
 public struct DueCursor: Sendable, Hashable {
     public var nextCheckAt: Date
     public var id: Int64
-
-    public init(nextCheckAt: Date, id: Int64) {
-        self.nextCheckAt = nextCheckAt
-        self.id = id
-    }
 }
 
 /// What a worker needs to verify one subscription.

@@ -68,11 +68,6 @@ public struct VerificationWrite: Sendable {
         /// The `version` of the row the analysed state was read from: the write happens only if
         /// the row still has it.
         public var expectedVersion: Int64
-
-        public init(analysis: Analysis, expectedVersion: Int64) {
-            self.analysis = analysis
-            self.expectedVersion = expectedVersion
-        }
     }
 
     public init(subscriptionID: Int64, attempt: VerificationAttempt, change: Change?, purchases: PurchaseWrite? = nil) {
