@@ -9,7 +9,7 @@ extension OpsConsole {
 
     func deadLetters(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
-        let fields = DeadLetterFields(request.uri.queryParameters)
+        let fields = try Self.fields(of: Form(query: request))
         let filter = try fields.filter()
         let after = try request.uri.queryParameters["after"].map { try Self.letterID(String($0)) }
         let (counts, letters) = try await lanes.run { desk in
@@ -32,9 +32,15 @@ extension OpsConsole {
         return text
     }
 
+    /// Replays one letter at once; more only once the operator confirmed how many (`confirm-replay`).
     func replayDeadLetters(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
         let filter = try Self.filter(of: form)
+        if form["id"] == nil, form["confirm"] != "yes" {
+            let matching = try await lanes.run { desk in try desk.queue.countDeadLetters(matching: filter).matching }
+            return page("confirm-replay", ConfirmReplayView(
+                chrome: Chrome("Replay dead letters?", viewer: who), filter: Self.fields(of: form), count: matching))
+        }
         let replayed = try await audited(who, "dead.replay", target: filter.description, results: { ["replayed": "\($0)"] }) { desk in
             try desk.queue.replay(matching: filter)
         }
@@ -58,7 +64,27 @@ extension OpsConsole {
     /// One letter by its id, or the filter's fields (none: every letter).
     private static func filter(of form: Form) throws -> DeadLetterFilter {
         if let id = form["id"] { return DeadLetterFilter(ids: [try letterID(id)]) }
-        return try DeadLetterFields(errorClass: form["error_class"] ?? "", run: form["run"] ?? "", subscription: form["subscription"] ?? "").filter()
+        return try fields(of: form).filter()
+    }
+
+    static func fields(of form: Form) -> DeadLetterFields {
+        DeadLetterFields(
+            errorClass: form["error_class"] ?? "", run: form["run"] ?? "", subscription: form["subscription"] ?? "", text: form["q"] ?? "")
+    }
+}
+
+/// The question before a bulk replay: how many letters, of which filter.
+struct ConfirmReplayView {
+    let chrome: Chrome
+    var filter: DeadLetterFields
+    var count: Int
+    var question: String
+
+    init(chrome: Chrome, filter: DeadLetterFields, count: Int) {
+        (self.chrome, self.filter, self.count) = (chrome, filter, count)
+        let letters = count == 1 ? "1 dead letter" : "\(Shown.count(count)) dead letters"
+        question = "Replay \(letters)\(filter.isEmpty ? "" : " matching \(filter.described)")? Each goes back to the ready queue "
+            + "as a fresh job (attempt 0); a subscription already queued again keeps its one job."
     }
 }
 
@@ -67,19 +93,25 @@ struct DeadLetterFields {
     var errorClass: String
     var run: String
     var subscription: String
+    /// Text to find in the letter's message, error class or job (the form's `q`).
+    var text: String
 
-    init(errorClass: String, run: String, subscription: String) {
-        (self.errorClass, self.run, self.subscription) = (
+    /// The longest text searched for: a message is at most a few hundred characters.
+    static let longestText = 200
+
+    init(errorClass: String, run: String, subscription: String, text: String = "") {
+        (self.errorClass, self.run, self.subscription, self.text) = (
             errorClass.trimmingCharacters(in: .whitespaces), run.trimmingCharacters(in: .whitespaces),
-            subscription.trimmingCharacters(in: .whitespaces))
+            subscription.trimmingCharacters(in: .whitespaces), text.trimmingCharacters(in: .whitespaces))
     }
 
-    init(_ query: Hummingbird.Parameters) {
-        self.init(errorClass: query["error_class"].map(String.init) ?? "", run: query["run"].map(String.init) ?? "",
-                  subscription: query["subscription"].map(String.init) ?? "")
-    }
+    var isEmpty: Bool { errorClass.isEmpty && run.isEmpty && subscription.isEmpty && text.isEmpty }
 
-    var isEmpty: Bool { errorClass.isEmpty && run.isEmpty && subscription.isEmpty }
+    /// The filter in words: "error class apple.21002, run 2026-11-24, text “timeout”".
+    var described: String {
+        [("error class", errorClass), ("run", run), ("subscription", subscription), ("text", text.isEmpty ? "" : "“\(text)”")]
+            .filter { !$0.1.isEmpty }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+    }
 
     func filter() throws -> DeadLetterFilter {
         var subscriptions: Set<Int64>?
@@ -89,7 +121,12 @@ struct DeadLetterFields {
             }
             subscriptions = [id]
         }
-        return DeadLetterFilter(errorClass: errorClass.isEmpty ? nil : errorClass, runID: run.isEmpty ? nil : run, subscriptionIDs: subscriptions)
+        guard text.utf8.count <= Self.longestText else {
+            throw ConsoleProblem.badRequest("Search for at most \(Self.longestText) bytes of text.")
+        }
+        return DeadLetterFilter(
+            errorClass: errorClass.isEmpty ? nil : errorClass, runID: run.isEmpty ? nil : run, subscriptionIDs: subscriptions,
+            text: text.isEmpty ? nil : text)
     }
 }
 
@@ -131,7 +168,7 @@ struct DeadLettersView {
         (chrome, self.notice, filter) = (Chrome("Dead letters", tab: .dead, viewer: viewer), notice, fields)
         kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { errorClass, count in
             Kind(errorClass: errorClass, meaning: Self.meaning(of: errorClass), count: Shown.count(count),
-                 link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription)))
+                 link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription, text: fields.text)))
         }
         hasKinds = !kinds.isEmpty
         let matching = fields.isEmpty ? "" : " matching the filter"
@@ -157,7 +194,8 @@ struct DeadLettersView {
     /// The page of `fields`' letters, from the first or after `after`.
     private static func link(_ fields: DeadLetterFields, after: String? = nil) -> String {
         var query = URLComponents()
-        query.queryItems = [("error_class", fields.errorClass), ("run", fields.run), ("subscription", fields.subscription), ("after", after ?? "")]
+        query.queryItems = [("error_class", fields.errorClass), ("run", fields.run), ("subscription", fields.subscription), ("q", fields.text),
+                            ("after", after ?? "")]
             .filter { !$0.1.isEmpty }.map { URLQueryItem(name: $0.0, value: $0.1) }
         return "/console/dead" + (query.queryItems!.isEmpty ? "" : "?" + (query.percentEncodedQuery ?? ""))
     }

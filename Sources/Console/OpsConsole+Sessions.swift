@@ -126,13 +126,22 @@ struct LoginView {
     var problem: String?
 }
 
-/// A posted form (application/x-www-form-urlencoded), at most 16 KiB.
+/// A posted form (application/x-www-form-urlencoded), at most 16 KiB; or a form sent by GET, its
+/// query (where a browser writes a space as `+`, which a URL's own query decoding keeps).
 struct Form: Sendable {
     private var fields: [String: String] = [:]
 
     init(_ request: Request) async throws {
         let body = try await request.body.collect(upTo: 16 * 1024)
-        for pair in String(buffer: body).split(separator: "&") {
+        try self.init(encoded: String(buffer: body))
+    }
+
+    init(query request: Request) throws {
+        try self.init(encoded: request.uri.query ?? "")
+    }
+
+    private init(encoded text: String) throws {
+        for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = Self.decode(parts[0]), let value = Self.decode(parts.count > 1 ? parts[1] : "") else {
                 throw ConsoleProblem.badRequest("The form could not be read; reload the page and try again.")

@@ -58,9 +58,15 @@ struct WorkersView {
         var subscriptionID: Int64?
         var text: String
         var reason: String
-        var attempt: Int
-        var firstFailed: String
+        /// "not tried yet" (a pause postponed it, or a check waits for its time), or its attempt and first failure.
+        var tries: String
         var due: String
+    }
+
+    private static func tries(of job: Job?) -> String {
+        guard let job, job.attempt > 0 else { return "not tried yet" }
+        let first = job.firstFailedAt.map { ", first failed \(Shown.time(Date(timeIntervalSince1970: Double($0) / 1000)))" } ?? ""
+        return "attempt \(job.attempt)\(first)"
     }
 
     /// Subscriptions listed per process; the rest are counted.
@@ -95,8 +101,7 @@ struct WorkersView {
                 : "in \(Shown.duration(Double(item.dueAt - nowMs) / 1000))"
             return Delayed(
                 subscriptionID: item.job?.subscriptionID, text: item.text, reason: item.job.map { "\($0.reason)" } ?? "not a job",
-                attempt: item.job?.attempt ?? 0,
-                firstFailed: item.job?.firstFailedAt.map { Shown.time(Date(timeIntervalSince1970: Double($0) / 1000)) } ?? "-", due: due)
+                tries: Self.tries(of: item.job), due: due)
         }
         hasDelayed = !delayed.isEmpty
         nextPage = offset + delayed.count < total && delayed.count == OpsConsole.delayedPage

@@ -6,7 +6,7 @@ enum Templates {
     static func library() throws -> MustacheLibrary {
         var library = MustacheLibrary()
         for (name, text) in [
-            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend),
+            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay),
             ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
         ] {
             try library.register(text, named: name)
@@ -255,6 +255,7 @@ enum Templates {
           <label>Error class <input name="error_class" value="{{filter.errorClass}}" placeholder="apple.21002"></label>
           <label>Run <input name="run" value="{{filter.run}}" placeholder="2026-11-24"></label>
           <label>Subscription <input name="subscription" value="{{filter.subscription}}" inputmode="numeric"></label>
+          <label>Text <input name="q" value="{{filter.text}}" placeholder="timed out" maxlength="200"></label>
           <button type="submit">Filter</button>
         </form>
         {{#hasKinds}}
@@ -265,7 +266,7 @@ enum Templates {
           <tbody>
           {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a> <span class="muted meaning">{{meaning}}</span></td><td>{{count}}</td>
             <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{chrome.csrf}}">
-              <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}">
+              <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}"><input type="hidden" name="q" value="{{filter.text}}">
               <button type="submit" class="replay-kind">Replay {{count}}</button></form></td></tr>{{/kinds}}
           </tbody>
         </table>
@@ -331,8 +332,7 @@ enum Templates {
           {{#hasDelayed}}
           <ul id="delayed" class="letters">
             {{#delayed}}<li><span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}{{text}}{{/subscriptionID}}</span>
-              <span class="kind">{{reason}}</span><span class="muted">attempt {{attempt}}</span>
-              <span class="message">first failed {{firstFailed}}</span><span class="when-due">{{due}}</span></li>{{/delayed}}
+              <span class="kind">{{reason}}</span><span class="message">{{tries}}</span><span class="when-due">{{due}}</span></li>{{/delayed}}
           </ul>
           {{/hasDelayed}}
           <p class="pages">{{#previousPage}}<a href="{{previousPage}}" id="previous-page">← sooner</a>{{/previousPage}}
@@ -366,7 +366,21 @@ enum Templates {
         """
 
     static let filterFields = """
-        <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="subscription" value="{{subscription}}">
+        <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="subscription" value="{{subscription}}"><input type="hidden" name="q" value="{{text}}">
+        """
+
+    static let confirmReplay = """
+        {{<layout}}{{$main}}
+        <h1>Replay dead letters?</h1>
+        <p id="replay-question">{{question}}</p>
+        <form method="post" action="/console/dead/replay">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+          <input type="hidden" name="confirm" value="yes">
+          {{#filter}}{{> filter-fields}}{{/filter}}
+          <button type="submit" id="confirm-replay">Replay {{count}}</button>
+          <a href="/console/dead">Cancel</a>
+        </form>
+        {{/main}}{{/layout}}
         """
 
     static let subscriptions = """

@@ -24,12 +24,17 @@ public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
     public var subscriptionIDs: Set<Int64>?
     /// Dead-letter stream entry ids (`DeadLetter.id`): one letter, or a chosen few.
     public var ids: Set<String>?
+    /// Text the letter's failure message, error class or job holds, whatever its case.
+    public var text: String?
 
-    public init(errorClass: String? = nil, runID: String? = nil, subscriptionIDs: Set<Int64>? = nil, ids: Set<String>? = nil) {
+    public init(
+        errorClass: String? = nil, runID: String? = nil, subscriptionIDs: Set<Int64>? = nil, ids: Set<String>? = nil, text: String? = nil
+    ) {
         self.errorClass = errorClass
         self.runID = runID
         self.subscriptionIDs = subscriptionIDs
         self.ids = ids
+        self.text = text
     }
 
     /// Every dead letter.
@@ -37,7 +42,7 @@ public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
 
     /// "all", or the criteria as the audit trail and the logs name them: "error-class=apple.21002 run=…".
     public var description: String {
-        let named = [errorClass.map { "error-class=\($0)" }, runID.map { "run=\($0)" }].compactMap(\.self)
+        let named = [errorClass.map { "error-class=\($0)" }, runID.map { "run=\($0)" }, text.map { "text=\($0)" }].compactMap(\.self)
             + (subscriptionIDs ?? []).sorted().map { "subscription=\($0)" } + (ids ?? []).sorted().map { "id=\($0)" }
         return named.isEmpty ? "all" : named.joined(separator: " ")
     }
@@ -47,6 +52,9 @@ public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
         if let errorClass, letter.failure.errorClass != errorClass { return false }
         if let runID, letter.job?.runID != runID { return false }
         if let subscriptionIDs, !(letter.job.map { subscriptionIDs.contains($0.subscriptionID) } ?? false) {
+            return false
+        }
+        if let text, ![letter.failure.message, letter.failure.errorClass, letter.jobText].contains(where: { $0.localizedCaseInsensitiveContains(text) }) {
             return false
         }
         return true

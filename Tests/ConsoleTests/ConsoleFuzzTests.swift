@@ -28,7 +28,7 @@ import Testing
                 if status >= 500 || status == 0 { failures.append("\(status) for \(what)") }
             }
             let gets: [(path: String, parameters: [String])] = [
-                ("/console", ["window"]), ("/console/dead", ["after", "error_class", "run", "subscription"]),
+                ("/console", ["window"]), ("/console/dead", ["after", "error_class", "run", "subscription", "q"]),
                 ("/console/subscriptions", ["q"]), ("/console/workers", ["from"]), ("/console/audit", ["before", "action"]),
                 ("/console/webhooks", ["page"]),
             ]
@@ -46,7 +46,8 @@ import Testing
                     ("/console/subscriptions/1/extend", ["days": value, "reason": "service-issue"]),
                     ("/console/subscriptions/\(segment)/verify", [:]),
                     ("/console/dead/replay", ["id": value]), ("/console/dead/purge", ["id": value, "confirm": "yes"]),
-                    ("/console/dead/replay", ["subscription": value]), ("/console/dead/replay", ["error_class": value, "run": value]),
+                    ("/console/dead/replay", ["subscription": value]), ("/console/dead/replay", ["error_class": value, "run": value, "q": value]),
+                    ("/console/dead/replay", ["q": value, "confirm": "yes"]),
                 ]
                 for (path, form) in posts {
                     let reply = try await console.post(path, form.merging(["csrf": session.csrf]) { $1 }, session: session)

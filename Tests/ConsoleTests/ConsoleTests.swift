@@ -494,7 +494,18 @@ import Testing
             #expect(filtered.text(id: "dead-count") == "All 4 dead letters matching the filter, oldest first.")
             #expect(try await console.get("/console/dead?after=junk", session: session).status == 400)
 
-            let replayed = try await console.post("/console/dead/replay", ["csrf": session.csrf, "error_class": "timeout"], session: session)
+            // Found by any text of theirs, whatever its case.
+            let found = try await console.get("/console/dead?q=NO+ANSWER", session: session)
+            #expect(found.text(id: "dead-count") == "All 4 dead letters matching the filter, oldest first.")
+            #expect(found.body.contains(#"<input type="hidden" name="q" value="NO ANSWER">"#), "the bulk actions keep the search")
+
+            // A kind's replay asks first, saying how many.
+            let asked = try await console.post("/console/dead/replay", ["csrf": session.csrf, "error_class": "timeout"], session: session)
+            #expect(asked.status == 200 && asked.text(id: "replay-question")?.hasPrefix("Replay 4 dead letters matching error class timeout?") == true,
+                    "\(asked.body)")
+            #expect(try await console.onQueue { try $0.countDeadLetters() }.total == 107, "nothing replayed before the answer")
+            let replayed = try await console.post(
+                "/console/dead/replay", ["csrf": session.csrf, "error_class": "timeout", "confirm": "yes"], session: session)
             #expect(replayed.location == "/console/dead?done=replayed&n=4")
             let left = try await console.onQueue { try $0.countDeadLetters() }
             #expect(left.byErrorClass == ["apple.21002": 103])
@@ -666,6 +677,9 @@ import Testing
                 try thread.enqueue(subscriptionIDs: [901, 902, 903], run: "busy", reason: .nightly)
                 let held = try thread.reserve(count: 3, block: .zero)
                 _ = try thread.retry(held[2], after: JobFailure(errorClass: "timeout", message: "no answer"))
+                // A job not tried yet: one for an event, due in an hour.
+                let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+                try thread.schedule(Job(subscriptionID: 904, runID: "push", reason: .notification, enqueuedAt: later), at: later)
                 try thread.reportProcess(WorkerProcess(name: "box-7-4242-k3", host: "box-7", pid: 4242, threads: 8,
                                                        startedAt: Int64(Date().timeIntervalSince1970 * 1000) - 600_000, jobsDone: 1234))
                 return held.prefix(2).map(\.job.subscriptionID)
@@ -674,8 +688,9 @@ import Testing
             #expect(page.body.contains(#"<tr data-process="box-7-4242-k3"><td>box-7</td><td>4242</td><td>8</td>"#))
             #expect(page.body.contains(#"<td class="jobs-done">1,234</td>"#))
             for id in held { #expect(page.body.contains(#"<a href="/console/subscriptions/\#(id)">\#(id)</a>"#)) }
-            #expect(page.text(id: "delayed-count")?.hasPrefix("1 job waits for a time") == true)
-            #expect(page.body.contains("<span class=\"kind\">nightly</span><span class=\"muted\">attempt 1</span>"))
+            #expect(page.text(id: "delayed-count")?.hasPrefix("2 jobs wait for a time") == true)
+            #expect(page.body.contains("<span class=\"kind\">nightly</span><span class=\"message\">attempt 1, first failed "))
+            #expect(page.body.contains("<span class=\"kind\">notification</span><span class=\"message\">not tried yet</span>"))
         }
     }
 

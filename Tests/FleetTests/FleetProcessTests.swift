@@ -33,15 +33,14 @@ import Testing
                     #expect(try await [calmSettled, chaosSettled] == [true, true])
                     simulator.store.clock.set(nowMs: Self.nowMs)
                     let due = Date().addingTimeInterval(400 * 86_400)  // everything is due by then
-                    for setup in [calm, chaos] {
-                        #expect(try await setup.schedule(runID: "now", now: due).enqueued == setup.subscriptions.count)
-                    }
+                    // The chaos deployment's workers start while the calm one works; its run comes after.
+                    let first = try FleetProcess(["worker"], environment: chaos.environment)
+                    let second = try FleetProcess(["worker"], environment: chaos.environment)
+                    #expect(try await calm.schedule(runID: "now", now: due).enqueued == calm.subscriptions.count)
                     #expect(try await calm.work().isSettled)
                     // 20 ms per answer from now on: the run takes long enough for a worker to die in the middle of it.
                     try simulator.store.setKnobs(FaultKnobs(latency: Latency(meanMs: 20)))
-
-                    let first = try FleetProcess(["worker"], environment: chaos.environment)
-                    let second = try FleetProcess(["worker"], environment: chaos.environment)
+                    #expect(try await chaos.schedule(runID: "now", now: due).enqueued == chaos.subscriptions.count)
                     _ = try await chaos.status(within: .seconds(30)) { status in
                         status.queue.consumers > 0 && status.queue.reserved > 0
                     }
