@@ -2,6 +2,7 @@ import AppStore
 import Fleet
 import Foundation
 import Hummingbird
+import JobQueue
 import Lanes
 import Ledger
 import Operations
@@ -71,13 +72,14 @@ extension OpsConsole {
     func subscription(_ request: Request, id text: String) async throws -> Response {
         let viewer = try await viewer(request)
         let id = try Self.subscriptionID(text)
-        let found = try await lanes.run { desk -> (SubscriptionDetail, [ConsumptionRequestRecord])? in
+        let found = try await lanes.run { desk -> (SubscriptionDetail, [ConsumptionRequestRecord], SubscriptionJobs?)? in
             guard let detail = try desk.ledger.detail(id: id, events: 100, verifications: 10) else { return nil }
-            return (detail, try desk.ledger.consumptionRequests(subscriptionID: id))
+            // The page is PostgreSQL's: a Redis that does not answer leaves only its part unsaid.
+            return (detail, try desk.ledger.consumptionRequests(subscriptionID: id), try? desk.queue.jobs(ofSubscription: id))
         }
-        guard let (detail, refundRequests) = found else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
+        guard let (detail, refundRequests, jobs) = found else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
         var view = SubscriptionPageView(viewer: viewer, query: String(id), notice: Notice(request)?.text)
-        view.subscription = .init(detail, refundRequests: refundRequests, now: Date())
+        view.subscription = .init(detail, refundRequests: refundRequests, jobs: jobs, now: Date())
         return page("subscriptions", view)
     }
 
@@ -146,6 +148,17 @@ struct SubscriptionPageView {
         /// The customer's refund requests Apple asked about (CONSUMPTION_REQUEST), newest first.
         var refundRequests: [RefundRequest]
         var hasRefundRequests: Bool
+        /// Its jobs in Redis: in hand, waiting for a time, dead.
+        var queueSummary: String
+        var queueJobs: [QueueJob]
+        var hasQueueJobs: Bool
+
+        struct QueueJob {
+            var place: String
+            var reason: String
+            var detail: String
+            var deadLink: String?
+        }
 
         struct Event {
             var type: String
@@ -185,7 +198,7 @@ struct SubscriptionPageView {
             }
         }
 
-        init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = [], now: Date) {
+        init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = [], jobs: SubscriptionJobs? = nil, now: Date) {
             let record = detail.subscription
             id = record.id
             originalTransactionID = record.originalTransactionID
@@ -213,6 +226,33 @@ struct SubscriptionPageView {
             }
             self.refundRequests = refundRequests.map(RefundRequest.init)
             hasRefundRequests = !refundRequests.isEmpty
+            (queueSummary, queueJobs) = Self.queue(jobs, subscriptionID: record.id, now: now)
+            hasQueueJobs = !queueJobs.isEmpty
+        }
+
+        private static func queue(_ jobs: SubscriptionJobs?, subscriptionID: Int64, now: Date) -> (String, [QueueJob]) {
+            guard let jobs else { return ("Redis did not answer: its jobs cannot be shown now.", []) }
+            let nowMs = Int64(now.timeIntervalSince1970 * 1000)
+            func time(_ ms: Int64) -> String { Shown.time(Date(timeIntervalSince1970: Double(ms) / 1000)) }
+            let held = jobs.inHand.map { QueueJob(place: "in hand", reason: "\($0.job.reason)", detail: "held by \($0.consumer)") }
+            let waiting = jobs.waiting.map { item in
+                QueueJob(place: "waiting", reason: item.job.map { "\($0.reason)" } ?? "not a job",
+                         detail: (item.dueAt <= nowMs ? "due since " : "due ") + time(item.dueAt)
+                             + (item.job.map { $0.attempt > 0 ? ", attempt \($0.attempt)" : ", not tried yet" } ?? ""))
+            }
+            let dead = jobs.dead.map { letter in
+                QueueJob(place: "dead", reason: letter.failure.errorClass,
+                         detail: "\(letter.failure.message) (×\(letter.attempts), \(time(letter.buriedAt)))",
+                         deadLink: "/console/dead?subscription=\(subscriptionID)")
+            }
+            let summary = switch (jobs.queued, held.isEmpty && waiting.isEmpty && dead.isEmpty) {
+            case (false, true): "No job for it is in the queue, and it has no dead letters."
+            case (true, true): "A job for it is ready, about to be taken."
+            case (true, false): "A job for it is queued:"
+            case (false, false): "No nightly or replayed job for it is queued:"
+            }
+            let partial = jobs.waitingComplete ? "" : " (the jobs waiting for a time are too many to look through whole: those found)"
+            return (summary + partial, held + waiting + dead)
         }
     }
 }

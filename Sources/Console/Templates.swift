@@ -433,6 +433,14 @@ enum Templates {
           <tbody>{{#verifications}}<tr><td>{{at}}</td><td>{{outcome}}</td><td>{{backend}}</td><td>{{apple}}</td><td class="message">{{error}}</td></tr>{{/verifications}}</tbody>
         </table>
         </div>
+        <h3>In the queue</h3>
+        <p id="queue-summary">{{queueSummary}}</p>
+        {{#hasQueueJobs}}
+        <ul id="queue-jobs" class="letters">
+          {{#queueJobs}}<li data-where="{{place}}"><span class="kind">{{place}}</span><span class="muted">{{reason}}</span><span class="message">{{detail}}</span>
+            {{#deadLink}}<a href="{{deadLink}}">dead letters</a>{{/deadLink}}</li>{{/queueJobs}}
+        </ul>
+        {{/hasQueueJobs}}
         {{#hasRefundRequests}}
         <h3>Refund requests</h3>
         <div class="scroll">

@@ -512,6 +512,29 @@ import Testing
         }
     }
 
+    /// A subscription's page lists what the queue holds for it: a job waiting for a time, its dead letter.
+    @Test func aSubscriptionsPageListsItsWaitingJobsAndDeadLetters() async throws {
+        try await ConsoleHarness.with { console in
+            let record = try await console.subscriptionWithHistory()
+            let session = try await console.logIn()
+            let quiet = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(quiet.text(id: "queue-summary") == "No job for it is in the queue, and it has no dead letters.")
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: [record.id], run: "night-9", reason: .nightly)
+                let job = try #require(try queue.reserve(count: 1, block: .zero).first)
+                try queue.bury(job, failure: JobFailure(errorClass: "apple.21002", message: "the receipt data was malformed"))
+                let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+                try queue.schedule(Job(subscriptionID: record.id, runID: "push", reason: .notification, enqueuedAt: later), at: later)
+            }
+            let page = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(page.text(id: "queue-summary") == "No nightly or replayed job for it is queued:", "\(page.body)")
+            #expect(page.body.contains(#"<li data-where="waiting"><span class="kind">waiting</span><span class="muted">notification</span><span class="message">due "#))
+            #expect(page.body.contains(", not tried yet</span>"))
+            #expect(page.body.contains(#"<span class="muted">apple.21002</span><span class="message">the receipt data was malformed (×1, "#))
+            #expect(page.body.contains(#"<a href="/console/dead?subscription=\#(record.id)">dead letters</a>"#))
+        }
+    }
+
     @Test func aSubscriptionShowsItsStateEntitlementAndEvents() async throws {
         try await ConsoleHarness.with { console in
             let record = try await console.subscriptionWithHistory()
