@@ -8,10 +8,9 @@ extension OpsConsole {
         let viewer = try await viewer(request)
         let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
         let (status, samples, minutes, runs) = try await lanes.run { desk in
-            // Past runs from the ledger; those still settling with their tally's fresher figures.
-            let runs = try desk.ledger.schedulerRuns(limit: 10).map { run in
-                (run, run.finishedAt == nil ? try desk.queue.tally(ofRun: run.runID) : nil)
-            }
+            // Past runs from the ledger, with their tallies' fresher figures while Redis keeps them: a
+            // finished run's dead letters replayed later are verified or dead again in its tally.
+            let runs = try desk.ledger.schedulerRuns(limit: 10).map { run in (run, try desk.queue.tally(ofRun: run.runID)) }
             return (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
                     try desk.store.samples(.minutes, within: window.duration), runs)
         }

@@ -35,7 +35,7 @@ struct OverviewView {
     var rateChart: Chart
     var answersChart: Chart
 
-    /// One row of the past runs' table (`scheduler_runs`, with a live tally's figures while it settles).
+    /// One row of the past runs' table (`scheduler_runs`, with its tally's figures while Redis keeps it).
     struct PastRun {
         var runID: String
         var started: String

@@ -253,6 +253,26 @@ import Testing
         }
     }
 
+    /// A finished run's row stays current: its dead letter replayed later is no longer counted dead.
+    @Test func aFinishedRunsRowFollowsItsReplayedDeadLetters() async throws {
+        try await ConsoleHarness.with { console in
+            _ = try await console.queueWithADeadLetter()  // run console-test: one dead, the rest queued
+            try await console.onLedger { ledger in
+                try ledger.recordSchedulerPass(runID: "console-test", startedAt: Date().addingTimeInterval(-600), due: 3, enqueued: 3)
+                try ledger.updateSchedulerRun(runID: "console-test", verified: 2, dead: 1, toGo: 0, lastSettledAt: Date())
+            }
+            let session = try await console.logIn()
+            func row() async throws -> String {
+                try #require(try await console.get("/console", session: session).body
+                    .firstMatch(of: #/<tr data-run="console-test">.*?</tr>/#.dotMatchesNewlines()).map { String($0.0) })
+            }
+            #expect(try await row().contains(#"<td class="problem">1</td>"#))
+            _ = try await console.onQueue { try $0.replay(matching: .all) }
+            let replayed = try await row()
+            #expect(replayed.contains(#"<td class="">0</td>"#), "\(replayed)")
+        }
+    }
+
     /// When `notifications recover` last ran, and what it found, from the audit trail it writes.
     @Test func theOverviewSaysWhenMissedNotificationsWereLastRecovered() async throws {
         try await ConsoleHarness.with { console in
