@@ -1,6 +1,7 @@
 import Fleet
 import Foundation
 import Hummingbird
+import JobQueue
 
 /// The overview, and pausing and resuming the fleet.
 extension OpsConsole {
@@ -80,6 +81,9 @@ struct Notice {
         case "extended": text = "Apple extended the renewal date. Its check is queued: renewal_extended follows once a worker has verified it."
         case "extension-refused": text = "Apple refused the extension; the audit trail says why."
         case "already-confirmed": text = "That confirmation was already sent: the action was done once, not again."
+        case let done? where done.hasPrefix("waiting-"):
+            guard let action = WaitingJobAction(rawValue: String(done.dropFirst("waiting-".count))) else { return nil }
+            text = "\(count) waiting job\(count == 1 ? "" : "s") \(action.done)."
         default: return nil
         }
     }

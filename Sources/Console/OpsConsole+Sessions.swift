@@ -130,6 +130,8 @@ struct LoginView {
 /// query (where a browser writes a space as `+`, which a URL's own query decoding keeps).
 struct Form: Sendable {
     private var fields: [String: String] = [:]
+    /// Every value of a name sent several times (checkboxes), in order.
+    private var repeated: [String: [String]] = [:]
 
     init(_ request: Request) async throws {
         let body = try await request.body.collect(upTo: 16 * 1024)
@@ -147,6 +149,7 @@ struct Form: Sendable {
                 throw ConsoleProblem.badRequest("The form could not be read; reload the page and try again.")
             }
             if fields[name] == nil { fields[name] = value }
+            repeated[name, default: []].append(value)
         }
     }
 
@@ -155,4 +158,6 @@ struct Form: Sendable {
     }
 
     subscript(_ name: String) -> String? { fields[name] }
+
+    func values(_ name: String) -> [String] { repeated[name] ?? [] }
 }

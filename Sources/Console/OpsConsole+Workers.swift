@@ -24,14 +24,67 @@ extension OpsConsole {
             (try desk.queue.processes(), try desk.queue.stats(),
              try desk.queue.delayedJobs(offset: offset, limit: Self.delayedPage))
         }
-        return page("workers", WorkersView(
+        var view = WorkersView(
             viewer: viewer, processes: processes, visibilityTimeout: fleet.visibilityTimeout, stats: stats, delayed: delayed, offset: offset,
-            now: Date()))
+            now: Date())
+        view.notice = Notice(request)?.text
+        return page("workers", view)
+    }
+
+    /// Retries now, deletes or buries the waiting jobs ticked on the workers page, once the
+    /// operator confirmed how many (`confirm-waiting`).
+    func actOnWaiting(_ request: Request) async throws -> Response {
+        let (who, form) = try await operatorActing(request)
+        guard let action = form["action"].flatMap(WaitingJobAction.init(rawValue:)) else {
+            throw ConsoleProblem.badRequest("Choose what to do: retry, delete or bury.")
+        }
+        let texts = form.values("job")
+        guard (1...Self.delayedPage).contains(texts.count) else {
+            throw ConsoleProblem.badRequest("Tick from 1 to \(Self.delayedPage) waiting jobs to act on.")
+        }
+        let jobs = try texts.map { text in
+            guard let job = try? Job(encoded: text) else { throw ConsoleProblem.badRequest("'\(text.prefix(40))' is not a job.") }
+            return job
+        }
+        guard form["confirm"] == "yes" else {
+            return page("confirm-waiting", ConfirmWaitingView(chrome: Chrome("Act on waiting jobs?", viewer: who), action: action, jobs: jobs))
+        }
+        let subscriptions = jobs.map { String($0.subscriptionID) }.joined(separator: " ")
+        let acted = try await audited(
+            who, "jobs.\(action.rawValue)", target: "\(jobs.count) waiting jobs", details: ["subscriptions": String(subscriptions.prefix(1_000))],
+            results: { ["acted": "\($0)"] }
+        ) { desk in try desk.queue.act(action, onWaiting: jobs, by: who.name) }
+        logger.notice("console: acted on waiting jobs", metadata: ["operator": "\(who.name)", "action": "\(action)", "acted": "\(acted)"])
+        return Self.redirect(to: "/console/workers?done=waiting-\(action.rawValue)&n=\(acted)")
+    }
+}
+
+/// The question before acting on waiting jobs: what, to how many, and what follows.
+struct ConfirmWaitingView {
+    let chrome: Chrome
+    var action: String
+    var jobs: [String]
+    var question: String
+    var button: String
+
+    init(chrome: Chrome, action: WaitingJobAction, jobs: [Job]) {
+        (self.chrome, self.action, self.jobs) = (chrome, action.rawValue, jobs.map(\.encoded))
+        let count = jobs.count == 1 ? "1 waiting job" : "\(jobs.count) waiting jobs"
+        let ids = jobs.prefix(10).map { String($0.subscriptionID) }.joined(separator: ", ") + (jobs.count > 10 ? ", …" : "")
+        (question, button) = switch action {
+        case .retryNow: ("Retry \(count) now (subscriptions \(ids))? Each keeps its attempts and goes to the ready queue within a second.",
+                         "Retry \(count) now")
+        case .delete: ("Delete \(count) (subscriptions \(ids))? This occurrence only: a subscription's next sweep queues it again when it is due.",
+                       "Delete \(count)")
+        case .bury: ("Send \(count) to the dead letters (subscriptions \(ids))? They can be replayed or purged there.",
+                     "Send \(count) to the dead letters")
+        }
     }
 }
 
 struct WorkersView {
     let chrome: Chrome
+    var notice: String?
     var processes: [Process]
     var hasProcesses: Bool
     var delayedSummary: String
@@ -56,6 +109,8 @@ struct WorkersView {
 
     struct Delayed {
         var subscriptionID: Int64?
+        /// Whether it can be acted on: an entry that is not a job cannot.
+        var isJob: Bool
         var text: String
         var reason: String
         /// "not tried yet" (a pause postponed it, or a check waits for its time), or its attempt and first failure.
@@ -100,7 +155,7 @@ struct WorkersView {
             let due = item.dueAt <= nowMs ? "due \(ago(item.dueAt))"
                 : "in \(Shown.duration(Double(item.dueAt - nowMs) / 1000))"
             return Delayed(
-                subscriptionID: item.job?.subscriptionID, text: item.text, reason: item.job.map { "\($0.reason)" } ?? "not a job",
+                subscriptionID: item.job?.subscriptionID, isJob: item.job != nil, text: item.text, reason: item.job.map { "\($0.reason)" } ?? "not a job",
                 tries: Self.tries(of: item.job), due: due)
         }
         hasDelayed = !delayed.isEmpty

@@ -14,11 +14,12 @@ import Operations
 /// /console; `receiptfleet console` serves it alone (`ConsoleServer`).
 ///
 ///     GET  /console                      the queue, Apple, tonight's run; pause and resume
-///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…); replay, purge
+///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…&q=text); replay, purge
 ///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id};
 ///                                        verify it now, extend its renewal date (with a confirmation)
 ///     GET  /console/webhooks             endpoints and their delivery health
-///     GET  /console/workers              worker processes and the jobs they hold; delayed jobs (?from=N)
+///     GET  /console/workers              worker processes and the jobs they hold; delayed jobs (?from=N): retry now,
+///                                        delete, bury the ticked ones (with a confirmation)
 ///     GET  /console/audit                the audit trail, newest first (?action=…&before=id)
 ///     GET|POST /console/login, POST /console/logout
 ///
@@ -61,6 +62,7 @@ public final class OpsConsole: Sendable {
         console.get("/dead") { request, _ in try await self.deadLetters(request) }
         console.post("/dead/replay") { request, _ in try await self.replayDeadLetters(request) }
         console.post("/dead/purge") { request, _ in try await self.purgeDeadLetters(request) }
+        console.post("/workers/waiting") { request, _ in try await self.actOnWaiting(request) }
         console.get("/subscriptions") { request, _ in try await self.findSubscription(request) }
         console.get("/subscriptions/:id") { request, context in
             try await self.subscription(request, id: context.parameters.get("id") ?? "")

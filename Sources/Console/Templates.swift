@@ -6,7 +6,7 @@ enum Templates {
     static func library() throws -> MustacheLibrary {
         var library = MustacheLibrary()
         for (name, text) in [
-            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay),
+            ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay), ("confirm-waiting", confirmWaiting),
             ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
         ] {
             try library.register(text, named: name)
@@ -330,8 +330,14 @@ enum Templates {
           <p class="hint">Retries after their backoff, jobs a pause postponed, and checks scheduled after a renewal.</p>
           <p id="delayed-count">{{delayedSummary}}</p>
           {{#hasDelayed}}
+          <form method="post" action="/console/workers/waiting" id="waiting-actions" class="actions">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+            With the ticked jobs: <button type="submit" name="action" value="retry" id="retry-waiting">Retry now</button>
+            <button type="submit" name="action" value="delete" id="delete-waiting">Delete</button>
+            <button type="submit" name="action" value="bury" id="bury-waiting" class="danger">Send to the dead letters</button>
+          </form>
           <ul id="delayed" class="letters">
-            {{#delayed}}<li><span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}{{text}}{{/subscriptionID}}</span>
+            {{#delayed}}<li>{{#isJob}}<input type="checkbox" name="job" value="{{text}}" form="waiting-actions" aria-label="this job">{{/isJob}}<span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}{{text}}{{/subscriptionID}}</span>
               <span class="kind">{{reason}}</span><span class="message">{{tries}}</span><span class="when-due">{{due}}</span></li>{{/delayed}}
           </ul>
           {{/hasDelayed}}
@@ -367,6 +373,21 @@ enum Templates {
 
     static let filterFields = """
         <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="subscription" value="{{subscription}}"><input type="hidden" name="q" value="{{text}}">
+        """
+
+    static let confirmWaiting = """
+        {{<layout}}{{$main}}
+        <h1>Act on waiting jobs?</h1>
+        <p id="waiting-question">{{question}}</p>
+        <form method="post" action="/console/workers/waiting">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+          <input type="hidden" name="confirm" value="yes">
+          <input type="hidden" name="action" value="{{action}}">
+          {{#jobs}}<input type="hidden" name="job" value="{{.}}">{{/jobs}}
+          <button type="submit" id="confirm-waiting">{{button}}</button>
+          <a href="/console/workers">Cancel</a>
+        </form>
+        {{/main}}{{/layout}}
         """
 
     static let confirmReplay = """

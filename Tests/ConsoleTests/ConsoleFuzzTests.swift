@@ -48,6 +48,7 @@ import Testing
                     ("/console/dead/replay", ["id": value]), ("/console/dead/purge", ["id": value, "confirm": "yes"]),
                     ("/console/dead/replay", ["subscription": value]), ("/console/dead/replay", ["error_class": value, "run": value, "q": value]),
                     ("/console/dead/replay", ["q": value, "confirm": "yes"]),
+                    ("/console/workers/waiting", ["action": value, "job": value]), ("/console/workers/waiting", ["action": "delete", "job": value, "confirm": "yes"]),
                 ]
                 for (path, form) in posts {
                     let reply = try await console.post(path, form.merging(["csrf": session.csrf]) { $1 }, session: session)

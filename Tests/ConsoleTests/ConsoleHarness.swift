@@ -140,11 +140,18 @@ struct ConsoleHarness: Sendable {
 
     /// `forwardedFor`: the caller a proxy in front would name in X-Forwarded-For.
     func post(_ path: String, _ form: [String: String], session: Session? = nil, replica: Int = 0, forwardedFor: String? = nil) async throws -> Reply {
+        try await post(path, fields: form.map { ($0.key, $0.value) }, session: session, replica: replica, forwardedFor: forwardedFor)
+    }
+
+    /// A form whose names may repeat (ticked checkboxes), in order.
+    func post(
+        _ path: String, fields form: [(String, String)], session: Session? = nil, replica: Int = 0, forwardedFor: String? = nil
+    ) async throws -> Reply {
         var headers = Self.headers(session)
         if let forwardedFor { headers.append(name: "X-Forwarded-For", value: forwardedFor) }
         headers.append(name: "Content-Type", value: "application/x-www-form-urlencoded")
         let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
-        let body = form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
+        let body = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }.joined(separator: "&")
         let (url, sent) = (baseURL(replica) + path, headers)
         return try await onOwnThread {
             let response = try HTTPClient().post(url: url, json: Array(body.utf8), headers: sent)

@@ -737,6 +737,43 @@ import Testing
         }
     }
 
+    /// Waiting jobs ticked on the workers page are retried now, deleted or buried, once the operator
+    /// confirmed how many; the audit trail names the action.
+    @Test func waitingJobsAreActedOnAfterAConfirmation() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let texts = try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: [921, 922, 923], run: "waiting", reason: .nightly)
+                for reserved in try queue.reserve(count: 3, block: .zero) {
+                    _ = try queue.retry(reserved, after: JobFailure(errorClass: "timeout", message: "no answer"))
+                }
+                return try queue.delayedJobs().map(\.text)
+            }
+            let page = try await console.get("/console/workers", session: session)
+            for text in texts { #expect(page.body.contains(#"<input type="checkbox" name="job" value="\#(text.replacingOccurrences(of: "|", with: "&#124;"))""#) || page.body.contains(#"value="\#(text)""#)) }
+
+            let two = [("csrf", session.csrf), ("action", "delete"), ("job", texts[0]), ("job", texts[1])]
+            let asked = try await console.post("/console/workers/waiting", fields: two, session: session)
+            #expect(asked.status == 200 && asked.text(id: "waiting-question")?.hasPrefix("Delete 2 waiting jobs (subscriptions ") == true, "\(asked.body)")
+            #expect(try await console.status().queue.delayedLater + console.status().queue.delayedDue == 3, "nothing done before the answer")
+            let done = try await console.post("/console/workers/waiting", fields: two + [("confirm", "yes")], session: session)
+            #expect(done.location == "/console/workers?done=waiting-delete&n=2")
+            let after = try await console.get(try #require(done.location), session: session)
+            #expect(after.text(id: "notice") == "2 waiting jobs deleted.")
+            #expect(after.text(id: "delayed-count")?.hasPrefix("1 job waits for a time") == true)
+
+            let buried = try await console.post(
+                "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "bury"), ("job", texts[2]), ("confirm", "yes")], session: session)
+            #expect(buried.location == "/console/workers?done=waiting-bury&n=1")
+            #expect(try await console.status().queue.dead == 1)
+            let audit = try await console.get("/console/audit?action=jobs", session: session)
+            #expect(audit.body.contains("jobs.delete") && audit.body.contains("jobs.bury"), "\(audit.body)")
+            let unknown = try await console.post(
+                "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "explode"), ("job", texts[2])], session: session)
+            #expect(unknown.status == 400)
+        }
+    }
+
     /// A process whose heartbeat is late stays listed, marked silent, with the jobs it holds and when
     /// their leases run out; the overview names it as stopped, not starved. One that said goodbye is gone.
     @Test func aSilentWorkerStaysListedWithItsJobsAndTheirLeases() async throws {
