@@ -107,7 +107,7 @@ let package = Package(
         // What operators do beside the runtime: renewal extensions, order lookups, refund answers,
         // and the one reading of the fleet's status (status, the console, the gauges).
         .target(name: "Operations", dependencies: [
-            "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "AccessTokens", "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
             "PostgresClient",
             "RedisClient",
             .product(name: "Logging", package: "swift-log"),
@@ -176,9 +176,10 @@ let package = Package(
         .target(name: "Demo", dependencies: [
             "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "Operations",
             "HTTPClient", "JobQueue",
-            "Lanes", "Ledger", "PostgresClient", "RedisClient", "Terminal",
+            "Lanes", "Ledger", "PostgresClient", "ProcessRoot", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Executables.

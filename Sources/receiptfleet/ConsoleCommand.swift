@@ -28,9 +28,7 @@ struct ConsoleCommand: AsyncParsableCommand {
     @OptionGroup var console: ConsoleOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let resolved = try ResolvedConfiguration(options: options, console)
-        let fleet = try FleetSettings(resolved)
+        let (logger, resolved, fleet) = try options.setUp(console)
         guard let settings = try ConsoleSettings(resolved) else {
             throw ConfigurationError(key: "console-tokens", source: "default", reason:
                 "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
@@ -40,9 +38,7 @@ struct ConsoleCommand: AsyncParsableCommand {
         let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
             logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
         }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .console(server), settings: fleet, metrics: ProcessMetrics(), logger: logger), logger: logger)
-        logger.info("console stopped")
+        try await ProcessRoot.run(.console(server), settings: fleet, logger: logger)
     }
 }
 
@@ -50,8 +46,5 @@ struct ConsoleCommand: AsyncParsableCommand {
 struct ConsoleOptions: SettingFlags {
     static let commands = Commands.console
 
-    @Option(Settings.address) var address: String?
-    @Option(Settings.trustedProxies) var trustedProxies: String?
-    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
+    @OptionGroup var listen: ListenOptions
 }
-

@@ -2,6 +2,7 @@ import ArgumentParser
 import Fleet
 import FleetConfiguration
 import JobQueue
+import Operations
 import RedisClient
 
 /// `receiptfleet pause`

@@ -6,6 +6,7 @@ import Foundation
 import JobQueue
 import Ledger
 import Logging
+import Observability
 
 /// The flags every fleet command shares, one per flag setting of `SettingsRegistry` (its name and
 /// help come from there). Each setting comes from, strongest first: its flag, the environment
@@ -46,9 +47,30 @@ struct FleetOptions: SettingFlags {
     }
 }
 
+/// The flags of the fleet's HTTP servers, in `serve`'s and `console`'s groups: where one listens,
+/// and which proxies before it name its callers.
+struct ListenOptions: SettingFlags {
+    static let commands: Commands = [.serve, .console]
+
+    @Option(Settings.address) var address: String?
+    @Option(Settings.trustedProxies) var trustedProxies: String?
+    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
+}
+
+extension FleetOptions {
+    /// What a command that reads more than the fleet's settings starts from: its logger (`unset`:
+    /// its level when log-level is not set), the configuration with its own flags (`group`), and
+    /// the fleet's settings in it.
+    func setUp(_ group: (any SettingFlags)? = nil, unset: Logger.Level = .info) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
+        let logger = try setUpLogging(self, unset: unset)
+        let resolved = try group.map { try ResolvedConfiguration(options: self, $0) } ?? ResolvedConfiguration(options: self)
+        return (logger, resolved, try FleetSettings(resolved))
+    }
+}
+
 /// Logs at the log-level setting's level; `unset` where the command has a default of its own.
 func setUpLogging(_ options: FleetOptions, unset: Logger.Level = .info) throws -> Logger {
     let configuration = try ResolvedConfiguration(options: options)
     let level = try configuration.isSet(Settings.logLevel) ? configuration[Settings.logLevel] : unset
-    return setUpLogging(level: level.rawValue)
+    return ProcessLogging.bootstrap(level: level)
 }

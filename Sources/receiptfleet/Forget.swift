@@ -2,6 +2,7 @@ import ArgumentParser
 import Fleet
 import FleetConfiguration
 import Ledger
+import Operations
 import PostgresClient
 
 /// `receiptfleet subscriptions forget`
@@ -25,16 +26,15 @@ struct Forget: ParsableCommand {
               receiptfleet subscriptions forget 42 --yes
             """)
 
+    enum Words: SubscriptionWords {
+        static let id = "One subscription's id."
+        static let originalTransactionID = "The subscriptions with this original_transaction_id."
+        static let account = "Everything linked to this account of the app."
+    }
+
     @OptionGroup var options: FleetOptions
 
-    @Argument(help: "One subscription's id.")
-    var id: Int64?
-
-    @Option(name: .customLong("original-transaction-id"), help: "The subscriptions with this original_transaction_id.")
-    var originalTransactionID: String?
-
-    @Option(help: "Everything linked to this account of the app.")
-    var account: String?
+    @OptionGroup var named: SubscriptionNames<Words>
 
     @Option(help: "The app, a name from apps-file (--account: the app whose account it is, needed when there are several; --original-transaction-id: only this app's).")
     var app: String?
@@ -43,21 +43,19 @@ struct Forget: ParsableCommand {
     var yes = false
 
     func validate() throws {
-        guard [id != nil, originalTransactionID != nil, account != nil].filter({ $0 }).count == 1 else {
-            throw ValidationError("Name what to forget: an id, --original-transaction-id, or --account.")
-        }
-        if id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
+        guard named.given == 1 else { throw ValidationError("Name what to forget: an id, --original-transaction-id, or --account.") }
+        if named.id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
     }
 
     /// What to forget; an account is each app's own, so it needs the app when there are several.
     private func target(in apps: AppCatalog) throws -> ForgetTarget {
         let resolved = try apps.resolve(app)
-        if let id { return .subscription(id: id) }
-        if let originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
+        if let id = named.id { return .subscription(id: id) }
+        if let originalTransactionID = named.originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
         guard let app = resolved else {
             throw ValidationError("Accounts are each app's own: name the app with --app (\(apps.names.joined(separator: ", "))).")
         }
-        return .account(id: account ?? "", app: app)
+        return .account(id: named.account ?? "", app: app)
     }
 
     func run() throws {

@@ -25,8 +25,6 @@ struct Relay: AsyncParsableCommand {
     func run() async throws {
         let logger = try setUpLogging(options)
         let settings = try options.settings()
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .relay, settings: settings, metrics: ProcessMetrics(), logger: logger), logger: logger)
-        logger.info("relay stopped")
+        try await ProcessRoot.run(.relay, settings: settings, logger: logger)
     }
 }

@@ -42,9 +42,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let resolved = try ResolvedConfiguration(options: options, api)
-        let fleet = try FleetSettings(resolved)
+        let (logger, resolved, fleet) = try options.setUp(api)
         let settings = try APISettings(resolved)
         // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
         let rootSource = resolved.value("apple-root-certificate").map { "\($0.0) (from \($0.1))" }
@@ -70,23 +68,21 @@ struct Serve: AsyncParsableCommand {
                 "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
             ])
         }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .api(server), settings: fleet, metrics: metrics, logger: logger), logger: logger)
-        logger.info("API stopped")
+        try await ProcessRoot.run(.api(server), settings: fleet, metrics: metrics, logger: logger)
     }
 }
 
-/// `serve`'s own flags; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
+/// `serve`'s own flags: where it listens, and the API's; like every setting they also come from
+/// RECEIPTFLEET_<NAME> or the file.
 struct APIOptions: SettingFlags {
     static let commands = Commands.serve
 
-    @Option(Settings.address) var address: String?
+    @OptionGroup var listen: ListenOptions
+
     @Option(Settings.notificationEnvironments) var notificationEnvironments: String?
     @Option(Settings.maxBodyBytes) var maxBodyBytes: String?
     @Option(Settings.clientRateLimit) var clientRateLimit: String?
     @Option(Settings.clientRateBurst) var clientRateBurst: String?
     @Option(Settings.lanes) var lanes: String?
-    @Option(Settings.trustedProxies) var trustedProxies: String?
-    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
 }
 

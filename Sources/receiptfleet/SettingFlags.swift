@@ -18,7 +18,8 @@ extension Flag where Value == Bool {
 }
 
 /// A group of settings' flags: FleetOptions, APIOptions, ConsoleOptions. Its properties are the
-/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read.
+/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read,
+/// and groups of flags several commands share (ListenOptions).
 protocol SettingFlags: ParsableArguments {
     /// Whose flags they are.
     static var commands: Commands { get }
@@ -29,11 +30,16 @@ extension SettingFlags {
     var givenFlags: [String: String] {
         var flags: [String: String] = [:]
         for child in Mirror(reflecting: self).children {
+            if let group = child.value as? any SharedSettingFlags {
+                flags.merge(group.givenFlags) { $1 }
+                continue
+            }
             let property = String((child.label ?? "").drop { $0 == "_" })
             let value: String? = switch child.value {
             case let option as Option<String?>: option.wrappedValue
             case let flag as Flag<Bool>: flag.wrappedValue ? "true" : nil
-            default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String? or @Flag(Settings.…) var … = false")
+            default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String?, "
+                                         + "@Flag(Settings.…) var … = false, or @OptionGroup of SettingFlags")
             }
             let key = Self.key(ofProperty: property)
             guard let setting = Settings.named[key], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
@@ -62,6 +68,15 @@ extension SettingFlags {
         }
         return key
     }
+}
+
+/// A group of flags inside another: its flags are the outer group's too.
+private protocol SharedSettingFlags {
+    var givenFlags: [String: String] { get }
+}
+
+extension OptionGroup: SharedSettingFlags where Value: SettingFlags {
+    fileprivate var givenFlags: [String: String] { wrappedValue.givenFlags }
 }
 
 extension CompletionKind {

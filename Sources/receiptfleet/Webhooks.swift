@@ -2,6 +2,7 @@ import ArgumentParser
 import EventRelay
 import Fleet
 import FleetConfiguration
+import Operations
 import PostgresClient
 import Redaction
 import Terminal
@@ -63,30 +64,34 @@ struct Webhooks: ParsableCommand {
     }
 
     struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Stop delivering to an endpoint; its pending deliveries fail.",
-            discussion: "Examples:\n  receiptfleet webhooks disable 3")
-        @OptionGroup var options: FleetOptions
-        @Argument(help: "The endpoint id.") var id: Int64
+        static let configuration = Endpoint.command("disable", abstract: "Stop delivering to an endpoint; its pending deliveries fail.")
+        @OptionGroup var endpoint: Endpoint
 
-        func run() throws {
-            let settings = try options.settings()
-            try audited("webhooks.disable", target: "endpoint \(id)", settings: settings) { try registry(settings).disable(id: id) }
-            print("Webhook endpoint \(id) is disabled.")
-        }
+        func run() throws { try endpoint.change("disable", done: "disabled") { try $0.disable(id: $1) } }
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Remove an endpoint and its delivery history.",
-            discussion: "Examples:\n  receiptfleet webhooks remove 3")
+        static let configuration = Endpoint.command("remove", abstract: "Remove an endpoint and its delivery history.")
+        @OptionGroup var endpoint: Endpoint
+
+        func run() throws { try endpoint.change("remove", done: "removed") { try $0.remove(id: $1) } }
+    }
+
+    /// The endpoint a command changes for good (`webhooks VERB ID`).
+    struct Endpoint: ParsableArguments {
         @OptionGroup var options: FleetOptions
         @Argument(help: "The endpoint id.") var id: Int64
 
-        func run() throws {
+        /// The command's help: what it does, and how it is run.
+        static func command(_ verb: String, abstract: String) -> CommandConfiguration {
+            CommandConfiguration(abstract: abstract, discussion: "Examples:\n  receiptfleet webhooks \(verb) 3")
+        }
+
+        /// Changes it, recorded in the audit trail as webhooks.VERB, and says what it is now (`done`).
+        func change(_ verb: String, done: String, _ change: (WebhookRegistry, Int64) throws -> Void) throws {
             let settings = try options.settings()
-            try audited("webhooks.remove", target: "endpoint \(id)", settings: settings) { try registry(settings).remove(id: id) }
-            print("Webhook endpoint \(id) is removed.")
+            try audited("webhooks.\(verb)", target: "endpoint \(id)", settings: settings) { try change(registry(settings), id) }
+            print("Webhook endpoint \(id) is \(done).")
         }
     }
 }

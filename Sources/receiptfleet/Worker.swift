@@ -4,6 +4,7 @@ import Foundation
 import Lanes
 import ProcessRoot
 import Observability
+import Operations
 
 /// `receiptfleet worker`
 struct Worker: AsyncParsableCommand {
@@ -36,12 +37,9 @@ struct Worker: AsyncParsableCommand {
         let logger = try setUpLogging(options)
         let settings = try options.settings()
         if let warning = settings.visibilityTimeoutWarning { logger.warning("\(warning)") }
-        for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {
+        for warning in try await onNewThread(named: "rf-check", { try ConfigurationReview.redisDurabilityWarnings(settings) }) {
             logger.warning("\(warning)")
         }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .worker(withRelay: withRelay), settings: settings, metrics: ProcessMetrics(), logger: logger),
-            logger: logger)
-        logger.info("stopped")
+        try await ProcessRoot.run(.worker(withRelay: withRelay), settings: settings, logger: logger)
     }
 }
