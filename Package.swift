@@ -95,6 +95,12 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
 
+        // The settings as the command line's flags (swift-argument-parser), each named after its setting.
+        .target(name: "FleetFlags", dependencies: [
+            "FleetConfiguration",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
             "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
@@ -108,7 +114,7 @@ let package = Package(
         // and the one reading of the fleet's status (status, the console, the gauges).
         .target(name: "Operations", dependencies: [
             "AccessTokens", "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
-            "PostgresClient",
+            "PostgresClient", "Redaction",
             "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -186,7 +192,7 @@ let package = Package(
         .executableTarget(name: "receiptfleet", dependencies: [
             "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo",
             "EventRelay",
-            "Fleet", "FleetConfiguration", "JobQueue", "Lanes",
+            "Fleet", "FleetConfiguration", "FleetFlags", "JobQueue", "Lanes",
             "Ledger", "Observability", "Operations", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -5,29 +5,25 @@ import Lanes
 import Ledger
 
 extension NotificationRecovery {
-    /// What a run tells as it goes, for `receiptfleet notifications recover` to print.
+    /// What a run tells as it goes, in `receiptfleet notifications recover`'s words.
     public enum Event {
-        /// It resumes after the last recorded run: from this moment, later than asked.
-        case resumed(from: Date)
-        /// Apple keeps `days` of `environment`'s history, less than asked for: reading from `from` on.
-        case kept(days: Int, environment: AppStoreEnvironment, from: Date)
-        /// A page of `app`'s history in `environment` was read: `pages` so far, holding `found`
-        /// notifications; `tally` is the whole run's so far.
-        case page(app: String, environment: AppStoreEnvironment, pages: Int, found: Int, tally: Tally)
+        /// Where it reads from, when not from where it was asked to: after the last recorded run,
+        /// or from as far back as Apple keeps.
+        case note(String)
+        /// How far it has read one app's history in one environment.
+        case progress(String)
         /// One app's history in one environment is read (or its reading failed).
         case read
-        /// A notification in the history does not hold: it was refused.
-        case refused(any Error)
-        /// The audit trail could not record the run.
-        case unrecorded(any Error)
+        /// What went wrong without stopping the run: a notification refused, the run unrecorded.
+        case problem(String)
     }
 
-    /// A whole run: the history of `app` (nil: every app) in each of `environments`, from `start`
+    /// A whole run: the history of `app` (nil: every app) in each of the environments, from `start`
     /// (with `resume`, where the last recorded run that read as much ended, an hour before, when
     /// that is later) to `end`. A run that is not a dry one is recorded in the audit trail as
     /// `actor`'s (notifications.recover), where `status`, the console and `resume` read it.
     public func run(
-        app: String?, environments: Set<AppStoreEnvironment>, from start: Date, until end: Date, onlyFailures: Bool,
+        app: String?, from start: Date, until end: Date, onlyFailures: Bool,
         dryRun: Bool, resume: Bool, actor: String, report: (Event) -> Void
     ) async throws -> Tally {
         let lane = Lane(name: "recover") { [fleet] in try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
@@ -36,22 +32,26 @@ extension NotificationRecovery {
         if resume, let resumed = try await lane.run({ try Self.resumePoint(in: $0.ledger, app: app, onlyFailures: onlyFailures) }),
            resumed > start {
             start = min(resumed, end.addingTimeInterval(-1))
-            report(.resumed(from: start))
+            report(.note("recover: resuming after the last run: from \(start.formatted(.iso8601))"))
         }
         var tally = Tally()
         for app in app.map({ [$0] }) ?? fleet.apps.names {
             for environment in environments.sorted(by: { $0.rawValue < $1.rawValue }) {
                 let kept = earliestStart(in: environment)
-                if start < kept { report(.kept(days: Int(Self.keptDays(environment)), environment: environment, from: kept)) }
+                if start < kept {
+                    report(.note("recover: Apple keeps \(Int(Self.keptDays(environment))) days of \(environment.rawValue) history: "
+                                 + "from \(kept.formatted(.iso8601)) on"))
+                }
                 defer { report(.read) }
                 let found = tally.found
                 try await recover(
                     app: app, environment: environment, from: max(start, kept), until: end, onlyFailures: onlyFailures, dryRun: dryRun,
                     lane: lane, into: &tally,
                     page: { pages, tally in
-                        report(.page(app: app, environment: environment, pages: pages, found: tally.found - found, tally: tally))
+                        report(.progress("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), "
+                                         + "\(tally.found - found) notifications, \(tally.new) new in all"))
                     },
-                    refused: { report(.refused($0)) })
+                    refused: { report(.problem("recover: a notification in Apple's history was refused: \($0)")) })
             }
         }
         if !dryRun {
@@ -63,7 +63,7 @@ extension NotificationRecovery {
             do {
                 try await lane.run { try $0.ledger.record(record) }
             } catch {
-                report(.unrecorded(error))
+                report(.problem("warning: the audit trail did not record notifications.recover: \(error)"))
             }
         }
         return tally

@@ -3,6 +3,7 @@ import Fleet
 import FleetConfiguration
 import Foundation
 import Lanes
+import Logging
 
 /// `receiptfleet notifications test`, the setup check after pointing Apple at a new URL: Apple is
 /// asked for a TEST notification to the server URL App Store Connect names for one environment
@@ -19,6 +20,27 @@ public struct NotificationTest: Sendable {
         public let dedupeKey: String
         /// Whether this deployment's serve recorded it.
         public let recorded: Bool
+        /// How long the test would wait for Apple's first attempt, in seconds.
+        public let wait: Int
+
+        /// Whether the notification reached this deployment's serve.
+        public var reached: Bool { !neverDelivered && recorded }
+
+        /// What the test found, and, when it failed, what to check.
+        public var verdict: String {
+            switch (neverDelivered, recorded) {
+            case (false, true):
+                "This deployment's serve recorded it (\(dedupeKey)): notifications reach it."
+            case (false, false):
+                "Apple's server URL answered 200, but this deployment's serve has not recorded it: the URL in App Store "
+                    + "Connect points at another server (or another deployment's database)."
+            case (true, _) where attempts.isEmpty:
+                "Apple has not tried to send it within \(wait) s; run the test again with a longer --wait."
+            case (true, _):
+                "Apple could not deliver it: check that App Store Connect's server URL is serve's "
+                    + "/v1/notifications/apple, reachable from the internet over TLS, and that serve is running."
+            }
+        }
     }
 
     /// What a test tells as it goes.
@@ -32,11 +54,15 @@ public struct NotificationTest: Sendable {
     }
 
     let fleet: FleetSettings
-    /// Reads the notification's signed payload as serve reads a delivered one.
+    /// Reads the notification's signed payload as serve reads a delivered one, from either environment.
     let replay: NotificationReplay
 
-    public init(fleet: FleetSettings, replay: NotificationReplay) {
-        (self.fleet, self.replay) = (fleet, replay)
+    /// Trusts the roots `configuration` names, as serve does.
+    public init(fleet: FleetSettings, configuration: ResolvedConfiguration, logger: Logger) throws {
+        replay = NotificationReplay(
+            fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
+            metrics: FleetMetrics(), logger: logger)
+        self.fleet = fleet
     }
 
     /// Tests `app`'s server URL (nil: the only app's) in `environment`, waiting up to `wait`
@@ -67,7 +93,8 @@ public struct NotificationTest: Sendable {
         report(.waited)
         let recovered = try await replay.read(signedPayload: status.signedPayload)
         let recorded = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
-        return Outcome(attempts: status.attempts, neverDelivered: status.neverDelivered, dedupeKey: recovered.dedupeKey, recorded: recorded)
+        return Outcome(
+            attempts: status.attempts, neverDelivered: status.neverDelivered, dedupeKey: recovered.dedupeKey, recorded: recorded, wait: wait)
     }
 
     /// The door an operator's calls to Apple go through: each waits for its endpoint's budget.

@@ -37,6 +37,18 @@ public enum SubscriptionSelection: Sendable {
         }
     }
 
+    /// `subscriptions show`: the selected order's report, then each subscription's (an order's come
+    /// with it: Apple is asked once), each told to `report` as it is read.
+    public func show(in ledger: Ledger, settings: FleetSettings, report: (String) -> Void) throws {
+        let orders = try orders(in: ledger, settings: settings)
+        for order in orders { report(OrderReport(order).text) }
+        let ids = if case .order = self { orders.flatMap { $0.subscriptions.map(\.id) } } else { try ids(in: ledger, settings: settings) }
+        for id in ids {
+            guard let detail = try ledger.detail(id: id) else { throw NotFound("No subscription \(id).") }
+            report(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
+        }
+    }
+
     /// For an order, the orders Apple knows by its id (asked for each app searched, through the
     /// fleet's gate with an operator's patience), with the ledger's subscriptions and purchases of
     /// them; none for any other selection. Throws `OrderLookupError` when the app is unknown, Apple

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Foundation
 import Ledger
@@ -39,19 +38,8 @@ struct Audit: ParsableCommand {
         let from = try since.map { try sinceArgument($0) }
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         let entries = try ledger.auditTrail(since: from, action: action, limit: limit)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            for entry in entries { print(String(decoding: try encoder.encode(entry), as: UTF8.self)) }
-            return
-        }
-        if entries.isEmpty { print("No audit entries match.") }
-        for entry in entries {
-            let details = entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            print("\(entry.at.formatted(.iso8601))  \(entry.via.rawValue):\(entry.actor)  \(entry.action)"
-                + (entry.target.map { " \($0)" } ?? "") + "  \(entry.outcome)" + (details.isEmpty ? "" : "  \(details)"))
-        }
+        if entries.isEmpty, !json { print("No audit entries match.") }
+        for entry in entries { print(json ? try entry.json() : entry.line) }
     }
 }
 

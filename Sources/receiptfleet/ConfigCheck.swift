@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetConfiguration
+import FleetFlags
 import Foundation
 import Operations
 
@@ -29,7 +30,7 @@ struct Config: ParsableCommand {
 
         func run() throws {
             let settings = try options.settings()
-            let resolved = try ResolvedConfiguration(options: options, api)
+            let resolved = try ResolvedConfiguration(flags: options, api)
             func row(_ key: String, _ value: String) { print(key.padding(toLength: max(30, key.count + 1), withPad: " ", startingAt: 0) + value) }
             for setting in Settings.all {
                 row(setting.key, try setting.shown(in: resolved) + "   (\(resolved.source(of: setting)))")

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Console
-import Fleet
 import FleetConfiguration
-import Foundation
-import Observability
+import FleetFlags
 import ProcessRoot
 
 /// `receiptfleet console`
@@ -29,15 +27,7 @@ struct ConsoleCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (logger, resolved, fleet) = try options.setUp(console)
-        guard let settings = try ConsoleSettings(resolved) else {
-            throw ConfigurationError(key: "console-tokens", source: "default", reason:
-                "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
-        }
-        let (host, port) = try resolved[Settings.address].parts
-        let operators = settings.operators.names.joined(separator: ",")
-        let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
-            logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
-        }
+        let server = try ConsoleServer.serving(resolved, fleet: fleet, logger: logger)
         try await ProcessRoot.run(.console(server), settings: fleet, logger: logger)
     }
 }

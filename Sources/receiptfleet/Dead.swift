@@ -1,7 +1,5 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
 import JobQueue
 import Operations
 import RedisClient
@@ -70,14 +68,9 @@ struct Dead: ParsableCommand {
             let queue = try queue(try letters.options.settings())
             let found = try queue.deadLetters(matching: letters.filter.value, limit: limit)
             if found.isEmpty { print("No dead letters match.") }
-            for letter in found {
-                let buried = Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)
-                let subject = letter.job.map { "subscription \($0.subscriptionID), run \($0.runID)" } ?? "not a job: \(letter.jobText)"
-                print("\(letter.id)  \(subject)  \(letter.failure.errorClass): \(letter.failure.message)  "
-                    + "(\(letter.attempts) attempts, buried \(buried))")
-            }
+            for letter in found { print(letter.line) }
             let counts = try queue.countDeadLetters(matching: letters.filter.value)
-            let kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.value) \($0.key)" }
+            let kinds = counts.byKind.map { "\($0.count) \($0.errorClass)" }
             print("\(counts.matching) of \(counts.total) dead letters match" + (kinds.isEmpty ? "." : "; all by kind: " + kinds.joined(separator: ", ")))
         }
     }

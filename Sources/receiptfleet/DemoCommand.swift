@@ -1,6 +1,7 @@
 import ArgumentParser
 import Demo
 import FleetConfiguration
+import FleetFlags
 
 /// `receiptfleet demo`: the command line of the demo, which is the `Demo` target's. Its own options
 /// (`DemoOptions`) and all it does live there; here are its help and the fleet's options.
@@ -48,7 +49,7 @@ struct DemoCommand: AsyncParsableCommand {
     func run() async throws {
         let configured = try options.settings()
         // The default limit suits Apple; the simulator on this machine takes far more.
-        let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
+        let rateLimit = try ResolvedConfiguration(flags: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
         try await demo.run(configured: configured, rateLimit: rateLimit)
     }
 }

@@ -1,10 +1,6 @@
-import AppStore
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
-import JobQueue
-import Ledger
+import FleetFlags
 import Logging
 import Observability
 
@@ -43,7 +39,7 @@ struct FleetOptions: SettingFlags {
 
     /// Every setting, resolved and checked.
     func settings() throws -> FleetSettings {
-        try FleetSettings(ResolvedConfiguration(options: self))
+        try FleetSettings(ResolvedConfiguration(flags: self))
     }
 }
 
@@ -58,19 +54,12 @@ struct ListenOptions: SettingFlags {
 }
 
 extension FleetOptions {
-    /// What a command that reads more than the fleet's settings starts from: its logger (`unset`:
-    /// its level when log-level is not set), the configuration with its own flags (`group`), and
-    /// the fleet's settings in it.
+    /// What a command that logs starts from: its logger, at the log-level setting's level (`unset`
+    /// where the command has a default of its own), the configuration with its own flags (`group`),
+    /// and the fleet's settings in it.
     func setUp(_ group: (any SettingFlags)? = nil, unset: Logger.Level = .info) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
-        let logger = try setUpLogging(self, unset: unset)
-        let resolved = try group.map { try ResolvedConfiguration(options: self, $0) } ?? ResolvedConfiguration(options: self)
+        let resolved = try group.map { try ResolvedConfiguration(flags: self, $0) } ?? ResolvedConfiguration(flags: self)
+        let logger = ProcessLogging.bootstrap(level: try resolved.isSet(Settings.logLevel) ? resolved[Settings.logLevel] : unset)
         return (logger, resolved, try FleetSettings(resolved))
     }
-}
-
-/// Logs at the log-level setting's level; `unset` where the command has a default of its own.
-func setUpLogging(_ options: FleetOptions, unset: Logger.Level = .info) throws -> Logger {
-    let configuration = try ResolvedConfiguration(options: options)
-    let level = try configuration.isSet(Settings.logLevel) ? configuration[Settings.logLevel] : unset
-    return ProcessLogging.bootstrap(level: level)
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Ledger
 import Operations
@@ -64,20 +63,12 @@ struct Forget: ParsableCommand {
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         guard yes else {
             let would = try ledger.forget(target, dryRun: true)
-            print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(Self.describe(would)). Add --yes to delete.")
+            print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(would). Add --yes to delete.")
             return
         }
         let forgotten = try audited(
             "subscriptions.forget", target: target.description, settings: settings, results: \.auditDetails
         ) { try ledger.forget(target) }
-        print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(Self.describe(forgotten)).")
-    }
-
-    static func describe(_ forgotten: Forgotten) -> String {
-        var parts = ["\(forgotten.subscriptions.count) subscription(s)"
-            + (forgotten.subscriptions.isEmpty ? "" : " (\(forgotten.subscriptions.map(String.init).joined(separator: ", ")))")]
-        if !forgotten.purchases.isEmpty { parts.append("\(forgotten.purchases.count) one-time purchase(s)") }
-        if forgotten.claims > 0 { parts.append("\(forgotten.claims) pending claim(s)") }
-        return parts.joined(separator: ", ")
+        print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(forgotten).")
     }
 }

@@ -1,12 +1,9 @@
 import APIService
 import AppStore
-import AppStoreClients
 import ArgumentParser
 import Fleet
 import FleetConfiguration
 import Foundation
-import Lanes
-import Ledger
 import Logging
 import Operations
 import Terminal
@@ -79,30 +76,18 @@ struct Notifications: ParsableCommand {
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
             guard start < end else { throw ValidationError("--since must be before --until.") }
             let app = try Notifications.resolve(app, in: fleet)
-            let environments = try resolved[Settings.notificationEnvironments]
-            let replay = NotificationReplay(
-                fleet: fleet, trustedRoots: try resolved.trustedRoots(), acceptedEnvironments: environments, metrics: FleetMetrics(), logger: logger)
-            let recovery = NotificationRecovery(fleet: fleet, replay: replay, clock: SystemClock(), patience: AppleDoor.operatorPatience)
+            let recovery = try NotificationRecovery(fleet: fleet, configuration: resolved, logger: logger)
             var progress = ProgressLine()
             let tally = try await recovery.run(
-                app: app, environments: environments, from: start, until: end, onlyFailures: onlyFailures, dryRun: dryRun, resume: resume,
-                actor: osUser()
+                app: app, from: start, until: end, onlyFailures: onlyFailures, dryRun: dryRun, resume: resume, actor: osUser()
             ) { event in
                 switch event {
-                case .resumed(let start):
-                    print("recover: resuming after the last run: from \(start.formatted(.iso8601))")
-                case .kept(let days, let environment, let kept):
-                    print("recover: Apple keeps \(days) days of \(environment.rawValue) history: from \(kept.formatted(.iso8601)) on")
-                case .page(let app, let environment, let pages, let found, let tally):
-                    progress.show("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), "
-                                  + "\(found) notifications, \(tally.new) new in all")
+                case .note(let line): print(line)
+                case .progress(let line): progress.show(line)
                 case .read:
                     progress.finish()
                     progress = ProgressLine()
-                case .refused(let error):
-                    FileHandle.standardError.write(Data("recover: a notification in Apple's history was refused: \(error)\n".utf8))
-                case .unrecorded(let error):
-                    FileHandle.standardError.write(Data("warning: the audit trail did not record notifications.recover: \(error)\n".utf8))
+                case .problem(let line): FileHandle.standardError.write(Data((line + "\n").utf8))
                 }
             }
             print(tally.summary(dryRun: dryRun))
@@ -141,11 +126,9 @@ extension Notifications {
             }
             guard wait > 0 else { throw ValidationError("--wait must be at least 1 second.") }
             let app = try Notifications.resolve(app, in: fleet)
-            let replay = NotificationReplay(
-                fleet: fleet, trustedRoots: try resolved.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
-                metrics: FleetMetrics(), logger: logger)
+            let test = try NotificationTest(fleet: fleet, configuration: resolved, logger: logger)
             let progress = ProgressLine()
-            let outcome = try await NotificationTest(fleet: fleet, replay: replay).run(app: app, environment: environment, wait: wait) { event in
+            let outcome = try await test.run(app: app, environment: environment, wait: wait) { event in
                 switch event {
                 case .requested(let token): print("Apple is sending a test notification to the \(environment.rawValue) server URL (token \(token)).")
                 case .waiting(let waited): progress.show("test: waiting for Apple's first attempt (\(waited) s of \(wait))")
@@ -153,21 +136,8 @@ extension Notifications {
                 }
             }
             print("Apple's attempts: " + (outcome.attempts.isEmpty ? "none yet" : outcome.attempts.joined(separator: ", ")))
-            switch (outcome.neverDelivered, outcome.recorded) {
-            case (false, true):
-                print("This deployment's serve recorded it (\(outcome.dedupeKey)): notifications reach it.")
-            case (false, false):
-                print("Apple's server URL answered 200, but this deployment's serve has not recorded it: the URL in App Store "
-                      + "Connect points at another server (or another deployment's database).")
-                throw ExitCode(1)
-            case (true, _) where outcome.attempts.isEmpty:
-                print("Apple has not tried to send it within \(wait) s; run the test again with a longer --wait.")
-                throw ExitCode(1)
-            case (true, _):
-                print("Apple could not deliver it: check that App Store Connect's server URL is serve's "
-                      + "/v1/notifications/apple, reachable from the internet over TLS, and that serve is running.")
-                throw ExitCode(1)
-            }
+            print(outcome.verdict)
+            if !outcome.reached { throw ExitCode(1) }
         }
     }
 }

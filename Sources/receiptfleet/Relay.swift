@@ -1,7 +1,5 @@
 import ArgumentParser
-import Fleet
 import ProcessRoot
-import Observability
 
 /// `receiptfleet relay`
 struct Relay: AsyncParsableCommand {
@@ -23,8 +21,7 @@ struct Relay: AsyncParsableCommand {
     @OptionGroup var options: FleetOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp()
         try await ProcessRoot.run(.relay, settings: settings, logger: logger)
     }
 }

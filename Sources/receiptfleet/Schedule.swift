@@ -1,7 +1,6 @@
 import AppStore
 import ArgumentParser
 import Fleet
-import Foundation
 import Lanes
 import ProcessRoot
 import Observability
@@ -56,8 +55,7 @@ struct Schedule: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp()
         let metrics = ProcessMetrics()
         let plan = plan
         guard let every else {
@@ -75,11 +73,7 @@ struct Schedule: AsyncParsableCommand {
         }
         // A service: a pass every interval until SIGTERM or SIGINT, with its metrics served.
         let loop = SchedulerLoop(
-            ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger), every: .seconds(every),
-            options: { plan.options(at: $0) },
-            report: { summary, finished in
-                if finished { log(plan.report(summary)) } else { logger.debug("\(SchedulePlan.progress(summary))") }
-            })
+            ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger), plan: plan, every: .seconds(every), say: log)
         try await ProcessRoot.run(.scheduler(loop), settings: settings, metrics: metrics, logger: logger)
     }
 

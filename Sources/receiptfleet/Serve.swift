@@ -1,10 +1,7 @@
-import AccessTokens
 import APIService
-import AppStore
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
+import FleetFlags
 import Observability
 import ProcessRoot
 
@@ -43,31 +40,8 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         let (logger, resolved, fleet) = try options.setUp(api)
-        let settings = try APISettings(resolved)
-        // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
-        let rootSource = resolved.value("apple-root-certificate").map { "\($0.0) (from \($0.1))" }
-            ?? "built in, SHA-256 \(AppleRootCertificate.fingerprint)"
-        for root in settings.trustedRoots {
-            logger.notice("V2 notifications must chain to this root", metadata: ["root": "\(root.subject)", "source": "\(rootSource)"])
-        }
-        if fleet.apps.bundleIDs.isEmpty {
-            logger.warning("no apple-bundle-id (or apps-file) is configured: V2 notifications are refused with 503 until one is")
-        }
-        if fleet.sharedSecret == nil {
-            logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
-        }
         let metrics = ProcessMetrics()
-        let console = try ConsoleSettings(resolved)
-        if console == nil {
-            logger.notice("the ops console is off: set RECEIPTFLEET_CONSOLE_TOKENS (or console-tokens-file) to serve it under /console")
-        }
-        let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics.factory) { port in
-            if console != nil { logger.info("console listening", metadata: ["url": "http://\(settings.host):\(port)/console"]) }
-            logger.info("API listening", metadata: [
-                "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
-                "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
-            ])
-        }
+        let server = try APIServer.serving(resolved, fleet: fleet, logger: logger, metrics: metrics.factory)
         try await ProcessRoot.run(.api(server), settings: fleet, metrics: metrics, logger: logger)
     }
 }

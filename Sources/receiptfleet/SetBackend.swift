@@ -1,6 +1,5 @@
 import AppStore
 import ArgumentParser
-import Fleet
 import Ledger
 import Operations
 import PostgresClient

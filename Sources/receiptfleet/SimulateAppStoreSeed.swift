@@ -1,7 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
 import Demo
-import Foundation
 
 extension SimulateAppStore {
     /// `receiptfleet simulate-appstore seed`

@@ -1,7 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
-import Crypto
-import Foundation
+import Demo
 import Logging
 import ProcessRoot
 
@@ -64,11 +63,7 @@ extension SimulateAppStore {
                 throw ValidationError("--server-api-key needs --fleet-seed, once per app (at most \(Catalog.bundleIDs.count)): "
                                       + "the seed each app's subscriptions were drawn with.")
             }
-            guard let pem = try? String(contentsOfFile: serverAPIKey, encoding: .utf8),
-                  let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
-            else {
-                throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
-            }
+            let key = try SimulatedServerAPIFiles.readKey(from: serverAPIKey)
             guard fleetSize.allSatisfy({ $0 >= 0 }), fleetSize.count <= fleetSeed.count else {
                 throw ValidationError("--fleet-size must be 0 or more, at most once per --fleet-seed.")
             }

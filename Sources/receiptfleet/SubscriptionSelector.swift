@@ -60,7 +60,7 @@ struct SubscriptionSelector: ParsableArguments {
     private static let nameOne = ValidationError("Give one of: an id, --original-transaction-id, --account, --order.")
 
     /// What was named, as the library selects it; nil when nothing was.
-    var selection: SubscriptionSelection? {
+    private var selection: SubscriptionSelection? {
         if let id = named.id { return .id(id) }
         if let originalTransactionID = named.originalTransactionID { return .originalTransactionID(originalTransactionID) }
         if let account = named.account { return .account(account, app: app) }
@@ -70,19 +70,20 @@ struct SubscriptionSelector: ParsableArguments {
     /// The ids selected (for an account or an order, of the apps `--app` names, else every
     /// configured app); throws when there is none.
     func ids(in ledger: Ledger, settings: FleetSettings) throws -> [Int64] {
+        try selected { try $0.ids(in: ledger, settings: settings) }
+    }
+
+    /// What `subscriptions show` says of them: an order's report first, then each subscription's.
+    func show(in ledger: Ledger, settings: FleetSettings, report: (String) -> Void) throws {
+        try selected { try $0.show(in: ledger, settings: settings, report: report) }
+    }
+
+    /// `body` on what was named. An order that cannot be looked up is the operator's to correct:
+    /// said with the usage.
+    private func selected<T>(_ body: (SubscriptionSelection) throws -> T) throws -> T {
         guard let selection else { throw Self.nameOne }
-        return try Self.usage { try selection.ids(in: ledger, settings: settings) }
-    }
-
-    /// The orders Apple knows by `--order`, with the ledger's subscriptions and purchases of them.
-    func orders(in ledger: Ledger, settings: FleetSettings) throws -> [FoundOrder] {
-        try Self.usage { try selection?.orders(in: ledger, settings: settings) ?? [] }
-    }
-
-    /// An order that cannot be looked up is the operator's to correct: said with the usage.
-    private static func usage<T>(_ body: () throws -> T) throws -> T {
         do {
-            return try body()
+            return try body(selection)
         } catch let error as OrderLookupError {
             throw ValidationError(error.description)
         }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Foundation
 import Ledger
@@ -78,14 +77,7 @@ struct Subscriptions: ParsableCommand {
         func run() throws {
             let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-            let orders = try selector.orders(in: ledger, settings: settings)
-            for order in orders { print(OrderReport(order).text) }
-            // An order's subscriptions come with it: Apple is asked once.
-            let ids = try selector.order == nil ? selector.ids(in: ledger, settings: settings) : orders.flatMap { $0.subscriptions.map(\.id) }
-            for id in ids {
-                guard let detail = try ledger.detail(id: id) else { throw NotFound("No subscription \(id).") }
-                print(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
-            }
+            try selector.show(in: ledger, settings: settings) { print($0) }
         }
     }
 }

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Fleet
-import Foundation
 import Lanes
 import ProcessRoot
-import Observability
 import Operations
 
 /// `receiptfleet worker`
@@ -34,8 +32,7 @@ struct Worker: AsyncParsableCommand {
     var withRelay = false
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp()
         if let warning = settings.visibilityTimeoutWarning { logger.warning("\(warning)") }
         for warning in try await onNewThread(named: "rf-check", { try ConfigurationReview.redisDurabilityWarnings(settings) }) {
             logger.warning("\(warning)")

@@ -4,23 +4,23 @@ import FleetConfiguration
 
 // The option groups name each flag after its setting: `@Option(Settings.rateLimit) var rateLimit: String?`.
 extension Option where Value == String? {
-    init(_ setting: some AnySetting) {
+    public init(_ setting: some AnySetting) {
         precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
         self.init(name: .customLong(setting.key), help: ArgumentHelp(setting.flagHelp), completion: setting.completion.map(CompletionKind.init))
     }
 }
 
 extension Flag where Value == Bool {
-    init(wrappedValue: Bool, _ setting: some AnySetting) {
+    public init(wrappedValue: Bool, _ setting: some AnySetting) {
         precondition(setting.isFlag, "\(setting.key) is no flag in the registry")
         self.init(wrappedValue: wrappedValue, name: .customLong(setting.key), help: ArgumentHelp(setting.help))
     }
 }
 
-/// A group of settings' flags: FleetOptions, APIOptions, ConsoleOptions. Its properties are the
-/// flags, each named after its setting (`rateLimit` for rate-limit), which is how they are read,
-/// and groups of flags several commands share (ListenOptions).
-protocol SettingFlags: ParsableArguments {
+/// A group of settings' flags (the CLI's FleetOptions, APIOptions, ConsoleOptions). Its properties
+/// are the flags, each named as the registry names its setting (`rateLimit` for Settings.rateLimit),
+/// which is how they are read, and groups of flags several commands share (ListenOptions).
+public protocol SettingFlags: ParsableArguments {
     /// Whose flags they are.
     static var commands: Commands { get }
 }
@@ -41,32 +41,12 @@ extension SettingFlags {
             default: preconditionFailure("\(Self.self).\(property): declare it as @Option(Settings.…) var …: String?, "
                                          + "@Flag(Settings.…) var … = false, or @OptionGroup of SettingFlags")
             }
-            let key = Self.key(ofProperty: property)
-            guard let setting = Settings.named[key], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
-                preconditionFailure("\(Self.self).\(property): \(key) is no flag setting of \(Self.commands.names) in SettingsRegistry")
+            guard let setting = Settings.byName[property], setting.isFlag, !setting.commands.isDisjoint(with: Self.commands) else {
+                preconditionFailure("\(Self.self).\(property): Settings.\(property) is no flag setting of \(Self.commands.names)")
             }
-            flags[key] = value
+            flags[setting.key] = value
         }
         return flags
-    }
-
-    /// The key a property stands for, by ArgumentParser's rule for long names: appleCAFile → apple-ca-file.
-    static func key(ofProperty name: String) -> String {
-        var key = ""
-        var separate = true
-        for index in name.indices {
-            let character = name[index]
-            if character.isUppercase {
-                if separate, !key.isEmpty { key += "-" }
-                let next = name.index(after: index)
-                separate = next < name.endIndex && name[next].isUppercase
-                    && name.index(after: next) < name.endIndex && name[name.index(after: next)].isLowercase
-            } else {
-                separate = true
-            }
-            key += character.lowercased()
-        }
-        return key
     }
 }
 
@@ -89,11 +69,13 @@ extension CompletionKind {
 }
 
 extension ResolvedConfiguration {
-    /// The command line's settings: the fleet's flags, and the command's own groups (serve's
-    /// APIOptions, console's ConsoleOptions), over the environment, the file and the defaults.
-    init(options: FleetOptions, _ groups: any SettingFlags..., environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+    /// The command line's settings: the fleet's flags (`fleet`), and the command's own groups
+    /// (serve's APIOptions, console's ConsoleOptions), over the environment, the file and the defaults.
+    public init(
+        flags fleet: any SettingFlags, _ groups: any SettingFlags..., environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws {
         try self.init(
-            flags: groups.reduce(options.givenFlags) { $0.merging($1.givenFlags) { $1 } },
+            flags: groups.reduce(fleet.givenFlags) { $0.merging($1.givenFlags) { $1 } },
             command: groups.last.map { type(of: $0).commands } ?? .fleet, environment: environment)
     }
 }
