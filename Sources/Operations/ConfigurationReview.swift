@@ -1,13 +1,26 @@
 import AccessTokens
 import Fleet
 import FleetConfiguration
+import Foundation
 import JobQueue
 import RedisClient
 
-/// What `config check` says of a valid configuration beyond its values: the risks it runs, and
-/// what it leaves out (a newcomer's first file should not read as complete when workers would
-/// halt at once). `worker` warns of the queue's own risks too.
+/// What `config check` says of a configuration: every value and where it came from, then, when it
+/// is valid, the risks it runs and what it leaves out (a newcomer's first file should not read as
+/// complete when workers would halt at once). `worker` warns of the queue's own risks too.
 public enum ConfigurationReview {
+    /// Each setting in a row, its value (a secret masked) and where it came from, told to `row` as
+    /// it is read; under apps-file, when it is set, each of its apps.
+    public static func rows(_ settings: FleetSettings, _ resolved: ResolvedConfiguration, row: (String) -> Void) throws {
+        func show(_ key: String, _ value: String) { row(key.padding(toLength: max(30, key.count + 1), withPad: " ", startingAt: 0) + value) }
+        for setting in Settings.all {
+            show(setting.key, try setting.shown(in: resolved) + "   (\(resolved.source(of: setting)))")
+            if setting.key == Settings.appsFile.key, resolved.isSet(setting) {
+                for app in settings.apps.apps { show("  app \(app.name)", app.shown) }
+            }
+        }
+    }
+
     /// The risks `settings` run, `config check`'s warnings. Blocking: it asks Redis too.
     public static func warnings(_ settings: FleetSettings, _ resolved: ResolvedConfiguration) throws -> [String] {
         var warnings = [settings.visibilityTimeoutWarning, try insecureCookieWarning(resolved)].compactMap(\.self)

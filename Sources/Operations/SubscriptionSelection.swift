@@ -53,7 +53,7 @@ public enum SubscriptionSelection: Sendable {
     /// fleet's gate with an operator's patience), with the ledger's subscriptions and purchases of
     /// them; none for any other selection. Throws `OrderLookupError` when the app is unknown, Apple
     /// could not be asked or refused, or Apple knows the order for none of the apps.
-    public func orders(in ledger: Ledger, settings: FleetSettings) throws -> [FoundOrder] {
+    func orders(in ledger: Ledger, settings: FleetSettings) throws -> [FoundOrder] {
         guard case .order(let order, let app) = self else { return [] }
         if let app, settings.apps.app(named: app) == nil { throw OrderLookupError.noApp(named: app, apps: settings.apps.names) }
         let searched = app.map { [$0] } ?? settings.apps.names

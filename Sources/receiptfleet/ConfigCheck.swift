@@ -1,7 +1,6 @@
 import ArgumentParser
 import FleetConfiguration
 import FleetFlags
-import Foundation
 import Operations
 
 /// `receiptfleet config check`, `receiptfleet config reference`
@@ -31,13 +30,7 @@ struct Config: ParsableCommand {
         func run() throws {
             let settings = try options.settings()
             let resolved = try ResolvedConfiguration(flags: options, api)
-            func row(_ key: String, _ value: String) { print(key.padding(toLength: max(30, key.count + 1), withPad: " ", startingAt: 0) + value) }
-            for setting in Settings.all {
-                row(setting.key, try setting.shown(in: resolved) + "   (\(resolved.source(of: setting)))")
-                if setting.key == Settings.appsFile.key, resolved.isSet(setting) {
-                    for app in settings.apps.apps { row("  app \(app.name)", app.shown) }
-                }
-            }
+            try ConfigurationReview.rows(settings, resolved) { print($0) }
             for warning in try ConfigurationReview.warnings(settings, resolved) { print("warning: \(warning)") }
             let missing = try ConfigurationReview.leftOut(settings, resolved)
             print(missing.isEmpty ? "The configuration is valid."

@@ -29,20 +29,8 @@ struct Verify: ParsableCommand {
     func run() throws {
         let (logger, _, settings) = try options.setUp(unset: .warning)
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-        var exit: Int32 = 0
-        for id in try selector.ids(in: ledger, settings: settings) {
-            guard let subscription = try ledger.subscription(id: id) else { throw NotFound("No subscription \(id).") }
-            let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
-            if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
-            switch settlement {
-            case .ack, .bury, .retry:
-                print("result        \(settlement)")
-                if case .retry = settlement { exit = max(exit, 1) }
-            case .postpone:
-                print("result        not verified: \(try FleetStatus.read(settings: settings).whyPostponed(app: subscription.app))")
-                exit = 3
-            }
-        }
+        let ids = try selector.ids(in: ledger, settings: settings)
+        let exit = try ImmediateVerification.run(ids, ledger: ledger, settings: settings, logger: logger) { print($0) }
         if exit != 0 { throw ExitCode(exit) }
     }
 }
