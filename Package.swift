@@ -95,6 +95,12 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
 
+        // The settings as the command line's flags (swift-argument-parser), each named after its setting.
+        .target(name: "FleetFlags", dependencies: [
+            "FleetConfiguration",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         // Fleet: the processes people run, made of the domain.
         .target(name: "Fleet", dependencies: [
             "AppStore", "AppStoreClients", "BuildInfo", "EventRelay", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
@@ -107,8 +113,8 @@ let package = Package(
         // What operators do beside the runtime: renewal extensions, order lookups, refund answers,
         // and the one reading of the fleet's status (status, the console, the gauges).
         .target(name: "Operations", dependencies: [
-            "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
-            "PostgresClient",
+            "AccessTokens", "AppStore", "AppStoreClients", "EventRelay", "Fleet", "FleetConfiguration", "JobQueue", "Lanes", "Ledger",
+            "PostgresClient", "Redaction",
             "RedisClient",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Metrics", package: "swift-metrics"),
@@ -176,16 +182,17 @@ let package = Package(
         .target(name: "Demo", dependencies: [
             "AppStore", "AppStoreClients", "AppStoreSimulator", "EventRelay", "Fleet", "FleetConfiguration", "Operations",
             "HTTPClient", "JobQueue",
-            "Lanes", "Ledger", "PostgresClient", "RedisClient", "Terminal",
+            "Lanes", "Ledger", "PostgresClient", "ProcessRoot", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
 
         // Executables.
         .executableTarget(name: "receiptfleet", dependencies: [
             "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo",
             "EventRelay",
-            "Fleet", "FleetConfiguration", "JobQueue", "Lanes",
+            "Fleet", "FleetConfiguration", "FleetFlags", "JobQueue", "Lanes",
             "Ledger", "Observability", "Operations", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -4,6 +4,7 @@ import FleetConfiguration
 import Foundation
 import Lanes
 import Ledger
+import Logging
 
 /// Brings in the V2 notifications Apple sent while `serve` could not take them: Get Notification
 /// History for one app in one environment, page by page through the fleet's `AppleDoor`, each
@@ -33,12 +34,20 @@ public struct NotificationRecovery: Sendable {
 
     let fleet: FleetSettings
     let replay: NotificationReplay
-    let clock: any FleetClock
-    /// How long a page may wait for the endpoint's budget and Apple's Retry-After.
-    let patience: Duration
+    /// The environments whose history is read, and whose notifications are taken: serve's.
+    let environments: Set<AppStoreEnvironment>
+    let clock: any FleetClock = SystemClock()
+    /// How long a page may wait for the endpoint's budget and Apple's Retry-After: an operator's patience.
+    let patience = AppleDoor.operatorPatience
 
-    public init(fleet: FleetSettings, replay: NotificationReplay, clock: any FleetClock, patience: Duration) {
-        (self.fleet, self.replay, self.clock, self.patience) = (fleet, replay, clock, patience)
+    /// Judges what it reads as serve judges a delivered notification (`configuration`'s trusted
+    /// roots and notification-environments).
+    public init(fleet: FleetSettings, configuration: ResolvedConfiguration, logger: Logger) throws {
+        environments = try configuration[Settings.notificationEnvironments]
+        replay = NotificationReplay(
+            fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: environments, metrics: FleetMetrics(),
+            logger: logger)
+        self.fleet = fleet
     }
 
     /// How far a resumed run reaches back before the end of the last one: clocks drift, and Apple

@@ -40,3 +40,27 @@ public struct ServerAPICapture: Sendable {
             showsEveryRefund: !history.isEmpty)
     }
 }
+
+extension ServerAPICapture {
+    /// What `receiptfleet inspect` reads in `body`: the Server API's answers, once every signed
+    /// payload verified now (is it Apple's signature today?) against the root in `rootFile` (DER or
+    /// PEM; default: Apple Root CA - G3) and named `bundleID`; else a verifyReceipt response.
+    /// Throws `ResponseDecodingError` for a body that cannot be read, `UntrustedAnswer` for answers
+    /// that do not verify.
+    public static func response(in body: [UInt8], rootFile: String?, bundleID: String?) async throws -> VerifyReceiptResponse {
+        guard holds(body) else { return try VerifyReceiptResponse(body: body, httpStatus: 200) }
+        let capture = try ServerAPICapture(body: body)
+        let roots = try rootFile.map { try AppleRootCertificate.certificates(inFile: $0) } ?? [AppleRootCertificate.load()]
+        do {
+            return try await capture.response(verifiedBy: SignedPayloadVerifier(trustedRoots: roots), bundleID: bundleID, at: Date())
+        } catch {
+            throw UntrustedAnswer(description: "A signed payload cannot be believed: \(error). The answers are not Apple's for "
+                + "this app, or --root (\(rootFile ?? "Apple Root CA - G3")) or --bundle-id names another.")
+        }
+    }
+}
+
+/// Server API answers whose signed payloads do not verify: nothing in them is shown.
+public struct UntrustedAnswer: Error, CustomStringConvertible {
+    public let description: String
+}

@@ -50,3 +50,19 @@ public struct ConsoleServer: NamedService {
         if let failure { throw failure }
     }
 }
+
+extension ConsoleServer {
+    /// `receiptfleet console`'s server, from its configuration, which must name operator tokens;
+    /// once listening, it says where, and for whom.
+    public static func serving(_ configuration: ResolvedConfiguration, fleet: FleetSettings, logger: Logger) throws -> ConsoleServer {
+        guard let settings = try ConsoleSettings(configuration) else {
+            throw ConfigurationError(key: "console-tokens", source: "default", reason:
+                "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
+        }
+        let (host, port) = try configuration[Settings.address].parts
+        let operators = settings.operators.names.joined(separator: ",")
+        return try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
+            logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
+        }
+    }
+}

@@ -49,7 +49,7 @@ struct AuditView {
             : "\(entries.count) action\(entries.count == 1 ? "" : "s")\(of), newest first\(before == nil ? "" : ", older than the last page")."
         self.entries = entries.map { entry in
             Entry(id: entry.id, at: Shown.time(entry.at), actor: entry.actor, via: entry.via.rawValue, action: entry.action,
-                  target: entry.target ?? "-", details: entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "),
+                  target: entry.target ?? "-", details: entry.shownDetails,
                   outcome: entry.outcome, failed: entry.outcome != "ok")
         }
         hasEntries = !entries.isEmpty

@@ -166,7 +166,7 @@ struct DeadLettersView {
     init(viewer: OpsConsole.Operator, fields: DeadLetterFields, counts: DeadLetterCounts, after: String?, letters: [DeadLetter], more: Bool,
          notice: String?) {
         (chrome, self.notice, filter) = (Chrome("Dead letters", tab: .dead, viewer: viewer), notice, fields)
-        kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { errorClass, count in
+        kinds = counts.byKind.map { errorClass, count in
             Kind(errorClass: errorClass, meaning: Self.meaning(of: errorClass), count: Shown.count(count),
                  link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription, text: fields.text)))
         }
@@ -185,7 +185,7 @@ struct DeadLettersView {
         self.letters = letters.map { letter in
             Row(id: letter.id, subscriptionID: letter.job?.subscriptionID, run: letter.job?.runID ?? "-",
                 errorClass: letter.failure.errorClass, message: letter.failure.message, attempts: letter.attempts,
-                buried: Shown.time(Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)))
+                buried: Shown.time(letter.buried))
         }
         nextPage = more ? letters.last.map { Self.link(fields, after: $0.id) } : nil
         firstPage = after == nil ? nil : Self.link(fields)

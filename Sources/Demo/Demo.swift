@@ -11,7 +11,8 @@ import PostgresClient
 import Terminal
 
 /// The options of `receiptfleet demo` that are the demo's own, and the demo: `run` plays its two
-/// nights. The command around it (its help, the fleet's options, trapping the signals) is the CLI's.
+/// nights, in a process of its own (DemoOptions+Process). The command around it (its help, the
+/// fleet's options) is the CLI's.
 public struct DemoOptions: ParsableArguments, Sendable {
     @Option(help: "Simulated subscriptions to seed (receipts; a few hold two subscriptions).")
     var subscriptions = 10_000
@@ -78,7 +79,7 @@ public struct DemoOptions: ParsableArguments, Sendable {
     /// requests a second, and prints the summary; stops everything it started at the first of
     /// `interrupted` (SIGTERM or SIGINT, through the process's service group). Throws `ExitCode(1)`
     /// when the check against the simulator's truth fails.
-    public func run(configured: FleetSettings, rateLimit: Double, interrupted: StopSignal) throws {
+    func run(configured: FleetSettings, rateLimit: Double, interrupted: StopSignal) throws {
         let stage = try DemoStage(
             configured: configured, rateLimit: rateLimit, simulatorPort: simulatorPort,
             logDirectory: logDirectory, backend: VerificationBackend(argument: backend) ?? .verifyReceipt, interrupted: interrupted)

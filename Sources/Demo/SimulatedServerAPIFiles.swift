@@ -16,6 +16,14 @@ public enum SimulatedServerAPIFiles {
         return true
     }
 
+    /// The In-App Purchase key `writeKey` wrote, whose tokens the simulated Server API accepts.
+    public static func readKey(from path: String) throws -> P256.Signing.PrivateKey {
+        guard let pem = try? String(contentsOfFile: path, encoding: .utf8), let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) else {
+            throw ValidationError("Cannot read a P-256 key from \(path): write one with `simulate-appstore seed --server-api-key`.")
+        }
+        return key
+    }
+
     /// Writes the root the simulator signs its answers with (PEM).
     public static func writeRoot(to path: String) throws {
         guard FileManager.default.createFile(atPath: path, contents: Data((try SimulatorSigningChain().rootPEM + "\n").utf8)) else {

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import PostgresClient
+import Redaction
 
 /// One receiver of webhooks, as listed. The secret is never part of it.
 public struct WebhookEndpoint: Sendable, Equatable {
@@ -14,6 +15,14 @@ public struct WebhookEndpoint: Sendable, Equatable {
     public let createdAt: Date
     /// Until when its previous signing secret still signs beside the current one (a rotation), if it does.
     public let previousSecretUntil: Date?
+
+    /// The endpoint in one line, its URL's password masked, as `receiptfleet webhooks list` lists it.
+    public var line: String {
+        let types = eventTypes.isEmpty ? "all events" : eventTypes.joined(separator: ",")
+        let state = isEnabled ? "enabled" : "disabled (\(disabledReason ?? "-"))"
+        let rotating = previousSecretUntil.map { "  rotating: the previous secret signs too until \($0.formatted(.iso8601))" } ?? ""
+        return "\(id)  \(Redact.url(url))  \(types)  \(state)\(rotating)"
+    }
 }
 
 /// Adds, lists, disables and removes webhook endpoints (`receiptfleet webhooks …`), through a

@@ -20,6 +20,18 @@ public struct AppConfiguration: Sendable, Equatable {
         (self.name, self.bundleIDs, self.sharedSecrets, self.appleID) = (name, bundleIDs, sharedSecrets, appleID)
         self.refundPreference = refundPreference
     }
+
+    /// As `config check` shows it: its bundle ids, whose shared secret it uses (never the secret),
+    /// its Apple id and its refund preference.
+    public var shown: String {
+        let secret = switch sharedSecrets.count {
+        case 0: "the account's shared secret"
+        case 1: "its own shared secret (masked)"
+        default: "its own shared secret (masked); rotating: the previous one is accepted too"
+        }
+        return bundleIDs.sorted().joined(separator: ",") + "; " + secret + (appleID.map { "; Apple id \($0)" } ?? "")
+            + (refundPreference.map { "; refund preference \($0.argument)" } ?? "")
+    }
 }
 
 /// The deployment's apps, by name and by bundle id: from `apps-file`, or the single app `default`

@@ -162,6 +162,13 @@ public struct FleetSettings: Sendable {
             allowsPrivateNetworks: allowPrivateWebhooks, proxy: webhookProxy)
     }
 
+    /// The webhook endpoints, on a PostgreSQL connection of their own, with the secrets' keys.
+    public func webhookRegistry() throws -> WebhookRegistry {
+        WebhookRegistry(
+            database: try PostgresConnection(configuration: postgresConfiguration()), keyring: webhookSecretKeys,
+            allowsPrivateNetworks: allowPrivateWebhooks)
+    }
+
     /// Redis as `redisURL` names it, with `redisTimeout` for every command.
     public func redisConfiguration() throws(RedisError) -> RedisConfiguration {
         var configuration = try RedisConfiguration(url: redisURL)

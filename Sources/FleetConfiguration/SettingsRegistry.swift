@@ -302,6 +302,12 @@ public enum Settings {
 
     public static let named: [String: any AnySetting] = Dictionary(uniqueKeysWithValues: all.map { ($0.key, $0) })
 
+    /// Each setting by its name in the registry (`rateLimit` for rate-limit), as the CLI's flag
+    /// groups name their flags.
+    public static let byName: [String: any AnySetting] = Dictionary(uniqueKeysWithValues: Mirror(reflecting: registry).children.compactMap {
+        child in (child.value as? any AnySetting).map { (child.label ?? "", $0) }
+    })
+
     /// The environment variable of a setting: RECEIPTFLEET_RATE_LIMIT for rate-limit.
     public static func variable(ofKey key: String) -> String {
         "RECEIPTFLEET_" + key.uppercased().replacingOccurrences(of: "-", with: "_")

@@ -1,3 +1,4 @@
+import Foundation
 import RedisClient
 
 /// A job that will not be retried, with the reason, as kept in the dead-letter stream.
@@ -15,6 +16,15 @@ public struct DeadLetter: Sendable, Hashable {
     public let firstFailure: Int64
     public let lastFailure: Int64
     public let buriedAt: Int64
+
+    /// When it was buried.
+    public var buried: Date { Date(timeIntervalSince1970: Double(buriedAt) / 1000) }
+
+    /// The letter in one line, as `receiptfleet dead list` lists it.
+    public var line: String {
+        let subject = job.map { "subscription \($0.subscriptionID), run \($0.runID)" } ?? "not a job: \(jobText)"
+        return "\(id)  \(subject)  \(failure.errorClass): \(failure.message)  (\(attempts) attempts, buried \(buried))"
+    }
 }
 
 /// Which dead letters an operation applies to: those matching every criterion given.
@@ -66,6 +76,11 @@ public struct DeadLetterCounts: Sendable, Hashable {
     public var byErrorClass: [String: Int]
     public var matching: Int
     public var total: Int { byErrorClass.values.reduce(0, +) }
+
+    /// The error classes and their letters, the most letters first.
+    public var byKind: [(errorClass: String, count: Int)] {
+        byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
+    }
 }
 
 extension JobQueue {

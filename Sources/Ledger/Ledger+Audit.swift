@@ -21,6 +21,25 @@ public struct AuditEntry: Sendable, Equatable, Encodable {
     public var details: [String: String]
     /// "ok", or "failed: " and the error.
     public var outcome: String
+
+    /// The details as `key=value` pairs by key, as `audit` and the console show them.
+    public var shownDetails: String {
+        details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+    }
+
+    /// The entry in one line, as `receiptfleet audit` lists it.
+    public var line: String {
+        "\(at.formatted(.iso8601))  \(via.rawValue):\(actor)  \(action)" + (target.map { " \($0)" } ?? "") + "  \(outcome)"
+            + (details.isEmpty ? "" : "  \(shownDetails)")
+    }
+
+    /// The entry as one line of JSON, keys sorted, as `receiptfleet audit --json` lists it.
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
 }
 
 /// An action about to be recorded: `Ledger.record` gives it its id and time.

@@ -21,7 +21,7 @@ public enum ForgetTarget: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What `Ledger.forget` deleted, by the fleet's ids.
-public struct Forgotten: Sendable, Equatable {
+public struct Forgotten: Sendable, Equatable, CustomStringConvertible {
     public var subscriptions: [Int64]
     public var purchases: [Int64]
     /// Account claims deleted (an account's claims on subscriptions not linked to it).
@@ -32,6 +32,14 @@ public struct Forgotten: Sendable, Equatable {
     /// How many of each went, as the audit trail records a forget.
     public var auditDetails: [String: String] {
         ["subscriptions": "\(subscriptions.count)", "purchases": "\(purchases.count)", "claims": "\(claims)"]
+    }
+
+    /// In words, as `subscriptions forget` says it: how many of each, and the subscriptions' ids.
+    public var description: String {
+        var parts = ["\(subscriptions.count) subscription(s)" + (subscriptions.isEmpty ? "" : " (\(subscriptions.map(String.init).joined(separator: ", ")))")]
+        if !purchases.isEmpty { parts.append("\(purchases.count) one-time purchase(s)") }
+        if claims > 0 { parts.append("\(claims) pending claim(s)") }
+        return parts.joined(separator: ", ")
     }
 }
 

@@ -43,6 +43,15 @@ public struct Pruned: Sendable, Equatable {
     public init() {}
 
     public var total: Int { verifications + events + webhookDeliveries + webhookAttempts + receipts + runs }
+
+    /// What was deleted, as `receiptfleet prune` says it.
+    public var summary: String {
+        """
+        Deleted \(verifications) verification attempt(s), \(runs) scheduler run(s), \(events) event(s), \
+        \(webhookDeliveries) webhook delivery(ies), \(webhookAttempts) webhook attempt(s) and \(receipts) receipt(s), \
+        in \(batches) batch(es); the longest took \(longestBatch.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated))).
+        """
+    }
 }
 
 extension Ledger {

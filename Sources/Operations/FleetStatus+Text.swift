@@ -1,6 +1,14 @@
 import Foundation
 
 extension FleetStatus {
+    /// The reading as `receiptfleet status --json` prints it: every part, keys sorted, times in ISO 8601.
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
     /// The reading as `receiptfleet status` prints it: a line per part, its label first.
     public var text: String {
         let status = self
@@ -76,5 +84,16 @@ extension FleetStatus {
             line("missed notif.", "no recovery recorded (`receiptfleet notifications recover`, every six hours from its timer)")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+extension FleetStatus {
+    /// Why a check of a subscription of `app` sent nothing (`verify`'s postponed check): a halt,
+    /// with what lifts it, a pause, or else Apple's answer.
+    public func whyPostponed(app: String) -> String {
+        queue.haltedReason.map { "the fleet is halted (\($0)); `receiptfleet resume` lifts it" }
+            ?? apps.first { $0.name == app }?.haltedReason.map { "the app \(app) is halted (\($0)); `receiptfleet resume --app \(app)` lifts it" }
+            ?? queue.pausedUntil.map { "the fleet is paused until \($0): Apple is unavailable" }
+            ?? "Apple did not answer usefully"
     }
 }

@@ -67,15 +67,23 @@ public enum OrderLookup {
     }
 }
 
-/// Why an order could not be looked up.
+/// Why an order could not be looked up, or was not found.
 public enum OrderLookupError: Error, CustomStringConvertible {
     case noServerAPIKey
     /// Not asked: a pause, a halt or the endpoint's budget stood in the way.
     case closed(AppleDoorClosed)
     case refused(ServerAPICallError)
+    /// No configured app has this name.
+    case noApp(named: String, apps: [String])
+    /// Apple knows the order for none of `apps`.
+    case unknown(String, apps: [String])
 
     public var description: String {
         switch self {
+        case .noApp(let name, let apps):
+            return "No app is named '\(name)'; the apps are \(apps.joined(separator: ", "))."
+        case .unknown(let orderID, let apps):
+            return OrderLookup.unknown(orderID, apps: apps)
         case .noServerAPIKey:
             return "Orders are looked up through the App Store Server API: configure its key (server-api-key-file, "
                 + "server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md)."

@@ -29,6 +29,17 @@ public enum ProcessRoot {
         case api(APIServer)
         /// `receiptfleet console`.
         case console(ConsoleServer)
+
+        /// What the process logs once its services have stopped.
+        var stopped: Logger.Message {
+            switch self {
+            case .worker: "stopped"
+            case .relay: "relay stopped"
+            case .scheduler: "scheduler stopped"
+            case .api: "API stopped"
+            case .console: "console stopped"
+            }
+        }
     }
 
     /// The role's services, in start order.
@@ -63,6 +74,15 @@ public enum ProcessRoot {
 
     private static func relay(_ context: ProcessContext) -> [any Service] {
         [OutboxRelayService(context), WebhookDispatchers(context)]
+    }
+
+    /// Runs the role's services until SIGTERM or SIGINT (then stops them gracefully, last first)
+    /// or until one of them ends, and says so; rethrows the first failure.
+    public static func run(
+        _ role: Role, settings: FleetSettings, metrics: ProcessMetrics = ProcessMetrics(), logger: Logger
+    ) async throws {
+        try await run(services(for: role, settings: settings, metrics: metrics, logger: logger), logger: logger)
+        logger.info(role.stopped)
     }
 
     /// Runs `services` until SIGTERM or SIGINT (then stops them gracefully, last first) or until

@@ -1,38 +1,8 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Foundation
 import Ledger
 import PostgresClient
-
-/// Runs an operator's action from the command line and records it in the audit trail under the
-/// OS user who ran it. When PostgreSQL cannot be reached the action still happens (a pause in
-/// the middle of an incident must not wait for the database), with a warning that it went unrecorded.
-func audited<T>(
-    _ action: String, target: String? = nil, details: [String: String] = [:], settings: FleetSettings,
-    results: (T) -> [String: String] = { _ in [:] }, _ body: () throws -> T
-) throws -> T {
-    let record = AuditRecord(actor: osUser(), via: .cli, action: action, target: target, details: details)
-    let warn = { (error: any Error) in
-        FileHandle.standardError.write(Data("warning: the audit trail did not record \(action): \(error)\n".utf8))
-    }
-    let ledger: Ledger
-    do {
-        ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-    } catch {
-        warn(error)
-        return try body()
-    }
-    return try ledger.audited(record, results: results, unrecorded: warn, body)
-}
-
-/// Who runs this command: the OS user, and the one behind sudo when there is one.
-func osUser() -> String {
-    let name = getpwuid(geteuid()).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
-        ?? ProcessInfo.processInfo.environment["USER"] ?? "uid \(geteuid())"
-    guard let sudoer = ProcessInfo.processInfo.environment["SUDO_USER"], sudoer != name else { return name }
-    return "\(sudoer) (as \(name) through sudo)"
-}
 
 /// `receiptfleet audit`
 struct Audit: ParsableCommand {
@@ -68,19 +38,8 @@ struct Audit: ParsableCommand {
         let from = try since.map { try sinceArgument($0) }
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         let entries = try ledger.auditTrail(since: from, action: action, limit: limit)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
-            encoder.dateEncodingStrategy = .iso8601
-            for entry in entries { print(String(decoding: try encoder.encode(entry), as: UTF8.self)) }
-            return
-        }
-        if entries.isEmpty { print("No audit entries match.") }
-        for entry in entries {
-            let details = entry.details.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            print("\(entry.at.formatted(.iso8601))  \(entry.via.rawValue):\(entry.actor)  \(entry.action)"
-                + (entry.target.map { " \($0)" } ?? "") + "  \(entry.outcome)" + (details.isEmpty ? "" : "  \(details)"))
-        }
+        if entries.isEmpty, !json { print("No audit entries match.") }
+        for entry in entries { print(json ? try entry.json() : entry.line) }
     }
 }
 

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Console
-import Fleet
 import FleetConfiguration
-import Foundation
-import Observability
+import FleetFlags
 import ProcessRoot
 
 /// `receiptfleet console`
@@ -28,21 +26,9 @@ struct ConsoleCommand: AsyncParsableCommand {
     @OptionGroup var console: ConsoleOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let resolved = try ResolvedConfiguration(options: options, console)
-        let fleet = try FleetSettings(resolved)
-        guard let settings = try ConsoleSettings(resolved) else {
-            throw ConfigurationError(key: "console-tokens", source: "default", reason:
-                "the console needs operator tokens: set RECEIPTFLEET_CONSOLE_TOKENS=NAME:TOKEN[,NAME:TOKEN…] or name a file with console-tokens-file")
-        }
-        let (host, port) = try resolved[Settings.address].parts
-        let operators = settings.operators.names.joined(separator: ",")
-        let server = try ConsoleServer(settings: settings, fleet: fleet, host: host, port: port, logger: logger) { port in
-            logger.info("console listening", metadata: ["url": "http://\(host):\(port)/console", "operators": "\(operators)"])
-        }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .console(server), settings: fleet, metrics: ProcessMetrics(), logger: logger), logger: logger)
-        logger.info("console stopped")
+        let (logger, resolved, fleet) = try options.setUp(console)
+        let server = try ConsoleServer.serving(resolved, fleet: fleet, logger: logger)
+        try await ProcessRoot.run(.console(server), settings: fleet, logger: logger)
     }
 }
 
@@ -50,8 +36,5 @@ struct ConsoleCommand: AsyncParsableCommand {
 struct ConsoleOptions: SettingFlags {
     static let commands = Commands.console
 
-    @Option(Settings.address) var address: String?
-    @Option(Settings.trustedProxies) var trustedProxies: String?
-    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
+    @OptionGroup var listen: ListenOptions
 }
-

@@ -2,7 +2,7 @@ import ArgumentParser
 import Fleet
 import FleetConfiguration
 import JobQueue
-import RedisClient
+import Operations
 
 /// `receiptfleet pause`
 struct Pause: ParsableCommand {
@@ -23,7 +23,7 @@ struct Pause: ParsableCommand {
 
     func run() throws {
         let settings = try options.settings()
-        try audited("fleet.pause", details: ["reason": reason], settings: settings) { try gate(settings).halt(reason: reason) }
+        try audited("fleet.pause", details: ["reason": reason], settings: settings) { try FleetGate.connecting(settings).halt(reason: reason) }
         print("The fleet is halted: \(reason). Resume with `receiptfleet resume`.")
     }
 }
@@ -58,10 +58,4 @@ struct Resume: ParsableCommand {
         print(app.map { "The app \($0) is running." } ?? "The fleet is running.")
         if replayed > 0 { print("Replayed \(replayed) dead letters of receipts that answered the halt's error alone before it.") }
     }
-}
-
-private func gate(_ settings: FleetSettings) throws -> FleetGate {
-    FleetGate(
-        connection: try RedisConnection(settings.redisConfiguration()),
-        keys: try QueueKeys(prefix: settings.keyPrefix), limit: settings.rateLimit, clock: settings.scriptClock)
 }

@@ -1,8 +1,7 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
 import JobQueue
+import Operations
 import RedisClient
 
 /// `receiptfleet dead list|replay|purge`
@@ -44,54 +43,50 @@ struct Dead: ParsableCommand {
         }
     }
 
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List dead letters, oldest first.")
+    /// The dead letters a command is about: the fleet's, those the filter matches.
+    struct Letters: ParsableArguments {
         @OptionGroup var options: FleetOptions
         @OptionGroup var filter: Filter
+
+        /// Replays or purges them (`change`), recorded in the audit trail as `action`, and says
+        /// how many were: `done` names what became of them (Replayed, Purged).
+        func change(_ action: String, done: String, _ change: (JobQueue, DeadLetterFilter) throws -> Int) throws {
+            let settings = try options.settings()
+            let changed = try audited(action, target: filter.value.description, settings: settings, results: { [done.lowercased(): "\($0)"] }) {
+                try change(queue(settings), filter.value)
+            }
+            print("\(done) \(changed) dead letters.")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List dead letters, oldest first.")
+        @OptionGroup var letters: Letters
         @Option(help: "At most this many.") var limit = 100
 
         func run() throws {
-            let queue = try queue(try options.settings())
-            let letters = try queue.deadLetters(matching: filter.value, limit: limit)
-            if letters.isEmpty { print("No dead letters match.") }
-            for letter in letters {
-                let buried = Date(timeIntervalSince1970: Double(letter.buriedAt) / 1000)
-                let subject = letter.job.map { "subscription \($0.subscriptionID), run \($0.runID)" } ?? "not a job: \(letter.jobText)"
-                print("\(letter.id)  \(subject)  \(letter.failure.errorClass): \(letter.failure.message)  "
-                    + "(\(letter.attempts) attempts, buried \(buried))")
-            }
-            let counts = try queue.countDeadLetters(matching: filter.value)
-            let kinds = counts.byErrorClass.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.value) \($0.key)" }
+            let queue = try queue(try letters.options.settings())
+            let found = try queue.deadLetters(matching: letters.filter.value, limit: limit)
+            if found.isEmpty { print("No dead letters match.") }
+            for letter in found { print(letter.line) }
+            let counts = try queue.countDeadLetters(matching: letters.filter.value)
+            let kinds = counts.byKind.map { "\($0.count) \($0.errorClass)" }
             print("\(counts.matching) of \(counts.total) dead letters match" + (kinds.isEmpty ? "." : "; all by kind: " + kinds.joined(separator: ", ")))
         }
     }
 
     struct Replay: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Re-enqueue matching dead letters (attempts reset).")
-        @OptionGroup var options: FleetOptions
-        @OptionGroup var filter: Filter
+        @OptionGroup var letters: Letters
 
-        func run() throws {
-            let settings = try options.settings()
-            let replayed = try audited("dead.replay", target: filter.value.description, settings: settings, results: { ["replayed": "\($0)"] }) {
-                try queue(settings).replay(matching: filter.value)
-            }
-            print("Replayed \(replayed) dead letters.")
-        }
+        func run() throws { try letters.change("dead.replay", done: "Replayed") { try $0.replay(matching: $1) } }
     }
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete matching dead letters for good.")
-        @OptionGroup var options: FleetOptions
-        @OptionGroup var filter: Filter
+        @OptionGroup var letters: Letters
 
-        func run() throws {
-            let settings = try options.settings()
-            let purged = try audited("dead.purge", target: filter.value.description, settings: settings, results: { ["purged": "\($0)"] }) {
-                try queue(settings).purge(matching: filter.value)
-            }
-            print("Purged \(purged) dead letters.")
-        }
+        func run() throws { try letters.change("dead.purge", done: "Purged") { try $0.purge(matching: $1) } }
     }
 }
 

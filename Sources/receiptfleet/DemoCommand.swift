@@ -1,10 +1,7 @@
 import ArgumentParser
 import Demo
 import FleetConfiguration
-import Lanes
-import Logging
-import ProcessRoot
-import Synchronization
+import FleetFlags
 
 /// `receiptfleet demo`: the command line of the demo, which is the `Demo` target's. Its own options
 /// (`DemoOptions`) and all it does live there; here are its help and the fleet's options.
@@ -49,26 +46,10 @@ struct DemoCommand: AsyncParsableCommand {
     /// needs none of them beyond the servers its script hands it.
     @OptionGroup(visibility: .private) var options: FleetOptions
 
-    /// The demo runs on a thread of its own as the one service of the process's group, so that
-    /// SIGTERM and SIGINT reach it as they reach every long-running command: through the
-    /// composition root, which sets its stop signal; it stops what it started between its steps.
     func run() async throws {
         let configured = try options.settings()
         // The default limit suits Apple; the simulator on this machine takes far more.
-        let rateLimit = try ResolvedConfiguration(options: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
-        let (demo, outcome) = (demo, DemoOutcome())
-        let logger = Logger(label: "receiptfleet-demo")
-        // The grace covers the demo's own shutdown: each process it started gets its drain grace.
-        let grace = configured.drainGrace + .seconds(30)
-        try await ProcessRoot.run([ThreadService("rf-demo", grace: grace, logger: logger) { _, interrupted in
-            let result = Result { try demo.run(configured: configured, rateLimit: rateLimit, interrupted: interrupted) }
-            outcome.result.withLock { $0 = result }
-        }], logger: logger)
-        try outcome.result.withLock { $0 }.get()
+        let rateLimit = try ResolvedConfiguration(flags: options).value("rate-limit") == nil ? 1_500 : configured.rateLimit.perSecond
+        try await demo.run(configured: configured, rateLimit: rateLimit)
     }
-}
-
-/// What the demo's thread ended with, for the command to return or throw.
-private final class DemoOutcome: Sendable {
-    let result = Mutex<Result<Void, any Error>>(.success(()))
 }

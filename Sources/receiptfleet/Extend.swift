@@ -2,7 +2,6 @@ import AppStore
 import ArgumentParser
 import Fleet
 import FleetConfiguration
-import Foundation
 import Lanes
 import Ledger
 import Operations
@@ -94,90 +93,36 @@ struct Extend: ParsableCommand {
         } catch let error as ExtensionError {
             throw ValidationError(error.description)
         }
-        if allActive {
-            try extendAll(extender, reason: reason, settings: settings)
-        } else {
-            try extendEach(extender, reason: reason, settings: settings)
+        guard allActive else {
+            let ids = try selector.ids(in: Ledger(try PostgresConnection(configuration: settings.postgresConfiguration())), settings: settings)
+            let refused = try extender.extendEach(ids, days: days, reason: reason, asking: yes, settings: settings) { print($0) }
+            if !yes, refused < ids.count { print("Add --yes to ask Apple.") }
+            if refused > 0 { throw ExitCode(1) }
+            return
         }
-    }
-
-    /// The selected subscriptions, one request each.
-    private func extendEach(_ extender: RenewalExtender, reason: ExtendReason, settings: FleetSettings) throws {
-        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-        let ids = try selector.ids(in: ledger, settings: settings)
-        let candidates = try extender.candidates(ids: ids)
-        for missing in Set(ids).subtracting(candidates.map(\.id)).sorted() { print("No subscription \(missing).") }
-        var refused = ids.count - candidates.count
-        for candidate in candidates {
-            let named = "Subscription \(candidate.id) (\(candidate.originalTransactionID), \(candidate.productID ?? "no product yet"))"
-            if let why = candidate.ineligible {
-                print("\(named): not extended: \(why).")
-                refused += 1
-                continue
-            }
-            guard yes else {
-                let later = candidate.expiresAt.map { " from \(Self.day($0)) to \(Self.day($0.addingTimeInterval(Double(days) * 86_400)))" } ?? ""
-                print("\(named): would be extended by \(days) days\(later) (\(reason.name)).")
-                continue
-            }
-            let outcome = try audited(
-                "subscriptions.extend", target: "subscription \(candidate.id)", details: ["days": "\(days)", "reason": reason.name],
-                settings: settings, results: { ["result": "\($0)"] }
-            ) { try extender.extend(candidate, days: days, reason: reason) }
-            switch outcome {
-            case .extended(let until, let identifier):
-                print("\(named): extended\(until.map { " to \(Self.day($0))" } ?? "") (request \(identifier)); its check is queued.")
-            case .refused(let why):
-                print("\(named): Apple refused: \(why).")
-                refused += 1
-            }
-        }
-        if !yes, refused < ids.count { print("Add --yes to ask Apple.") }
-        if refused > 0 { throw ExitCode(1) }
-    }
-
-    /// Every active subscriber of the product, in one request, read until Apple is done.
-    private func extendAll(_ extender: RenewalExtender, reason: ExtendReason, settings: FleetSettings) throws {
         guard let environment = AppStoreEnvironment(rawValue: environment.capitalized) else {
             throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
         }
-        let app: String
+        let progress = ProgressLine()
+        let status = try extender.extendActiveSubscribers(
+            ofProduct: product ?? "", app: try productsApp(settings), environment: environment, days: days, reason: reason,
+            poll: .seconds(poll), asking: yes, settings: settings, say: { print($0) }, progress: { progress.show($0) })
+        if let status {
+            progress.finish()
+            print("Apple extended \(status.succeededCount ?? 0) subscription(s); \(status.failedCount ?? 0) failed. "
+                  + "The checks of the ledger's eligible subscribers are queued: the workers announce renewal_extended.")
+        }
+    }
+
+    /// The app --all-active extends a product of: a product is one app's own.
+    private func productsApp(_ settings: FleetSettings) throws -> String {
         do {
-            guard let resolved = try settings.apps.resolve(selector.app) else {
+            guard let app = try settings.apps.resolve(selector.app) else {
                 throw ValidationError("Products are each app's own: name the app with --app (\(settings.apps.names.joined(separator: ", "))).")
             }
-            app = resolved
+            return app
         } catch let error as AppCatalogError {
             throw ValidationError("\(error)")
         }
-        let product = product ?? ""
-        let subscribers = try extender.activeSubscribers(ofProduct: product, app: app, environment: environment)
-        let eligible = subscribers.filter { $0.ineligible == nil }.count
-        let reasons = Dictionary(grouping: subscribers.compactMap(\.ineligible), by: \.self).map { "\($0.value.count) \($0.key.rawValue)" }.sorted()
-        print("The ledger knows \(subscribers.count) active subscriber(s) of \(product) in \(app), \(environment.rawValue): \(eligible) eligible"
-              + (reasons.isEmpty ? "." : ", the others not (\(reasons.joined(separator: ", "))): Apple will count them failed."))
-        guard yes else {
-            print("Would ask Apple to extend every active subscriber of \(product) by \(days) days (\(reason.name)). Add --yes to ask Apple.")
-            return
-        }
-        let progress = ProgressLine()
-        let status = try audited(
-            "subscriptions.extend-all", target: "product \(product)",
-            details: ["app": app, "environment": environment.rawValue, "days": "\(days)", "reason": reason.name], settings: settings,
-            results: { ["succeeded": "\($0.succeededCount ?? 0)", "failed": "\($0.failedCount ?? 0)"] }
-        ) {
-            try extender.extendAll(
-                productID: product, app: app, environment: environment, subscribers: subscribers, days: days, reason: reason,
-                poll: .seconds(poll)
-            ) { status in
-                progress.show("extend: Apple \(status.complete ? "is done" : "is working through the subscribers") "
-                              + "(request \(status.requestIdentifier ?? "?"))")
-            }
-        }
-        progress.finish()
-        print("Apple extended \(status.succeededCount ?? 0) subscription(s); \(status.failedCount ?? 0) failed. "
-              + "The checks of the ledger's eligible subscribers are queued: the workers announce renewal_extended.")
     }
-
-    private static func day(_ date: Date) -> String { date.formatted(.iso8601) }
 }

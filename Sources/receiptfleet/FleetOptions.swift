@@ -1,11 +1,8 @@
-import AppStore
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
-import JobQueue
-import Ledger
+import FleetFlags
 import Logging
+import Observability
 
 /// The flags every fleet command shares, one per flag setting of `SettingsRegistry` (its name and
 /// help come from there). Each setting comes from, strongest first: its flag, the environment
@@ -42,13 +39,27 @@ struct FleetOptions: SettingFlags {
 
     /// Every setting, resolved and checked.
     func settings() throws -> FleetSettings {
-        try FleetSettings(ResolvedConfiguration(options: self))
+        try FleetSettings(ResolvedConfiguration(flags: self))
     }
 }
 
-/// Logs at the log-level setting's level; `unset` where the command has a default of its own.
-func setUpLogging(_ options: FleetOptions, unset: Logger.Level = .info) throws -> Logger {
-    let configuration = try ResolvedConfiguration(options: options)
-    let level = try configuration.isSet(Settings.logLevel) ? configuration[Settings.logLevel] : unset
-    return setUpLogging(level: level.rawValue)
+/// The flags of the fleet's HTTP servers, in `serve`'s and `console`'s groups: where one listens,
+/// and which proxies before it name its callers.
+struct ListenOptions: SettingFlags {
+    static let commands: Commands = [.serve, .console]
+
+    @Option(Settings.address) var address: String?
+    @Option(Settings.trustedProxies) var trustedProxies: String?
+    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
+}
+
+extension FleetOptions {
+    /// What a command that logs starts from: its logger, at the log-level setting's level (`unset`
+    /// where the command has a default of its own), the configuration with its own flags (`group`),
+    /// and the fleet's settings in it.
+    func setUp(_ group: (any SettingFlags)? = nil, unset: Logger.Level = .info) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
+        let resolved = try group.map { try ResolvedConfiguration(flags: self, $0) } ?? ResolvedConfiguration(flags: self)
+        let logger = ProcessLogging.bootstrap(level: try resolved.isSet(Settings.logLevel) ? resolved[Settings.logLevel] : unset)
+        return (logger, resolved, try FleetSettings(resolved))
+    }
 }

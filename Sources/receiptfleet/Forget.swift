@@ -1,7 +1,7 @@
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Ledger
+import Operations
 import PostgresClient
 
 /// `receiptfleet subscriptions forget`
@@ -25,16 +25,15 @@ struct Forget: ParsableCommand {
               receiptfleet subscriptions forget 42 --yes
             """)
 
+    enum Words: SubscriptionWords {
+        static let id = "One subscription's id."
+        static let originalTransactionID = "The subscriptions with this original_transaction_id."
+        static let account = "Everything linked to this account of the app."
+    }
+
     @OptionGroup var options: FleetOptions
 
-    @Argument(help: "One subscription's id.")
-    var id: Int64?
-
-    @Option(name: .customLong("original-transaction-id"), help: "The subscriptions with this original_transaction_id.")
-    var originalTransactionID: String?
-
-    @Option(help: "Everything linked to this account of the app.")
-    var account: String?
+    @OptionGroup var named: SubscriptionNames<Words>
 
     @Option(help: "The app, a name from apps-file (--account: the app whose account it is, needed when there are several; --original-transaction-id: only this app's).")
     var app: String?
@@ -43,21 +42,19 @@ struct Forget: ParsableCommand {
     var yes = false
 
     func validate() throws {
-        guard [id != nil, originalTransactionID != nil, account != nil].filter({ $0 }).count == 1 else {
-            throw ValidationError("Name what to forget: an id, --original-transaction-id, or --account.")
-        }
-        if id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
+        guard named.given == 1 else { throw ValidationError("Name what to forget: an id, --original-transaction-id, or --account.") }
+        if named.id != nil, app != nil { throw ValidationError("--app goes with --account or --original-transaction-id, not an id.") }
     }
 
     /// What to forget; an account is each app's own, so it needs the app when there are several.
     private func target(in apps: AppCatalog) throws -> ForgetTarget {
         let resolved = try apps.resolve(app)
-        if let id { return .subscription(id: id) }
-        if let originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
+        if let id = named.id { return .subscription(id: id) }
+        if let originalTransactionID = named.originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
         guard let app = resolved else {
             throw ValidationError("Accounts are each app's own: name the app with --app (\(apps.names.joined(separator: ", "))).")
         }
-        return .account(id: account ?? "", app: app)
+        return .account(id: named.account ?? "", app: app)
     }
 
     func run() throws {
@@ -66,20 +63,12 @@ struct Forget: ParsableCommand {
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         guard yes else {
             let would = try ledger.forget(target, dryRun: true)
-            print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(Self.describe(would)). Add --yes to delete.")
+            print(would.isEmpty ? "Nothing to forget: \(target) has no data here." : "Would forget \(would). Add --yes to delete.")
             return
         }
         let forgotten = try audited(
             "subscriptions.forget", target: target.description, settings: settings, results: \.auditDetails
         ) { try ledger.forget(target) }
-        print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(Self.describe(forgotten)).")
-    }
-
-    static func describe(_ forgotten: Forgotten) -> String {
-        var parts = ["\(forgotten.subscriptions.count) subscription(s)"
-            + (forgotten.subscriptions.isEmpty ? "" : " (\(forgotten.subscriptions.map(String.init).joined(separator: ", ")))")]
-        if !forgotten.purchases.isEmpty { parts.append("\(forgotten.purchases.count) one-time purchase(s)") }
-        if forgotten.claims > 0 { parts.append("\(forgotten.claims) pending claim(s)") }
-        return parts.joined(separator: ", ")
+        print(forgotten.isEmpty ? "Nothing to forget: \(target) has no data here." : "Forgot \(forgotten).")
     }
 }

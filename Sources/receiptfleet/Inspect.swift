@@ -66,28 +66,14 @@ struct Inspect: AsyncParsableCommand {
         let stored = try state.map { path in
             try JSONDecoder().decode(SubscriptionState.self, from: Data(read(path)))
         }
-        // An unreadable body throws ResponseDecodingError, which ArgumentParser prints before exiting 1.
-        let response = try await ServerAPICapture.holds(body)
-            ? verified(ServerAPICapture(body: body))
-            : VerifyReceiptResponse(body: body, httpStatus: 200)
+        // An unreadable body or untrusted answers throw an error, which ArgumentParser prints before exiting 1.
+        let response = try await ServerAPICapture.response(in: body, rootFile: root, bundleID: bundleID)
         let inspection = try Inspection(
             response: response, now: moment, stored: stored, originalTransactionID: originalTransactionID,
             nonRenewingProductIDs: Set(nonRenewingProductIDs))
         switch format {
         case .json: print(try inspection.json())
         case .table: print(inspection.table)
-        }
-    }
-
-    /// The Server API's answers once every signed payload verified now (is it Apple's signature
-    /// today?) against the root and named the app.
-    private func verified(_ capture: ServerAPICapture) async throws -> VerifyReceiptResponse {
-        let roots = try root.map { try AppleRootCertificate.certificates(inFile: $0) } ?? [AppleRootCertificate.load()]
-        do {
-            return try await capture.response(verifiedBy: SignedPayloadVerifier(trustedRoots: roots), bundleID: bundleID, at: Date())
-        } catch {
-            throw UntrustedAnswer(description: "A signed payload cannot be believed: \(error). The answers are not Apple's for "
-                + "this app, or --root (\(root ?? "Apple Root CA - G3")) or --bundle-id names another.")
         }
     }
 
@@ -105,9 +91,4 @@ struct Inspect: AsyncParsableCommand {
         }
         return instant.date
     }
-}
-
-/// Server API answers whose signed payloads do not verify: nothing in them is shown.
-struct UntrustedAnswer: Error, CustomStringConvertible {
-    let description: String
 }

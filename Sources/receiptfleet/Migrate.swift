@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventRelay
 import FleetConfiguration
+import FleetFlags
 import Ledger
 import PostgresClient
 
@@ -24,7 +25,7 @@ struct Migrate: ParsableCommand {
 
     func run() throws {
         // Only the database: a migration job need not have the fleet's other files (apps, keys).
-        var configuration = try PostgresConfiguration(ResolvedConfiguration(options: options)[Settings.postgresURL])
+        var configuration = try PostgresConfiguration(ResolvedConfiguration(flags: options)[Settings.postgresURL])
         // A migration may rewrite a large table for minutes; the deadline only ends a frozen server's wait.
         configuration.callTimeout = .seconds(3_600)
         let connection = try PostgresConnection(configuration: configuration)

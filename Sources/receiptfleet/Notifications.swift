@@ -1,13 +1,11 @@
 import APIService
 import AppStore
-import AppStoreClients
 import ArgumentParser
 import Fleet
 import FleetConfiguration
 import Foundation
-import Lanes
-import Ledger
 import Logging
+import Operations
 import Terminal
 
 /// `receiptfleet notifications recover`
@@ -20,9 +18,7 @@ struct Notifications: ParsableCommand {
     /// The logger and the settings of a command that talks to Apple about notifications, which
     /// only the App Store Server API can (`what` it does there, for the error without a key).
     static func setUp(_ options: FleetOptions, _ what: String) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
-        let logger = try setUpLogging(options, unset: .warning)
-        let resolved = try ResolvedConfiguration(options: options)
-        let fleet = try FleetSettings(resolved)
+        let (logger, resolved, fleet) = try options.setUp(unset: .warning)
         guard fleet.serverAPI != nil else {
             throw ValidationError("\(what) through the App Store Server API: configure its key "
                                   + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
@@ -30,9 +26,13 @@ struct Notifications: ParsableCommand {
         return (logger, resolved, fleet)
     }
 
-    /// The door a command's calls to Apple go through: an operator waits for the endpoint's budget.
-    static func door(_ connections: Connections, fleet: FleetSettings) -> AppleDoor {
-        AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: SystemClock(), patience: AppleDoor.operatorPatience)
+    /// The app --app names, checked against apps-file; nil: every app (or the only one).
+    static func resolve(_ app: String?, in fleet: FleetSettings) throws -> String? {
+        do {
+            return try app.map { try fleet.apps.resolve($0) ?? $0 }
+        } catch {
+            throw ValidationError("\(error)")
+        }
     }
 
     struct Recover: AsyncParsableCommand {
@@ -72,68 +72,26 @@ struct Notifications: ParsableCommand {
         func run() async throws {
             let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple's notification history is read")
             let now = fleet.processClock().now()
-            var start = try sinceArgument(since, now: now)
+            let start = try sinceArgument(since, now: now)
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
             guard start < end else { throw ValidationError("--since must be before --until.") }
-            let apps: [String]
-            do {
-                apps = try app.map { [try fleet.apps.resolve($0) ?? $0] } ?? fleet.apps.names
-            } catch {
-                throw ValidationError("\(error)")
-            }
-            let replay = NotificationReplay(
-                fleet: fleet, trustedRoots: try resolved.trustedRoots(),
-                acceptedEnvironments: try resolved[Settings.notificationEnvironments], metrics: FleetMetrics(), logger: logger)
-            let lane = Lane(name: "recover") { try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
-            defer { lane.shutdown() }
-            if resume, let resumed = try await lane.run({ [app, onlyFailures] in
-                try NotificationRecovery.resumePoint(in: $0.ledger, app: app, onlyFailures: onlyFailures)
-            }), resumed > start {
-                start = min(resumed, end.addingTimeInterval(-1))
-                print("recover: resuming after the last run: from \(start.formatted(.iso8601))")
-            }
-
-            let recovery = NotificationRecovery(fleet: fleet, replay: replay, clock: SystemClock(), patience: AppleDoor.operatorPatience)
-            var tally = NotificationRecovery.Tally()
-            for app in apps {
-                for environment in try resolved[Settings.notificationEnvironments].sorted(by: { $0.rawValue < $1.rawValue }) {
-                    let kept = recovery.earliestStart(in: environment)
-                    if start < kept {
-                        print("recover: Apple keeps \(Int(NotificationRecovery.keptDays(environment))) days of \(environment.rawValue) "
-                              + "history: from \(kept.formatted(.iso8601)) on")
-                    }
-                    let progress = ProgressLine()
-                    defer { progress.finish() }
-                    let found = tally.found
-                    try await recovery.recover(
-                        app: app, environment: environment, from: max(start, kept), until: end, onlyFailures: onlyFailures, dryRun: dryRun,
-                        lane: lane, into: &tally,
-                        page: { pages, tally in
-                            progress.show("recover: \(app), \(environment.rawValue): \(pages) page\(pages == 1 ? "" : "s"), "
-                                          + "\(tally.found - found) notifications, \(tally.new) new in all")
-                        },
-                        refused: { FileHandle.standardError.write(Data("recover: a notification in Apple's history was refused: \($0)\n".utf8)) })
+            let app = try Notifications.resolve(app, in: fleet)
+            let recovery = try NotificationRecovery(fleet: fleet, configuration: resolved, logger: logger)
+            var progress = ProgressLine()
+            let tally = try await recovery.run(
+                app: app, from: start, until: end, onlyFailures: onlyFailures, dryRun: dryRun, resume: resume, actor: osUser()
+            ) { event in
+                switch event {
+                case .note(let line): print(line)
+                case .progress(let line): progress.show(line)
+                case .read:
+                    progress.finish()
+                    progress = ProgressLine()
+                case .problem(let line): FileHandle.standardError.write(Data((line + "\n").utf8))
                 }
             }
             print(tally.summary(dryRun: dryRun))
-            if !dryRun { await Self.audit(app: app, from: start, until: end, onlyFailures: onlyFailures, tally, lane: lane) }
             if tally.refused > 0 { throw ExitCode(1) }
-        }
-
-        /// Records the run in the audit trail, where `status` and the console read when it last ran.
-        private static func audit(
-            app: String?, from start: Date, until end: Date, onlyFailures: Bool, _ tally: NotificationRecovery.Tally, lane: Lane<Connections>
-        ) async {
-            let details = ["since": start.formatted(.iso8601), "until": end.formatted(.iso8601), "found": "\(tally.found)",
-                           "new": "\(tally.new)", "only_failures": "\(onlyFailures)"]
-            let record = AuditRecord(
-                actor: osUser(), via: .cli, action: "notifications.recover", target: app, details: details,
-                outcome: tally.refused > 0 ? "failed: \(tally.refused) refused" : "ok")
-            do {
-                try await lane.run { try $0.ledger.record(record) }
-            } catch {
-                FileHandle.standardError.write(Data("warning: the audit trail did not record notifications.recover: \(error)\n".utf8))
-            }
         }
     }
 }
@@ -167,59 +125,19 @@ extension Notifications {
                 throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
             }
             guard wait > 0 else { throw ValidationError("--wait must be at least 1 second.") }
-            let app: String?
-            do {
-                app = try self.app.map { try fleet.apps.resolve($0) ?? $0 }
-            } catch {
-                throw ValidationError("\(error)")
-            }
-            let replay = NotificationReplay(
-                fleet: fleet, trustedRoots: try resolved.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
-                metrics: FleetMetrics(), logger: logger)
-            let lane = Lane(name: "test") { try Connections(settings: fleet, consumer: "notifications-test", enqueueOnly: true) }
-            defer { lane.shutdown() }
-
-            let token = try await lane.run { connections in
-                let client = try connections.apple.serverAPIClient(forApp: app)
-                return try Notifications.door(connections, fleet: fleet).call(.testNotification, forApp: app) {
-                    try client.requestTestNotification(in: environment)
-                }
-            }
-            print("Apple is sending a test notification to the \(environment.rawValue) server URL (token \(token)).")
+            let app = try Notifications.resolve(app, in: fleet)
+            let test = try NotificationTest(fleet: fleet, configuration: resolved, logger: logger)
             let progress = ProgressLine()
-            let askStatus = {
-                try await lane.run { connections in
-                    let client = try connections.apple.serverAPIClient(forApp: app)
-                    return try Notifications.door(connections, fleet: fleet).call(.testNotificationStatus, forApp: app) {
-                        try client.testNotificationStatus(token, in: environment)
-                    }
+            let outcome = try await test.run(app: app, environment: environment, wait: wait) { event in
+                switch event {
+                case .requested(let token): print("Apple is sending a test notification to the \(environment.rawValue) server URL (token \(token)).")
+                case .waiting(let waited): progress.show("test: waiting for Apple's first attempt (\(waited) s of \(wait))")
+                case .waited: progress.finish()
                 }
             }
-            var status = try await askStatus()
-            for waited in 1...wait where status.attempts.isEmpty {
-                progress.show("test: waiting for Apple's first attempt (\(waited) s of \(wait))")
-                try await SystemClock().sleep(for: .seconds(1))
-                status = try await askStatus()
-            }
-            progress.finish()
-            let recovered = try await replay.read(signedPayload: status.signedPayload)
-            let recorded = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
-            print("Apple's attempts: " + (status.attempts.isEmpty ? "none yet" : status.attempts.joined(separator: ", ")))
-            switch (status.neverDelivered, recorded) {
-            case (false, true):
-                print("This deployment's serve recorded it (\(recovered.dedupeKey)): notifications reach it.")
-            case (false, false):
-                print("Apple's server URL answered 200, but this deployment's serve has not recorded it: the URL in App Store "
-                      + "Connect points at another server (or another deployment's database).")
-                throw ExitCode(1)
-            case (true, _) where status.attempts.isEmpty:
-                print("Apple has not tried to send it within \(wait) s; run the test again with a longer --wait.")
-                throw ExitCode(1)
-            case (true, _):
-                print("Apple could not deliver it: check that App Store Connect's server URL is serve's "
-                      + "/v1/notifications/apple, reachable from the internet over TLS, and that serve is running.")
-                throw ExitCode(1)
-            }
+            print("Apple's attempts: " + (outcome.attempts.isEmpty ? "none yet" : outcome.attempts.joined(separator: ", ")))
+            print(outcome.verdict)
+            if !outcome.reached { throw ExitCode(1) }
         }
     }
 }

@@ -1,6 +1,4 @@
 import ArgumentParser
-import Fleet
-import Foundation
 import Ledger
 import PostgresClient
 import Terminal
@@ -40,11 +38,6 @@ struct Prune: ParsableCommand {
             progress.show("deleted \($0.total) row(s) in \($0.batches) batch(es)")
         }
         progress.finish()
-        print("""
-            Deleted \(pruned.verifications) verification attempt(s), \(pruned.runs) scheduler run(s), \(pruned.events) event(s), \
-            \(pruned.webhookDeliveries) webhook delivery(ies), \(pruned.webhookAttempts) webhook attempt(s) and \
-            \(pruned.receipts) receipt(s), in \(pruned.batches) batch(es); the longest took \
-            \(pruned.longestBatch.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated))).
-            """)
+        print(pruned.summary)
     }
 }

@@ -1,7 +1,5 @@
 import ArgumentParser
-import Fleet
 import ProcessRoot
-import Observability
 
 /// `receiptfleet relay`
 struct Relay: AsyncParsableCommand {
@@ -23,10 +21,7 @@ struct Relay: AsyncParsableCommand {
     @OptionGroup var options: FleetOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .relay, settings: settings, metrics: ProcessMetrics(), logger: logger), logger: logger)
-        logger.info("relay stopped")
+        let (logger, _, settings) = try options.setUp()
+        try await ProcessRoot.run(.relay, settings: settings, logger: logger)
     }
 }

@@ -1,7 +1,6 @@
 import AppStore
 import ArgumentParser
 import Fleet
-import Foundation
 import Lanes
 import ProcessRoot
 import Observability
@@ -56,8 +55,7 @@ struct Schedule: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp()
         let metrics = ProcessMetrics()
         let plan = plan
         guard let every else {
@@ -67,60 +65,21 @@ struct Schedule: AsyncParsableCommand {
                 defer { progress.finish() }
                 let now = settings.processClock().now()
                 return try Scheduler(settings: settings, metrics: metrics.fleet).run(plan.options(at: now), now: now) {
-                    progress.show(Self.progress($0))
+                    progress.show(SchedulePlan.progress($0))
                 }
             }
-            plan.report(summary)
+            log(plan.report(summary))
             return
         }
         // A service: a pass every interval until SIGTERM or SIGINT, with its metrics served.
         let loop = SchedulerLoop(
-            ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger), every: .seconds(every),
-            options: { plan.options(at: $0) },
-            report: { summary, finished in
-                if finished { plan.report(summary) } else { logger.debug("\(Self.progress(summary))") }
-            })
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .scheduler(loop), settings: settings, metrics: metrics, logger: logger), logger: logger)
-        logger.info("scheduler stopped")
+            ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger), plan: plan, every: .seconds(every), say: log)
+        try await ProcessRoot.run(.scheduler(loop), settings: settings, metrics: metrics, logger: logger)
     }
 
-    /// The options of each pass, from the flags.
-    private var plan: PassPlan {
-        PassPlan(runID: runID, periodic: every != nil, dryRun: dryRun, limit: limit,
-                 environment: environment.flatMap(AppStoreEnvironment.init(rawValue:)))
-    }
-
-    private struct PassPlan: Sendable {
-        let runID: String?
-        let periodic: Bool
-        let dryRun: Bool
-        let limit: Int?
-        let environment: AppStoreEnvironment?
-
-        /// The options of the pass that starts at `now`.
-        func options(at now: Date) -> Scheduler.Options {
-            var options = Scheduler.Options(
-                runID: runID ?? (periodic ? String(Instant(now).description.prefix(16)) : Scheduler.nightlyRunID(now)))
-            options.dryRun = dryRun
-            options.limit = limit
-            options.environment = environment
-            return options
-        }
-
-        func report(_ summary: ScheduleSummary) {
-            print((dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
-                + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s.")
-            if summary.notificationsRecovered > 0 {
-                print((dryRun ? "\(summary.notificationsRecovered) notifications await a verification" : "Enqueued again the jobs of "
-                    + "\(summary.notificationsRecovered) notifications") + " that their subscriptions have not had since they arrived.")
-            }
-            fflush(nil)  // a periodic scheduler's lines reach a pipe as each pass ends (nil: stdout is a C global)
-        }
-    }
-
-    private static func progress(_ summary: ScheduleSummary) -> String {
-        "run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
-            + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s"
+    /// The passes the flags ask for.
+    private var plan: SchedulePlan {
+        SchedulePlan(runID: runID, periodic: every != nil, dryRun: dryRun, limit: limit,
+                     environment: environment.flatMap(AppStoreEnvironment.init(rawValue:)))
     }
 }

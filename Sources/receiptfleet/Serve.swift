@@ -1,10 +1,7 @@
-import AccessTokens
 import APIService
-import AppStore
 import ArgumentParser
-import Fleet
 import FleetConfiguration
-import Foundation
+import FleetFlags
 import Observability
 import ProcessRoot
 
@@ -42,51 +39,24 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var api: APIOptions
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let resolved = try ResolvedConfiguration(options: options, api)
-        let fleet = try FleetSettings(resolved)
-        let settings = try APISettings(resolved)
-        // An operator's own root (a test CA) is named, so that it is never trusted unnoticed.
-        let rootSource = resolved.value("apple-root-certificate").map { "\($0.0) (from \($0.1))" }
-            ?? "built in, SHA-256 \(AppleRootCertificate.fingerprint)"
-        for root in settings.trustedRoots {
-            logger.notice("V2 notifications must chain to this root", metadata: ["root": "\(root.subject)", "source": "\(rootSource)"])
-        }
-        if fleet.apps.bundleIDs.isEmpty {
-            logger.warning("no apple-bundle-id (or apps-file) is configured: V2 notifications are refused with 503 until one is")
-        }
-        if fleet.sharedSecret == nil {
-            logger.warning("no shared secret is configured: Apple refuses registrations and V1 notifications cannot be checked")
-        }
+        let (logger, resolved, fleet) = try options.setUp(api)
         let metrics = ProcessMetrics()
-        let console = try ConsoleSettings(resolved)
-        if console == nil {
-            logger.notice("the ops console is off: set RECEIPTFLEET_CONSOLE_TOKENS (or console-tokens-file) to serve it under /console")
-        }
-        let server = try APIServer(settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics.factory) { port in
-            if console != nil { logger.info("console listening", metadata: ["url": "http://\(settings.host):\(port)/console"]) }
-            logger.info("API listening", metadata: [
-                "address": "http://\(settings.host):\(port)", "clients": "\(settings.tokens.names.joined(separator: ","))",
-                "notification-environments": "\(settings.notificationEnvironments.map(\.rawValue).sorted().joined(separator: ","))",
-            ])
-        }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .api(server), settings: fleet, metrics: metrics, logger: logger), logger: logger)
-        logger.info("API stopped")
+        let server = try APIServer.serving(resolved, fleet: fleet, logger: logger, metrics: metrics.factory)
+        try await ProcessRoot.run(.api(server), settings: fleet, metrics: metrics, logger: logger)
     }
 }
 
-/// `serve`'s own flags; like every setting they also come from RECEIPTFLEET_<NAME> or the file.
+/// `serve`'s own flags: where it listens, and the API's; like every setting they also come from
+/// RECEIPTFLEET_<NAME> or the file.
 struct APIOptions: SettingFlags {
     static let commands = Commands.serve
 
-    @Option(Settings.address) var address: String?
+    @OptionGroup var listen: ListenOptions
+
     @Option(Settings.notificationEnvironments) var notificationEnvironments: String?
     @Option(Settings.maxBodyBytes) var maxBodyBytes: String?
     @Option(Settings.clientRateLimit) var clientRateLimit: String?
     @Option(Settings.clientRateBurst) var clientRateBurst: String?
     @Option(Settings.lanes) var lanes: String?
-    @Option(Settings.trustedProxies) var trustedProxies: String?
-    @Option(Settings.trustedProxyHeader) var trustedProxyHeader: String?
 }
 

@@ -1,7 +1,7 @@
 import AppStore
 import ArgumentParser
-import Fleet
 import Ledger
+import Operations
 import PostgresClient
 import Terminal
 

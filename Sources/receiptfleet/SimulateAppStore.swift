@@ -1,4 +1,3 @@
-import AppStoreSimulator
 import ArgumentParser
 import Foundation
 

@@ -1,7 +1,6 @@
 import AppStoreSimulator
 import ArgumentParser
 import Demo
-import Foundation
 
 extension SimulateAppStore {
     /// `receiptfleet simulate-appstore seed`
@@ -56,34 +55,9 @@ extension SimulateAppStore {
         }
 
         func run() throws {
-            let atMs = try parseTime(at) / 1000 * 1000
-            guard FileManager.default.createFile(atPath: out, contents: nil),
-                let file = FileHandle(forWritingAtPath: out)
-            else { throw ValidationError("Cannot create \(out): check the directory exists and is writable.") }
-            defer { try? file.close() }
-
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            var chunk = Data()
-            var statuses: [SubscriptionStatus: Int] = [:]
-            var lines = 0
-            let app = Catalog.bundleIDs.firstIndex(of: bundleID) ?? 0
-            for receipt in SimulatedReceipt.fleet(count: count, seed: seed, anchorMs: atMs, app: app) {
-                for subscription in receipt.subscriptions {
-                    let truth = subscription.groundTruth(at: atMs)
-                    chunk.append(try encoder.encode(truth))
-                    chunk.append(UInt8(ascii: "\n"))
-                    statuses[truth.status, default: 0] += 1
-                    lines += 1
-                }
-                if chunk.count > 1 << 20 {
-                    try file.write(contentsOf: chunk)
-                    chunk.removeAll(keepingCapacity: true)
-                }
-            }
-            try file.write(contentsOf: chunk)
+            let statuses = try SimulatedFleetFile.write(count: count, seed: seed, bundleID: bundleID, atMs: try parseTime(at) / 1000 * 1000, to: out)
             let summary = SubscriptionStatus.allCases.map { "\($0.rawValue)=\(statuses[$0, default: 0])" }
-            log("wrote \(lines) subscriptions of \(count) receipts to \(out) (\(summary.joined(separator: " ")))")
+            log("wrote \(statuses.values.reduce(0, +)) subscriptions of \(count) receipts to \(out) (\(summary.joined(separator: " ")))")
             try writeServerAPIFiles()
         }
 

@@ -1,10 +1,8 @@
 import AppStoreSimulator
 import ArgumentParser
-import Crypto
-import Foundation
+import Demo
 import Logging
 import ProcessRoot
-import ServiceLifecycle
 
 extension SimulateAppStore {
     /// `receiptfleet simulate-appstore serve`
@@ -65,11 +63,7 @@ extension SimulateAppStore {
                 throw ValidationError("--server-api-key needs --fleet-seed, once per app (at most \(Catalog.bundleIDs.count)): "
                                       + "the seed each app's subscriptions were drawn with.")
             }
-            guard let pem = try? String(contentsOfFile: serverAPIKey, encoding: .utf8),
-                  let key = try? P256.Signing.PrivateKey(pemRepresentation: pem)
-            else {
-                throw ValidationError("Cannot read a P-256 key from \(serverAPIKey): write one with `simulate-appstore seed --server-api-key`.")
-            }
+            let key = try SimulatedServerAPIFiles.readKey(from: serverAPIKey)
             guard fleetSize.allSatisfy({ $0 >= 0 }), fleetSize.count <= fleetSeed.count else {
                 throw ValidationError("--fleet-size must be 0 or more, at most once per --fleet-seed.")
             }
@@ -93,47 +87,9 @@ extension SimulateAppStore {
                 throw ValidationError(error.description)
             }
             if outageSeconds > 0 { simulator.startOutage(seconds: outageSeconds) }
-
-            let serverAPINote = serverAPIKey == nil || fleetSeed.isEmpty ? ""
-                : "; App Store Server API for fleet seeds " + fleetSeed.map(String.init).joined(separator: ", ")
-            let (host, port, interval) = (host, port, statsInterval)
-            var services: [any Service] = [simulator.server(host: host, port: port) { bound in
-                log("App Store simulator listening on http://\(host):\(bound) "
-                    + "(production /verifyReceipt, sandbox /sandbox/verifyReceipt, GET /stats); "
-                    + "clock at \(Self.iso8601(simulator.clock.nowMs)); latency \(latency), shared secret "
-                    + (knobs.sharedSecret == nil ? "not required" : "required")
-                    + serverAPINote)
-            }]
-            if interval > 0 { services.append(StatisticsLog(simulator: simulator, interval: .seconds(interval))) }
-            services.append(NotificationAnnouncer(simulator))
-            try await ProcessRoot.run(services, logger: Logger(label: "simulate-appstore"))
+            try await ProcessRoot.run(
+                simulator.services(host: host, port: port, statsInterval: .seconds(statsInterval), say: log), logger: Logger(label: "simulate-appstore"))
             log("App Store simulator stopped")
-        }
-
-        /// Prints the simulator's statistics every interval until graceful shutdown.
-        private struct StatisticsLog: Service {
-            let simulator: SimulatedAppStore
-            let interval: Duration
-
-            func run() async {
-                await cancelWhenGracefulShutdown {
-                    while (try? await Task.sleep(for: interval)) != nil {
-                        log(Serve.summary(simulator.statistics))
-                    }
-                }
-            }
-        }
-
-        private static func iso8601(_ milliseconds: Int64) -> String {
-            Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
-        }
-
-        private static func summary(_ stats: SimulatorStatistics) -> String {
-            let recent = stats.perSecondRecent.reduce(0, +) / max(1, stats.perSecondRecent.count)
-            let statuses = stats.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
-            return "stats: \(stats.requestsTotal) requests, \(recent)/s over 10 s, max \(stats.maxRequestsInOneSecond) in one second, "
-                + "\(stats.rateLimitViolations) rate-limit violations, \(stats.garbageBodies) garbage, "
-                + "statuses \(statuses.joined(separator: " "))"
         }
     }
 }

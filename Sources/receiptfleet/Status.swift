@@ -1,5 +1,4 @@
 import ArgumentParser
-import Fleet
 import Foundation
 import Operations
 
@@ -31,10 +30,7 @@ struct Status: ParsableCommand {
         repeat {
             let status = try FleetStatus.read(settings: settings)
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                encoder.dateEncodingStrategy = .iso8601
-                print(String(decoding: try encoder.encode(status), as: UTF8.self))
+                print(try status.json())
             } else {
                 if watch { print("\u{1B}[2J\u{1B}[H", terminator: "") }
                 print(status.text)

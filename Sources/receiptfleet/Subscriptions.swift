@@ -1,9 +1,8 @@
-import AppStore
 import ArgumentParser
-import Fleet
 import FleetConfiguration
 import Foundation
 import Ledger
+import Operations
 import PostgresClient
 import Terminal
 
@@ -44,14 +43,8 @@ struct Subscriptions: ParsableCommand {
             if problems.count > 20 { FileHandle.standardError.write(Data("… and \(problems.count - 20) more bad lines\n".utf8)) }
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
             let progress = ProgressLine()
-            var inserted = 0
-            var present = 0
-            for start in stride(from: 0, to: subscriptions.count, by: 10_000) {
-                let batch = Array(subscriptions[start..<min(start + 10_000, subscriptions.count)])
-                let result = try ledger.addSubscriptions(batch)
-                inserted += result.inserted
-                present += result.alreadyPresent
-                progress.show("imported \(start + batch.count) of \(subscriptions.count)")
+            let (inserted, present) = try SubscriptionFile.add(subscriptions, to: ledger) {
+                progress.show("imported \($0) of \(subscriptions.count)")
             }
             progress.finish()
             print("Added \(inserted), already present \(present), bad lines \(problems.count).")
@@ -84,83 +77,7 @@ struct Subscriptions: ParsableCommand {
         func run() throws {
             let settings = try options.settings()
             let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-            let orders = try selector.orders(in: ledger, settings: settings)
-            for order in orders { print(OrderReport(order).text) }
-            // An order's subscriptions come with it: Apple is asked once.
-            let ids = try selector.order == nil ? selector.ids(in: ledger, settings: settings) : orders.flatMap { $0.subscriptions.map(\.id) }
-            for id in ids {
-                guard let detail = try ledger.detail(id: id) else { throw NotFound("No subscription \(id).") }
-                print(SubscriptionReport(detail, refundRequests: try ledger.consumptionRequests(subscriptionID: id)).text)
-            }
+            try selector.show(in: ledger, settings: settings) { print($0) }
         }
-    }
-}
-
-/// Reads subscription files: JSON lines or CSV with a header. Each line is judged alone, bytes
-/// first: a line that is not UTF-8, or whose fields hold a control character (a NUL, which
-/// PostgreSQL refuses in text), is reported by its number and the others are kept.
-enum SubscriptionFile {
-    /// Each line's app is its `app`, else the app of its `bundle_id`, else the deployment's one app.
-    static func parse(_ data: Data, csv: Bool, apps: AppCatalog) -> ([NewSubscription], [String]) {
-        var lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-            .map { String(validating: $0.last == UInt8(ascii: "\r") ? $0.dropLast() : $0, as: UTF8.self) }
-        var header: [String] = []
-        var problems: [String] = []
-        if csv, !lines.isEmpty {
-            guard let first = lines.removeFirst() else { return ([], ["line 1: the header is not UTF-8 text"]) }
-            header = first.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        }
-        var subscriptions: [NewSubscription] = []
-        for (index, line) in lines.enumerated() {
-            let number = index + (csv ? 2 : 1)
-            guard let line else {
-                problems.append("line \(number): not UTF-8 text")
-                continue
-            }
-            guard !line.trimmingCharacters(in: .whitespaces).isEmpty else { continue }
-            let fields: [String: String]
-            if csv {
-                let values = line.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-                guard values.count == header.count else {
-                    problems.append("line \(number): \(values.count) fields where the header has \(header.count)")
-                    continue
-                }
-                fields = Dictionary(zip(header, values), uniquingKeysWith: { first, _ in first })
-            } else {
-                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-                    problems.append("line \(number): not a JSON object")
-                    continue
-                }
-                fields = object.compactMapValues { $0 is NSNull ? nil : "\($0)" }
-            }
-            guard !fields.values.contains(where: { $0.unicodeScalars.contains { $0.properties.generalCategory == .control } }) else {
-                problems.append("line \(number): a field holds a control character (a NUL?), which the ledger cannot store")
-                continue
-            }
-            guard let id = fields["original_transaction_id"], !id.isEmpty else {
-                problems.append("line \(number): original_transaction_id is missing")
-                continue
-            }
-            guard let receipt = fields["receipt"] ?? fields["receipt_data"], !receipt.isEmpty else {
-                problems.append("line \(number): receipt is missing")
-                continue
-            }
-            let environmentName = fields["environment"] ?? "Production"
-            guard let environment = AppStoreEnvironment(rawValue: environmentName) else {
-                problems.append("line \(number): environment must be Production or Sandbox, not '\(environmentName)'")
-                continue
-            }
-            let app = fields["app"].map { apps.app(named: $0)?.name } ?? apps.app(bundleID: fields["bundle_id"])?.name
-            guard let app else {
-                problems.append("line \(number): " + (fields["app"].map { "no app is named '\($0)'" }
-                    ?? fields["bundle_id"].map { "the bundle id \($0) is no app's" } ?? "name its app (app or bundle_id)")
-                    + "; the apps are \(apps.names.joined(separator: ", "))")
-                continue
-            }
-            subscriptions.append(NewSubscription(
-                app: app, originalTransactionID: id, environment: environment,
-                receipt: ReceiptData(base64: receipt), accountID: fields["account_id"]))
-        }
-        return (subscriptions, problems)
     }
 }

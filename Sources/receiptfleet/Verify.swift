@@ -27,30 +27,10 @@ struct Verify: ParsableCommand {
     @OptionGroup var selector: SubscriptionSelector
 
     func run() throws {
-        let logger = try setUpLogging(options, unset: .warning)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp(unset: .warning)
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
-        var exit: Int32 = 0
-        for id in try selector.ids(in: ledger, settings: settings) {
-            guard let subscription = try ledger.subscription(id: id) else { throw NotFound("No subscription \(id).") }
-            let settlement = try ImmediateVerification.run(subscriptionID: id, settings: settings, logger: logger)
-            if let detail = try ledger.detail(id: id) { print(SubscriptionReport(detail).text) }
-            switch settlement {
-            case .ack, .bury, .retry:
-                print("result        \(settlement)")
-                if case .retry = settlement { exit = max(exit, 1) }
-            case .postpone:
-                let status = try FleetStatus.read(settings: settings)
-                let queue = status.queue
-                let appHalt = status.apps.first { $0.name == subscription.app }?.haltedReason
-                let why = queue.haltedReason.map { "the fleet is halted (\($0)); `receiptfleet resume` lifts it" }
-                    ?? appHalt.map { "the app \(subscription.app) is halted (\($0)); `receiptfleet resume --app \(subscription.app)` lifts it" }
-                    ?? queue.pausedUntil.map { "the fleet is paused until \($0): Apple is unavailable" }
-                    ?? "Apple did not answer usefully"
-                print("result        not verified: \(why)")
-                exit = 3
-            }
-        }
+        let ids = try selector.ids(in: ledger, settings: settings)
+        let exit = try ImmediateVerification.run(ids, ledger: ledger, settings: settings, logger: logger) { print($0) }
         if exit != 0 { throw ExitCode(exit) }
     }
 }

@@ -1,9 +1,7 @@
 import ArgumentParser
 import EventRelay
-import Fleet
 import FleetConfiguration
-import PostgresClient
-import Redaction
+import Operations
 import Terminal
 
 /// `receiptfleet webhooks add|list|disable|remove|replay|rotate-secret|rotate-key`
@@ -33,11 +31,7 @@ struct Webhooks: ParsableCommand {
 
         func run() throws {
             let types = events.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
-            let settings = try options.settings()
-            let (endpoint, secret) = try audited(
-                "webhooks.add", target: Redact.urlWithoutQuery(url), details: ["events": types.isEmpty ? "all" : types.joined(separator: ",")],
-                settings: settings, results: { ["endpoint": "\($0.endpoint.id)"] }
-            ) { try registry(settings).add(url: url, eventTypes: types) }
+            let (endpoint, secret) = try WebhookAdministration(settings: options.settings()).add(url: url, eventTypes: types)
             print("Added webhook endpoint \(endpoint.id) for \(types.isEmpty ? "every event type" : types.joined(separator: ", ")).")
             print("Its signing secret, shown this once — store it with the receiver:")
             print(secret.text)
@@ -51,42 +45,40 @@ struct Webhooks: ParsableCommand {
         @OptionGroup var options: FleetOptions
 
         func run() throws {
-            let endpoints = try registry(try options.settings()).list()
+            let endpoints = try options.settings().webhookRegistry().list()
             if endpoints.isEmpty { print("No webhook endpoints.") }
-            for endpoint in endpoints {
-                let types = endpoint.eventTypes.isEmpty ? "all events" : endpoint.eventTypes.joined(separator: ",")
-                let state = endpoint.isEnabled ? "enabled" : "disabled (\(endpoint.disabledReason ?? "-"))"
-                let rotating = endpoint.previousSecretUntil.map { "  rotating: the previous secret signs too until \($0.formatted(.iso8601))" } ?? ""
-                print("\(endpoint.id)  \(Redact.url(endpoint.url))  \(types)  \(state)\(rotating)")
-            }
+            for endpoint in endpoints { print(endpoint.line) }
         }
     }
 
     struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Stop delivering to an endpoint; its pending deliveries fail.",
-            discussion: "Examples:\n  receiptfleet webhooks disable 3")
-        @OptionGroup var options: FleetOptions
-        @Argument(help: "The endpoint id.") var id: Int64
+        static let configuration = Endpoint.command("disable", abstract: "Stop delivering to an endpoint; its pending deliveries fail.")
+        @OptionGroup var endpoint: Endpoint
 
-        func run() throws {
-            let settings = try options.settings()
-            try audited("webhooks.disable", target: "endpoint \(id)", settings: settings) { try registry(settings).disable(id: id) }
-            print("Webhook endpoint \(id) is disabled.")
-        }
+        func run() throws { try endpoint.change(done: "disabled") { try $0.disable(id: $1) } }
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Remove an endpoint and its delivery history.",
-            discussion: "Examples:\n  receiptfleet webhooks remove 3")
+        static let configuration = Endpoint.command("remove", abstract: "Remove an endpoint and its delivery history.")
+        @OptionGroup var endpoint: Endpoint
+
+        func run() throws { try endpoint.change(done: "removed") { try $0.remove(id: $1) } }
+    }
+
+    /// The endpoint a command changes for good (`webhooks VERB ID`).
+    struct Endpoint: ParsableArguments {
         @OptionGroup var options: FleetOptions
         @Argument(help: "The endpoint id.") var id: Int64
 
-        func run() throws {
-            let settings = try options.settings()
-            try audited("webhooks.remove", target: "endpoint \(id)", settings: settings) { try registry(settings).remove(id: id) }
-            print("Webhook endpoint \(id) is removed.")
+        /// The command's help: what it does, and how it is run.
+        static func command(_ verb: String, abstract: String) -> CommandConfiguration {
+            CommandConfiguration(abstract: abstract, discussion: "Examples:\n  receiptfleet webhooks \(verb) 3")
+        }
+
+        /// Changes it, and says what it is now (`done`).
+        func change(done: String, _ change: (WebhookAdministration, Int64) throws -> Void) throws {
+            try change(WebhookAdministration(settings: options.settings()), id)
+            print("Webhook endpoint \(id) is \(done).")
         }
     }
 }
@@ -117,14 +109,8 @@ extension Webhooks {
             let settings = try options.settings()
             let from = try sinceArgument(since)
             let progress = ProgressLine()
-            let replay = try audited(
-                "webhooks.replay", target: "endpoint \(endpoint)",
-                details: ["since": from.formatted(.iso8601), "event_types": eventType.isEmpty ? "all" : eventType.joined(separator: ",")],
-                settings: settings, results: { ["queued": "\($0.queued)", "again": "\($0.again)"] }
-            ) {
-                try registry(settings).replay(endpoint: endpoint, since: from, eventTypes: eventType) { total in
-                    progress.show("queued \(total.queued) deliveries")
-                }
+            let replay = try WebhookAdministration(settings: settings).replay(endpoint: endpoint, since: from, eventTypes: eventType) {
+                progress.show("queued \($0.queued) deliveries")
             }
             progress.finish()
             print("Queued \(replay.queued) deliveries to endpoint \(endpoint) (\(replay.again) of events it was sent before); "
@@ -155,12 +141,7 @@ extension Webhooks {
         }
 
         func run() throws {
-            let settings = try options.settings()
-            let overlap = Duration.seconds(overlapHours * 3_600)
-            let (secret, until) = try audited(
-                "webhooks.rotate-secret", target: "endpoint \(id)", details: ["overlap_hours": "\(overlapHours)"], settings: settings,
-                results: { ["previous_until": $0.previousUntil.formatted(.iso8601)] }
-            ) { try registry(settings).rotateSigningSecret(id: id, overlap: overlap) }
+            let (secret, until) = try WebhookAdministration(settings: options.settings()).rotateSigningSecret(id: id, overlapHours: overlapHours)
             print("Endpoint \(id) has a new signing secret; the previous one signs beside it until \(until.formatted(.iso8601)).")
             print("The new secret, shown this once — give it to the receiver:")
             print(secret.text)
@@ -184,20 +165,9 @@ extension Webhooks {
         @OptionGroup var options: FleetOptions
 
         func run() throws {
-            let settings = try options.settings()
-            let registry = try registry(settings)
-            let (resealed, current) = try audited(
-                "webhooks.rotate-key", details: ["key": registry.keyID ?? "-"], settings: settings,
-                results: { ["resealed": "\($0.0)", "already": "\($0.1)"] }
-            ) { try registry.rotateSecrets() }
-            print("Encrypted \(resealed) webhook secret(s) again under key \(registry.keyID ?? "-"); "
+            let (resealed, current, keyID) = try WebhookAdministration(settings: options.settings()).rotateSecrets()
+            print("Encrypted \(resealed) webhook secret(s) again under key \(keyID ?? "-"); "
                 + "\(current) already were. Previous keys are no longer needed for them.")
         }
     }
-}
-
-private func registry(_ settings: FleetSettings) throws -> WebhookRegistry {
-    WebhookRegistry(
-        database: try PostgresConnection(configuration: settings.postgresConfiguration()),
-        keyring: settings.webhookSecretKeys, allowsPrivateNetworks: settings.allowPrivateWebhooks)
 }

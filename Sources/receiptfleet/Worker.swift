@@ -1,9 +1,8 @@
 import ArgumentParser
 import Fleet
-import Foundation
 import Lanes
 import ProcessRoot
-import Observability
+import Operations
 
 /// `receiptfleet worker`
 struct Worker: AsyncParsableCommand {
@@ -33,15 +32,11 @@ struct Worker: AsyncParsableCommand {
     var withRelay = false
 
     func run() async throws {
-        let logger = try setUpLogging(options)
-        let settings = try options.settings()
+        let (logger, _, settings) = try options.setUp()
         if let warning = settings.visibilityTimeoutWarning { logger.warning("\(warning)") }
-        for warning in try await onNewThread(named: "rf-check", { try redisDurabilityWarnings(settings) }) {
+        for warning in try await onNewThread(named: "rf-check", { try ConfigurationReview.redisDurabilityWarnings(settings) }) {
             logger.warning("\(warning)")
         }
-        try await ProcessRoot.run(
-            ProcessRoot.services(for: .worker(withRelay: withRelay), settings: settings, metrics: ProcessMetrics(), logger: logger),
-            logger: logger)
-        logger.info("stopped")
+        try await ProcessRoot.run(.worker(withRelay: withRelay), settings: settings, logger: logger)
     }
 }

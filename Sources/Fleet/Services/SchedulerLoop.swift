@@ -9,16 +9,13 @@ import ServiceLifecycle
 public struct SchedulerLoop: ProcessDuty {
     public let context: ProcessContext
     let every: Duration
-    /// The options of the pass starting at a moment.
-    let options: @Sendable (Date) -> Scheduler.Options
-    /// Hears each pass's progress (after every page) and its end.
-    let report: @Sendable (_ summary: ScheduleSummary, _ finished: Bool) -> Void
+    /// Each pass's options, and what a finished one says.
+    let plan: SchedulePlan
+    /// Hears what each finished pass says; a pass's progress (after every page) is logged at debug.
+    let say: @Sendable (String) -> Void
 
-    public init(
-        _ context: ProcessContext, every: Duration, options: @escaping @Sendable (Date) -> Scheduler.Options,
-        report: @escaping @Sendable (_ summary: ScheduleSummary, _ finished: Bool) -> Void
-    ) {
-        (self.context, self.every, self.options, self.report) = (context, every, options, report)
+    public init(_ context: ProcessContext, plan: SchedulePlan, every: Duration, say: @escaping @Sendable (String) -> Void) {
+        (self.context, self.plan, self.every, self.say) = (context, plan, every, say)
     }
 
     public func run() async {
@@ -26,9 +23,9 @@ public struct SchedulerLoop: ProcessDuty {
             every, thread: "rf-scheduler", startingNow: true, grace: .seconds(30),
             open: { [settings, metrics] in try Scheduler(settings: settings, metrics: metrics) },
             failing: "scheduler pass failed (its connections are made again for the next)"
-        ) { [clock, options, report] scheduler, _ in
+        ) { [clock, plan, say, logger] scheduler, _ in
             let now = clock.now()
-            report(try scheduler.run(options(now), now: now) { report($0, false) }, true)
+            say(plan.report(try scheduler.run(plan.options(at: now), now: now) { logger.debug("\(SchedulePlan.progress($0))") }))
         }
     }
 }

@@ -1,13 +1,11 @@
 import AppStore
-import Fleet
-import Operations
 
 /// `subscriptions show --order` as text: Apple's transactions of the order, each with the
 /// ledger's subscription or purchase it belongs to.
-struct OrderReport {
-    let text: String
+public struct OrderReport {
+    public let text: String
 
-    init(_ order: FoundOrder) {
+    public init(_ order: FoundOrder) {
         var lines = ["order \(order.orderID)  (\(order.app), Apple's Look Up Order ID, production): \(order.transactions.count) transaction(s)"]
         for transaction in order.transactions {
             lines.append("  \(transaction.transactionID)  \(transaction.productID ?? "-")  purchased \(transaction.purchaseDate?.description ?? "-")"

@@ -3,11 +3,11 @@ import Foundation
 import Ledger
 
 /// `subscriptions show` as text. Receipts never appear: the record holds none.
-struct SubscriptionReport {
-    let text: String
+public struct SubscriptionReport {
+    public let text: String
 
     /// `refundRequests`: the customer's refund requests Apple asked about (CONSUMPTION_REQUEST), newest first.
-    init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = []) {
+    public init(_ detail: SubscriptionDetail, refundRequests: [ConsumptionRequestRecord] = []) {
         let record = detail.subscription
         let state = record.state
         var lines = [
