@@ -1,3 +1,4 @@
+import Foundation
 import RedisClient
 
 /// A job in the delayed set: a retry after its backoff, a job postponed by a pause, or a check
@@ -8,6 +9,12 @@ public struct DelayedJob: Sendable, Hashable {
     public var text: String
     /// When it is due, in ms since the epoch (Redis clock).
     public var dueAt: Int64
+
+    /// One line for a terminal: when it is due, then its subscription, reason and attempt.
+    public var line: String {
+        let due = Date(timeIntervalSince1970: Double(dueAt) / 1000).formatted(.iso8601)
+        return "\(due)  " + (job.map { "subscription \($0.subscriptionID)  \($0.reason)  attempt \($0.attempt)" } ?? text)
+    }
 }
 
 extension JobQueue {

@@ -2,7 +2,6 @@ import ArgumentParser
 import FleetConfiguration
 import JobQueue
 import Operations
-import RedisClient
 
 /// `receiptfleet dead list|replay|purge`
 struct Dead: ParsableCommand {
@@ -53,7 +52,7 @@ struct Dead: ParsableCommand {
         func change(_ action: String, done: String, _ change: (JobQueue, DeadLetterFilter) throws -> Int) throws {
             let settings = try options.settings()
             let changed = try audited(action, target: filter.value.description, settings: settings, results: { [done.lowercased(): "\($0)"] }) {
-                try change(queue(settings), filter.value)
+                try change(settings.operatorQueue(), filter.value)
             }
             print("\(done) \(changed) dead letters.")
         }
@@ -65,7 +64,7 @@ struct Dead: ParsableCommand {
         @Option(help: "At most this many.") var limit = 100
 
         func run() throws {
-            let queue = try queue(try letters.options.settings())
+            let queue = try letters.options.settings().operatorQueue()
             let found = try queue.deadLetters(matching: letters.filter.value, limit: limit)
             if found.isEmpty { print("No dead letters match.") }
             for letter in found { print(letter.line) }
@@ -88,10 +87,4 @@ struct Dead: ParsableCommand {
 
         func run() throws { try letters.change("dead.purge", done: "Purged") { try $0.purge(matching: $1) } }
     }
-}
-
-private func queue(_ settings: FleetSettings) throws -> JobQueue {
-    try JobQueue(
-        connection: RedisConnection(settings.redisConfiguration()),
-        keys: QueueKeys(prefix: settings.keyPrefix), consumer: JobQueue.consumerName(thread: -4), clock: settings.scriptClock)
 }

@@ -9,7 +9,7 @@ struct ReceiptFleet: AsyncParsableCommand {
         abstract: "Re-verifies App Store subscriptions at fleet scale.",
         version: BuildInfo.description,
         subcommands: [
-            Worker.self, Relay.self, Serve.self, ConsoleCommand.self, Schedule.self, Status.self, Verify.self, Dead.self, Subscriptions.self, Webhooks.self, Notifications.self, Config.self, Pause.self, Resume.self, Audit.self, Prune.self, Migrate.self, Inspect.self,
+            Worker.self, Relay.self, Serve.self, ConsoleCommand.self, Schedule.self, Status.self, Verify.self, Dead.self, Waiting.self, Subscriptions.self, Webhooks.self, Notifications.self, Config.self, Pause.self, Resume.self, Audit.self, Prune.self, Migrate.self, Inspect.self,
             SimulateAppStore.self, DemoCommand.self,
         ])
 }
