@@ -9,7 +9,7 @@ import Testing
 @Suite struct MetricsContractTests {
     /// The names agreed for the dashboards and alert rules (docs/metrics.md).
     static let contract: Set<String> = [
-        "receiptfleet_jobs", "receiptfleet_oldest_job_age_seconds", "receiptfleet_live_workers", "receiptfleet_fleet_paused",
+        "receiptfleet_jobs", "receiptfleet_oldest_job_age_seconds", "receiptfleet_live_workers", "receiptfleet_silent_workers", "receiptfleet_fleet_paused",
         "receiptfleet_fleet_halted", "receiptfleet_server_api_halted", "receiptfleet_app_halted", "receiptfleet_app_verified_last_minute",
         "receiptfleet_app_notification_first", "receiptfleet_app_freshness_p99_seconds", "receiptfleet_app_checks_per_subscription",
         "receiptfleet_rate_limit_per_second", "receiptfleet_rate_limiter_tokens_granted_total",
