@@ -80,7 +80,12 @@ import Testing
             let night = { (moment: Date) in nights.lastIndex { $0.began <= moment } ?? 0 }
             var late: [String] = []
             var stillFresh: Set<String> = []
-            for change in missed {
+            // A refund and its reversal both missed cancel out: the fleet's state was right all along, and
+            // there is nothing of either to find.
+            let cancelled = Set(missed.filter { $0.type == "REFUND_REVERSED" }.flatMap { reversal in
+                missed.filter { $0.id == reversal.id && $0.type == "REFUND" && $0.atMs < reversal.atMs }.isEmpty ? [] : [reversal.id]
+            })
+            for change in missed where !(cancelled.contains(change.id) && ["REFUND", "REFUND_REVERSED"].contains(change.type)) {
                 let happened = nights.firstIndex { change.atMs <= $0.clockMs } ?? nights.count
                 // Nights are whole days: found the night it happened is within 24 hours.
                 let allowed = change.why == "send_failed" ? 0 : Self.auditDays
