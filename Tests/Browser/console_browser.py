@@ -233,7 +233,18 @@ def main():
         # The workers and what waits for a time; the audit trail of what was done above.
         driver.get(URL + "/console/workers")
         assert driver.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"), "no worker process listed"
+        silent = driver.find_element(By.CSS_SELECTOR, '#processes tr.silent[data-process="box-9-77-q1"] .silent-note').text
+        assert silent.startswith("Silent for ") and "It holds 1 job, whose lease runs out " in silent, silent
         check_layout(driver, "workers")
+        print("a stopped worker stays listed, marked silent, with its job's lease")
+        # A waiting job ticked and retried now, after the page that says how many.
+        driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"]').click()
+        submit(driver, driver.find_element(By.ID, "retry-waiting"))
+        assert text(driver, "waiting-question").startswith("Retry 1 waiting job now"), text(driver, "waiting-question")
+        check_layout(driver, "confirm-waiting")
+        submit(driver, driver.find_element(By.ID, "confirm-waiting"))
+        assert text(driver, "notice") == "1 waiting job retried now.", text(driver, "notice")
+        print("retried a waiting job from the workers page")
         driver.get(URL + "/console/audit")
         actions = [row.find_elements(By.TAG_NAME, "td")[2].text for row in driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")]
         assert "fleet.pause" in actions and "dead.replay" in actions and "subscriptions.verify" in actions, actions

@@ -35,6 +35,13 @@ import Testing
                     try queue.bury(job, failure: JobFailure(errorClass: "timeout", message: "no answer within 30 s, five times"))
                 }
             }
+            // A job waiting for its retry; and a worker process silent for 40 s holding a job, as one SIGSTOPped would be.
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: [6_001], run: "browser-waiting", reason: .manual)
+                let job = try #require(try queue.reserve(count: 1, block: .zero).first)
+                _ = try queue.retry(job, after: JobFailure(errorClass: "timeout", message: "no answer"))
+            }
+            try await console.aSilentWorker(holding: 6_002)
             // A worker process's heartbeat, every 5 s while the browser looks (one 15 s late would read as silent).
             let started = Int64(Date().timeIntervalSince1970 * 1000)
             let heartbeat = Task {

@@ -220,6 +220,23 @@ struct ConsoleHarness: Sendable {
         }
     }
 
+    /// A worker process, box-9-77-q1, silent for 40 s while it holds the job of `subscriptionID`: its
+    /// heartbeat and its lease stamped on the driven clock the scripts read, set 40 s back, as one
+    /// SIGSTOPped then would look.
+    func aSilentWorker(holding subscriptionID: Int64) async throws {
+        let fleet = fleet
+        try await onOwnThread {
+            let connection = try RedisConnection(fleet.redisConfiguration())
+            let keys = try QueueKeys(prefix: fleet.keyPrefix)
+            let redisNowUs = (try connection.command("TIME").array ?? []).reduce(Int64(0)) { $0 * 1_000_000 + ($1.int ?? 0) }
+            try connection.command("SET", keys.drivenClock, redisNowUs - 40_000_000)
+            let thread = try JobQueue(connection: connection, keys: keys, consumer: "box-9-77-q1-0", clock: .driven)
+            try thread.enqueue(subscriptionIDs: [subscriptionID], run: "busy", reason: .manual)
+            _ = try thread.reserve(count: 1, block: .zero)
+            try thread.reportProcess(WorkerProcess(name: "box-9-77-q1", host: "box-9", pid: 77, threads: 2, startedAt: 0, jobsDone: 5))
+        }
+    }
+
     /// A subscription verified twice: a baseline a month and more ago, then now, with the events between.
     func subscriptionWithHistory() async throws -> SubscriptionRecord {
         let (fleet, simulator, original) = (fleet, simulator, firstOriginalTransactionID)

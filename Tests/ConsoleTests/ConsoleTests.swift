@@ -780,16 +780,10 @@ import Testing
         try await ConsoleHarness.with { console in
             let session = try await console.logIn()
             let fleet = console.fleet
+            try await console.aSilentWorker(holding: 911)
             try await onOwnThread {
                 let connection = try RedisConnection(fleet.redisConfiguration())
                 let keys = try QueueKeys(prefix: fleet.keyPrefix)
-                // Its heartbeat and its lease 40 s ago: the driven clock the scripts read, set back.
-                let redisNowUs = (try connection.command("TIME").array ?? []).reduce(Int64(0)) { $0 * 1_000_000 + ($1.int ?? 0) }
-                try connection.command("SET", keys.drivenClock, redisNowUs - 40_000_000)
-                let thread = try JobQueue(connection: connection, keys: keys, consumer: "box-9-77-q1-0", clock: .driven)
-                try thread.enqueue(subscriptionIDs: [911], run: "busy", reason: .nightly)
-                _ = try thread.reserve(count: 1, block: .zero)
-                try thread.reportProcess(WorkerProcess(name: "box-9-77-q1", host: "box-9", pid: 77, threads: 2, startedAt: 0, jobsDone: 5))
                 let gone = try JobQueue(connection: connection, keys: keys, consumer: "box-9-78-q2-0")
                 try gone.reportProcess(WorkerProcess(name: "box-9-78-q2", host: "box-9", pid: 78, threads: 2, startedAt: 0, jobsDone: 5))
                 try gone.forgetProcess("box-9-78-q2")
