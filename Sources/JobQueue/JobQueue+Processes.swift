@@ -79,12 +79,14 @@ extension JobQueue {
         """)
 
     /// The worker processes that reported within `window` and did not stop cleanly since, by name,
-    /// each with how long it has been silent and the jobs it holds now.
-    public func processes(within window: Duration = .seconds(600)) throws(QueueError) -> [WorkerProcess] {
+    /// each with how long it has been silent and, for those `holdingJobs` picks, the jobs it holds now
+    /// (reading them walks every stream's pending entries: a reader every scrape asks only for a few).
+    public func processes(
+        within window: Duration = .seconds(600), holdingJobs: (WorkerProcess) -> Bool = { _ in true }
+    ) throws(QueueError) -> [WorkerProcess] {
         let reply = try evaluate(Self.processesScript, keys: [keys.processes, keys.processReports], arguments: [window.wholeMilliseconds])
         guard let rows = reply.array else { throw .unexpectedReply(operation: "processes", reply: "\(reply)") }
-        let inHand = try jobsInHand()
-        return rows.compactMap { row -> WorkerProcess? in
+        let processes = rows.compactMap { row -> WorkerProcess? in
             guard let parts = row.array, parts.count == 4, let name = parts[0].string, let seen = parts[1].string.flatMap({ Int64($0) }),
                 let fields = parts[2].string?.split(separator: "|", omittingEmptySubsequences: false), fields.count == 5,
                 let pid = Int(fields[1]), let threads = Int(fields[2]), let started = Int64(fields[3]), let done = Int(fields[4]),
@@ -93,9 +95,16 @@ extension JobQueue {
             var process = WorkerProcess(
                 name: name, host: String(fields[0]), pid: pid, threads: threads, startedAt: started, lastSeen: seen, jobsDone: done)
             process.silentFor = .milliseconds(max(0, silent))
-            process.inHand = inHand.filter { $0.consumer.hasPrefix(name + "-") }.map { HeldJob(job: $0.job, idle: $0.idle) }
             return process
         }.sorted { $0.name < $1.name }
+        guard processes.contains(where: holdingJobs) else { return processes }
+        let inHand = try jobsInHand()
+        return processes.map { process in
+            guard holdingJobs(process) else { return process }
+            var holding = process
+            holding.inHand = inHand.filter { $0.consumer.hasPrefix(process.name + "-") }.map { HeldJob(job: $0.job, idle: $0.idle) }
+            return holding
+        }
     }
 
     /// Reserved jobs and who holds them, up to `limit` per stream.

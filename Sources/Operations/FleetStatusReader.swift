@@ -50,7 +50,8 @@ public final class FleetStatusReader {
         redis = (connection, queue)
         let stats = try queue.stats()
         let lastRun = try ScheduleSummary.last(on: connection, keys: queue.keys)
-        let silent = try queue.processes().filter { $0.silentFor >= Heartbeat.silentAfter }
+        let isSilent = { (process: WorkerProcess) in process.silentFor >= Heartbeat.silentAfter }
+        let silent = try queue.processes(holdingJobs: isSilent).filter(isSilent)
             .map { FleetStatus.SilentWorker($0, visibilityTimeout: settings.visibilityTimeout) }
         var throttled: [String: Double] = [:]
         for budget in settings.serverAPIBudgets {
