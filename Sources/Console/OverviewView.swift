@@ -63,8 +63,10 @@ struct OverviewView {
                 figures.enqueued == 0 ? "nothing to do" : Shown.duration(finished.timeIntervalSince(figures.startedAt))
             } else if let toGo = figures.toGo {
                 "\(Shown.count(toGo)) to go, \(Shown.duration(now.timeIntervalSince(figures.startedAt))) so far"
+            } else if figures.enqueued == 0 {
+                "nothing enqueued yet"
             } else {
-                "not known: Redis no longer tallies it"
+                "not known: its tally in Redis is gone"
             }
             (appleCalls, events) = (Shown.count(figures.appleCalls), Shown.count(figures.events))
         }

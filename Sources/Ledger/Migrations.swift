@@ -471,7 +471,9 @@ enum Migrations {
             INSERT INTO scheduler_nights (night, started_at, apple_calls, events, counted_to)
                 SELECT run_id, started_at, apple_calls, events, last_settled_at FROM scheduler_runs ORDER BY id;
             ALTER TABLE scheduler_runs RENAME TO scheduler_passes;
-            ALTER INDEX scheduler_runs_unfinished RENAME TO scheduler_passes_unfinished;
+            -- Passes are read by start (the last 8 days', finished or not: a replay reopens one).
+            DROP INDEX scheduler_runs_unfinished;
+            CREATE INDEX scheduler_passes_started ON scheduler_passes (started_at);
             ALTER TABLE scheduler_passes
                 ADD COLUMN night text REFERENCES scheduler_nights (night) ON DELETE CASCADE,
                 ADD COLUMN pass integer,
