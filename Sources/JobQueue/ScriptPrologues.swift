@@ -94,12 +94,12 @@ enum ScriptPrologue {
 
     /// `tallyRun(key, field, delta)`: adds to a run's tally (`QueueKeys.run`) if the run still has one,
     /// so a job outliving its run's tally does not bring back a tally that never expires; a job
-    /// settled (`delta` > 0) notes when, so the run's end is known (needs `clock`).
+    /// settled (`delta` > 0 to `verified` or `dead`) notes when, so the run's end is known (needs `clock`).
     static let tallyRun = """
         local function tallyRun(key, field, delta)
             if redis.call('EXISTS', key) == 0 then return end
             redis.call('HINCRBY', key, field, delta)
-            if delta > 0 then redis.call('HSET', key, 'last', nowText) end
+            if delta > 0 and field ~= 'replayed' then redis.call('HSET', key, 'last', nowText) end
         end
 
         """

@@ -87,10 +87,10 @@ struct FleetSetup: Sendable {
         return try await schedule(runID: runID, now: Date())
     }
 
-    /// One scheduler run, as of `now`.
+    /// One scheduler pass of night `runID`, as of `now`.
     func schedule(runID: String, now: Date) async throws -> ScheduleSummary {
         let settings = settings
-        return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now) }
+        return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(night: runID), now: now) }
     }
 
     /// Tonight, a month or more after the last run: the simulator's clock moves to now, every check
