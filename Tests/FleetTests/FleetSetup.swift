@@ -199,7 +199,8 @@ struct FleetSetup: Sendable {
 
     /// Subscriptions with a verification attempt written by run `runID`.
     func verified(runID: String) async throws -> Int {
-        try await count("SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)'")
+        try await count(
+            "SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)' OR run_id LIKE '\(runID)/%'")
     }
 
     /// Runs one statement on the deployment's database.
