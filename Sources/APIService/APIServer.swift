@@ -30,8 +30,9 @@ public final class APIServer: NamedService {
     let fleet: FleetSettings
     let logger: Logger
     let metrics: APIMetrics
-    /// Apple's answers to registrations, under the workers' names.
-    let fleetMetrics: FleetMetrics
+    /// Apple's answers to registrations and the console's calls, under the workers' names; the
+    /// process's `TimingsReporter` reports their timings.
+    public let fleetMetrics: FleetMetrics
     let lanes: APILanes
     /// Per client (an API token's name, or the address of a caller without one), across replicas.
     let clientLimiter: FleetClientLimiter
@@ -50,11 +51,12 @@ public final class APIServer: NamedService {
     ) throws {
         self.settings = settings
         self.onListening = onListening
-        self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, logger: logger) }
+        let fleetMetrics = FleetMetrics(factory: metrics)
+        self.fleetMetrics = fleetMetrics
+        self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, metrics: fleetMetrics, logger: logger) }
         self.fleet = fleet
         self.logger = logger
         self.metrics = APIMetrics(factory: metrics)
-        fleetMetrics = FleetMetrics(factory: metrics)
         clientLimiter = FleetClientLimiter(
             fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
         notificationLimiter = ClientRateLimiter(perSecond: settings.notificationRateLimit, burst: settings.notificationRateBurst)

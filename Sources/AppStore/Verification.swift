@@ -45,6 +45,14 @@ public struct VerificationExchange: Sendable {
         self.problem = problem
     }
 
+    /// Whether the request left for Apple: an answer came back, or the call failed on the way
+    /// (its latency is then the time it took to fail). An exchange that records a call not made (no
+    /// leave, no Server API key, an id Apple would refuse) has neither.
+    public var wasSent: Bool {
+        if case .transportFailure = outcome { return true }
+        return httpStatus != nil
+    }
+
     /// A call the caller's `leave` refused as it was about to leave: nothing was sent.
     public static func notSent(to endpoint: AppleEndpoint, in environment: AppStoreEnvironment) -> VerificationExchange {
         VerificationExchange(

@@ -33,6 +33,7 @@ enum Assets {
         .chart { width: 100%; height: 120px; background: var(--bg); border: 1px solid var(--line); }
         .chart polyline { fill: none; stroke: var(--accent); stroke-width: 2; stroke-linecap: round; vector-effect: non-scaling-stroke; }
         .chart .grid { stroke: var(--line); stroke-dasharray: 4 4; vector-effect: non-scaling-stroke; }
+        .chart.bars, .bars-axis { height: 80px; } .chart rect { fill: var(--accent); }
         .legend { display: flex; flex-wrap: wrap; gap: .25rem 1rem; list-style: none; padding: 0; margin: .25rem 0 0; }
         .legend li::before { content: ""; display: inline-block; width: .8rem; height: .2rem; margin-right: .3rem;
                              vertical-align: middle; background: currentColor; }
@@ -57,7 +58,7 @@ enum Assets {
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         caption { text-align: left; color: var(--muted); padding-bottom: .25rem; }
         .passes tr.night { background: var(--bg); } .passes td.pass { padding-left: 1.5rem; color: var(--muted); }
-        table + table, .scroll + table, table + .scroll { margin-top: 1.25rem; }
+        table + table, .scroll + table, table + .scroll { margin-top: 1.25rem; } .scroll + figure { margin-top: .75rem; }
         .scroll { overflow-x: auto; max-width: 100%; }
         .message { overflow-wrap: anywhere; max-width: 28rem; }
         form.inline, .actions { display: inline-flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 0 1rem .5rem 0; }

@@ -13,6 +13,7 @@ final class ConsoleDesk {
     let status: FleetStatusReader
     let store: ConsoleStore
     let queue: JobQueue
+    let timings: FleetTimings
     let gate: FleetGate
     let ledger: Ledger
     let webhooks: WebhookRegistry
@@ -32,6 +33,7 @@ final class ConsoleDesk {
         store = ConsoleStore(connection: redis, prefix: settings.keyPrefix)
         queue = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: -8), clock: settings.scriptClock)
         gate = FleetGate(connection: redis, keys: keys, limit: settings.rateLimit, clock: settings.scriptClock)
+        timings = FleetTimings(connection: redis, keys: keys)
         let database = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(database)
         webhooks = WebhookRegistry(database: database)

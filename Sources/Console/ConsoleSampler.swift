@@ -5,8 +5,8 @@ import Logging
 import Operations
 import ServiceLifecycle
 
-/// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps an hour
-/// of them in Redis for the console's charts, and one a minute for a week for its history. Every
+/// Takes a sample of the fleet (the live `FleetStatus` reading) every interval and keeps the last
+/// three in Redis for the overview's request rate, and one a minute for a week for its charts. Every
 /// replica runs one; the store keeps one sample per bucket whichever replica comes first, so the
 /// charts are the same on every replica. The replica whose minute sample it was also records in
 /// the ledger how the scheduler's passes stand (`SchedulerPasses.record`), so that a page counts
@@ -38,7 +38,7 @@ public struct ConsoleSampler: NamedService {
                     ready: queue.ready, reserved: queue.reserved, delayed: queue.delayedDue + queue.delayedLater,
                     dead: queue.dead, tokensGranted: status.rateLimit.tokensGranted, done: queue.jobsDone, retried: queue.jobsRetried,
                     died: queue.jobsDied, answers: status.appleStatusLastMinute)
-                try desk.store.addSample(figures, interval: interval, keep: .seconds(3_600) + interval * 2)
+                try desk.store.addSample(figures, interval: interval, keep: interval * ConsoleStore.Series.samplesKept)
                 return try desk.store.addSample(figures, to: .minutes, interval: .seconds(60), keep: ConsoleStore.Series.minuteKept)
             }
             guard newMinute else { return }

@@ -23,12 +23,15 @@ public struct ConsoleServer: NamedService {
         settings: ConsoleSettings, fleet: FleetSettings, host: String, port: Int, logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
-        console = try OpsConsole(settings: settings, fleet: fleet, logger: logger)
+        console = try OpsConsole(settings: settings, fleet: fleet, metrics: FleetMetrics(), logger: logger)
         (trustedProxies, requestDeadline, maxConnections) = (settings.trustedProxies, settings.requestDeadline, settings.maxConnections)
         (self.host, self.port, self.logger, self.onListening) = (host, port, logger, onListening)
     }
 
     public var sampler: ConsoleSampler { console.sampler }
+
+    /// Where its calls to Apple are timed: the process's `TimingsReporter` reports them.
+    public var metrics: FleetMetrics { console.metrics }
 
     /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
     public func run() async throws {

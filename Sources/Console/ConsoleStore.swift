@@ -4,11 +4,12 @@ import JobQueue
 import RedisClient
 
 /// What the console keeps in Redis, so that every `serve` replica shows the same page: operators'
-/// sessions, and an hour of samples of the fleet's status for the charts. Blocking: used on a lane.
+/// sessions, and samples of the fleet's status: the latest few (Apple's request rate now) and a
+/// week of one a minute (the charts). Blocking: used on a lane.
 ///
 /// Keys (all under the deployment's hash tag, so they work on Redis Cluster):
 ///   PREFIX:console:session:SHA256(ID)   a session: "OPERATOR CSRF MARK", expiring with the session
-///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms): an hour, every few seconds
+///   PREFIX:console:samples              sorted set of samples, scored by their time bucket (ms): the last three, every few seconds
 ///   PREFIX:console:minutes              the same, one a minute, for a week: the history charts
 ///   PREFIX:console:login-failures:ADDR  wrong logins from one address, expiring with their window
 struct ConsoleStore {
@@ -119,12 +120,14 @@ struct ConsoleStore {
 
     // MARK: Samples
 
-    /// The two series of samples: every few seconds for an hour (the live charts), and one a minute
+    /// The two series of samples: every few seconds, the last three (the request rate now), and one a minute
     /// for a week (the history: about 120 bytes a sample, so 170 KB a day and 1.2 MB a week).
     enum Series: String {
         case samples, minutes
 
         static let minuteKept = Duration.seconds(7 * 86_400 + 3_600)
+        /// How many intervals of few-second samples are kept: the latest two give the rate now.
+        static let samplesKept = 3
     }
 
     private func key(_ series: Series) -> String { "\(prefix):console:\(series.rawValue)" }

@@ -1,8 +1,8 @@
 import Foundation
 
-/// How far back the overview's charts look: the last hour (every few seconds for the queue and
-/// Apple's rate, every minute for the rest), the last day in 5-minute buckets and the last week in
-/// hourly ones, so that no chart draws more than a few hundred points.
+/// How far back the charts look: the last hour in 1-minute buckets, the last day in 5-minute ones
+/// and the last week in hourly ones, so that no chart draws more than a few hundred points. (The
+/// Timings page's points are minutes over the hour and hours beyond: `FleetTimings.Span`.)
 enum ChartWindow: String, CaseIterable {
     case hour = "1h", day = "24h", week = "7d"
 
@@ -16,7 +16,7 @@ enum ChartWindow: String, CaseIterable {
 
     var milliseconds: Int64 { duration.components.seconds * 1_000 }
 
-    /// The width of one point of the history charts.
+    /// The width of one point of the overview's charts.
     var bucketMs: Int64 {
         switch self {
         case .hour: 60_000
@@ -33,6 +33,13 @@ enum ChartWindow: String, CaseIterable {
         }
     }
 
+    /// A link to `page` over each window, this one marked current.
+    func links(to page: String) -> [WindowLink] {
+        Self.allCases.map { other in
+            WindowLink(title: other.title, link: "\(page)?window=\(other.rawValue)", current: other == self, last: other == .week)
+        }
+    }
+
     /// An axis label for a moment in this window: the time of day, with the date over a week.
     func label(_ ms: Int64) -> String {
         let time = Shown.time(Date(timeIntervalSince1970: Double(ms) / 1_000))  // "2026-11-24 02:00:00 UTC"
@@ -40,8 +47,18 @@ enum ChartWindow: String, CaseIterable {
     }
 }
 
-/// The history charts' series, from the minute samples: counters turned into rates per minute
-/// and gauges, each averaged into the window's buckets.
+/// A link to a page with its figures over another window (`Templates.windowLinks`).
+struct WindowLink {
+    var title: String
+    var link: String
+    var current: Bool
+    var last: Bool
+}
+
+/// The history charts' series, from the minute samples: counters turned into rates per minute,
+/// averaged over each of the window's buckets, and gauges at their peak in each. Every window
+/// reads the same minute samples the same way, so an hour's points and a day's agree: a day's
+/// point is the peak, or the average, of the hour's points it spans.
 enum History {
     typealias Points = [(at: Int64, value: Double)]
 
@@ -56,6 +73,16 @@ enum History {
             buckets[bucket] = (max(sum.at, later.at), sum.count + Double(after - before), sum.minutes + Double(later.at - earlier.at) / 60_000)
         }
         return buckets.values.map { ($0.at, $0.count / $0.minutes) }.sorted { $0.at < $1.at }
+    }
+
+    /// A gauge, per bucket: the highest of the bucket's samples.
+    static func peak(_ samples: [ConsoleSample], bucketMs: Int64, _ gauge: (ConsoleSample.Figures) -> Double) -> Points {
+        var buckets: [Int64: (at: Int64, peak: Double)] = [:]
+        for sample in samples {
+            let peak = buckets[sample.at / bucketMs] ?? (sample.at, gauge(sample.figures))
+            buckets[sample.at / bucketMs] = (max(peak.at, sample.at), max(peak.peak, gauge(sample.figures)))
+        }
+        return buckets.values.map { ($0.at, $0.peak) }.sorted { $0.at < $1.at }
     }
 
     /// A gauge, per bucket: its average over the bucket's samples.

@@ -8,12 +8,12 @@ extension OpsConsole {
     func overview(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
         let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
-        let now = Date()
+        let (now, interval) = (Date(), settings.sampleInterval)
         let (status, samples, minutes, nights) = try await lanes.run { desk in
             // The passes as their tallies say now: a finished pass's dead letters replayed later
             // are to go, then verified or dead again.
             let nights = try SchedulerPasses.nights(ledger: desk.ledger, queue: desk.queue, limit: OverviewView.nightsListed, now: now)
-            return (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
+            return (try desk.status.read(.live).status(), try desk.store.samples(within: interval * ConsoleStore.Series.samplesKept),
                     try desk.store.samples(.minutes, within: window.duration), nights)
         }
         var view = OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: now,

@@ -57,10 +57,10 @@ extension OpsConsole {
 
     /// Apple's Look Up Order ID for each app, with the ledger's subscriptions and purchases of the order.
     private func lookUpOrder(_ orderID: String, apps: [String]) async throws -> [FoundOrder] {
-        try await lanes.run { desk in
+        try await lanes.run { [metrics] desk in
             do {
                 let door = AppleDoor(
-                    gate: desk.gate, settings: desk.settings, metrics: FleetMetrics(), clock: SystemClock(), patience: Self.consolePatience)
+                    gate: desk.gate, settings: desk.settings, metrics: metrics, clock: SystemClock(), patience: Self.consolePatience)
                 return try OrderLookup.find(
                     orderID, apps: apps, door: door, apple: try AppleClients(settings: desk.settings), ledger: desk.ledger)
             } catch let error as OrderLookupError {
@@ -87,12 +87,12 @@ extension OpsConsole {
     func verify(_ request: Request, id text: String) async throws -> Response {
         let (who, _) = try await operatorActing(request)
         let id = try Self.subscriptionID(text)
-        let (fleet, logger) = (self.fleet, self.logger)
+        let (fleet, metrics, logger) = (self.fleet, self.metrics, self.logger)
         guard try await lanes.run({ desk in try desk.ledger.subscription(id: id) != nil }) else {
             throw ConsoleProblem.notFound("No subscription has id \(id).")
         }
         let settlement = try await audited(who, "subscriptions.verify", target: "subscription \(id)", results: { ["result": "\($0)"] }) { _ in
-            try ImmediateVerification.run(subscriptionID: id, settings: fleet, logger: logger)
+            try ImmediateVerification.run(subscriptionID: id, settings: fleet, metrics: metrics, logger: logger)
         }
         logger.notice("console: verified a subscription now", metadata: [
             "operator": "\(who.name)", "subscription": "\(id)", "result": "\(settlement)",

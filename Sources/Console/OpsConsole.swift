@@ -20,6 +20,8 @@ import Operations
 ///     GET  /console/webhooks             endpoints and their delivery health
 ///     GET  /console/workers              worker processes and the jobs they hold; delayed jobs (?from=N): retry now,
 ///                                        delete, bury the ticked ones (with a confirmation)
+///     GET  /console/timings              Apple's latency per endpoint, a job's time from first enqueue to done
+///                                        (?window=1h|24h|7d): p50, p99, the mean, charts, distributions
 ///     GET  /console/audit                the audit trail, newest first (?action=…&before=id)
 ///     GET|POST /console/login, POST /console/logout
 ///
@@ -30,17 +32,24 @@ public final class OpsConsole: Sendable {
     let fleet: FleetSettings
     let logger: Logger
     let lanes: LanePool<ConsoleDesk>
+    /// The process's: the samples' and the Timings page's now.
+    let clock: any FleetClock
+    /// Where the console's own calls to Apple (a lookup, an extension, a verification now) are
+    /// counted and timed; its process's `TimingsReporter` tells the fleet their timings.
+    public let metrics: FleetMetrics
     let pages: MustacheLibrary
     /// Samples the fleet for the charts while the server runs: add it to the application's services.
     public let sampler: ConsoleSampler
 
-    public init(settings: ConsoleSettings, fleet: FleetSettings, logger: Logger) throws {
+    public init(settings: ConsoleSettings, fleet: FleetSettings, metrics: FleetMetrics, logger: Logger) throws {
         self.settings = settings
         self.fleet = fleet
+        self.metrics = metrics
         self.logger = logger
         pages = try Templates.library()
         lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet) }
-        sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, clock: fleet.processClock(), logger: logger)
+        clock = fleet.processClock()
+        sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, clock: clock, logger: logger)
     }
 
     /// Closes the lanes' connections; blocks until the work in hand is done (call it off the cooperative pool).
@@ -75,6 +84,7 @@ public final class OpsConsole: Sendable {
         }
         console.get("/webhooks") { request, _ in try await self.webhooks(request) }
         console.get("/workers") { request, _ in try await self.workers(request) }
+        console.get("/timings") { request, _ in try await self.timings(request) }
         console.get("/audit") { request, _ in try await self.auditTrail(request) }
         console.get("**") { request, _ -> Response in
             throw ConsoleProblem.notFound("There is no console page at \(request.uri.path).")

@@ -90,14 +90,6 @@ struct OverviewView {
         }
     }
 
-    /// A link to the overview with its charts over another window.
-    struct WindowLink {
-        var title: String
-        var link: String
-        var current: Bool
-        var last: Bool
-    }
-
     /// One app's row: its halt (its shared secret refused) stops it alone.
     struct App {
         var name: String
@@ -135,7 +127,8 @@ struct OverviewView {
         var eta: String
     }
 
-    /// `samples` are the last hour's, every few seconds; `minutes` one a minute over `window`.
+    /// `samples` are the last hour's, every few seconds (the request rate now); `minutes` one a
+    /// minute over `window` (the charts).
     init(status: FleetStatus, samples: [ConsoleSample], minutes: [ConsoleSample], window: ChartWindow, now: Date,
          viewer: OpsConsole.Operator, notice: String?) {
         chrome = Chrome("Overview", tab: .overview, viewer: viewer)
@@ -158,8 +151,7 @@ struct OverviewView {
         } ?? "No recovery from Apple's notification history is recorded (receiptfleet notifications recover)."
 
         let nowMs = Int64(now.timeIntervalSince1970 * 1000)
-        let rates = Self.rates(samples)
-        requestRate = rates.last.map { Shown.number($0.value) } ?? "-"
+        requestRate = Self.rates(samples).last.map { Shown.number($0.value) } ?? "-"
         rateLimit = Shown.number(status.rateLimit.perSecond)
         verifiedLastMinute = status.verifiedLastMinute
         // An app is only as running as the fleet: while the fleet stops, its apps wait.
@@ -186,24 +178,24 @@ struct OverviewView {
             Answer(status: $0.key, meaning: AppleStatusMeaning.of($0.key), count: $0.value)
         }
         windowTitle = window.title
-        windows = ChartWindow.allCases.map { other in
-            WindowLink(title: other.title, link: "/console?window=\(other.rawValue)", current: other == window, last: other == .week)
-        }
+        windows = window.links(to: "/console")
         let bucket = window.bucketMs
         let whole = { (value: Double) in Shown.count(Int(value.rounded())) }
-        // The last hour's queue and request rate come from the samples of every few seconds; longer windows average the minutes'.
-        let depth = window == .hour ? samples.map { ($0.at, Double($0.figures.depth)) }
-            : History.average(minutes, bucketMs: bucket) { Double($0.depth) }
-        depthChart = Chart(label: "jobs not yet done", lines: [("not yet done", "", depth)], now: nowMs, window: window, format: whole)
-        let requests = window == .hour ? rates : History.perMinute(minutes, bucketMs: bucket, \.tokensGranted).map { ($0.at, $0.value / 60) }
-        rateChart = Chart(label: "requests to Apple per second", lines: [("requests per second", "", requests)], now: nowMs, window: window,
-                          format: Shown.number)
+        // Every window reads the minute samples the same way, so its points agree with the hour's:
+        // a gauge at its peak in each bucket, a counter's rate averaged over it.
+        depthChart = Chart(
+            label: "jobs not yet done", lines: [("not yet done", "", History.peak(minutes, bucketMs: bucket) { Double($0.depth) })],
+            now: nowMs, window: window, aggregate: .peak("of the minute samples"), bucketMs: bucket, format: whole)
+        rateChart = Chart(
+            label: "requests to Apple per second",
+            lines: [("requests per second", "", History.perMinute(minutes, bucketMs: bucket, \.tokensGranted).map { ($0.at, $0.value / 60) })],
+            now: nowMs, window: window, aggregate: .average("rate"), bucketMs: bucket, format: Shown.number)
         jobsChart = Chart(
             label: "jobs per minute: verified, retried, dead",
             lines: [("verified", "s-verified", History.perMinute(minutes, bucketMs: bucket, \.done)),
                     ("retried", "s-retried", History.perMinute(minutes, bucketMs: bucket, \.retried)),
                     ("dead", "s-dead", History.perMinute(minutes, bucketMs: bucket, \.died))],
-            now: nowMs, window: window, format: whole)
+            now: nowMs, window: window, aggregate: .average("per minute"), bucketMs: bucket, format: whole)
         var others = ["s-1", "s-2", "s-3"].makeIterator()
         answersChart = Chart(
             label: "Apple's answers per minute by status",
@@ -216,7 +208,7 @@ struct OverviewView {
                 }
                 return ("\(status) (\(AppleStatusMeaning.of(status)))", style, points)
             },
-            now: nowMs, window: window, format: whole)
+            now: nowMs, window: window, aggregate: .average("per minute"), bucketMs: bucket, format: whole)
 
         if let last = status.lastSchedulerRun, let tally = status.lastRunTally, tally.enqueued > 0 {
             // At the last minute's pace; none while nothing was verified.

@@ -20,6 +20,15 @@ enum Shown {
         }
     }
 
+    /// A timing, down to the millisecond: "84 ms", "1.2 s", "45 s", "3 min", "2.5 h".
+    static func timing(_ seconds: Double) -> String {
+        switch seconds {
+        case ..<1: "\(Int((seconds * 1_000).rounded())) ms"
+        case ..<10: String(format: "%.1f s", seconds)
+        default: duration(seconds)
+        }
+    }
+
     /// "2026-11-24 02:00:00 UTC".
     static func time(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)

@@ -7,7 +7,7 @@ enum Templates {
         var library = MustacheLibrary()
         for (name, text) in [
             ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay), ("confirm-waiting", confirmWaiting),
-            ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart), ("pass-cells", passCells),
+            ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("timings", timings), ("timing-table", timingTable), ("chart", chart), ("bars", bars), ("window-links", windowLinks), ("pass-cells", passCells),
         ] {
             try library.register(text, named: name)
         }
@@ -33,6 +33,7 @@ enum Templates {
             <a href="/console/dead"{{#chrome.onDead}} aria-current="page"{{/chrome.onDead}}>Dead letters</a>
             <a href="/console/subscriptions"{{#chrome.onSubscriptions}} aria-current="page"{{/chrome.onSubscriptions}}>Subscriptions</a>
             <a href="/console/workers"{{#chrome.onWorkers}} aria-current="page"{{/chrome.onWorkers}}>Workers</a>
+            <a href="/console/timings"{{#chrome.onTimings}} aria-current="page"{{/chrome.onTimings}}>Timings</a>
             <a href="/console/webhooks"{{#chrome.onWebhooks}} aria-current="page"{{/chrome.onWebhooks}}>Webhooks</a>
             <a href="/console/audit"{{#chrome.onAudit}} aria-current="page"{{/chrome.onAudit}}>Audit</a>
           </nav>
@@ -103,13 +104,13 @@ enum Templates {
           <p class="gate paused" id="starved-{{process}}">Worker {{process}} gave up {{slotsGivenUp}} rate-limit slots, the last {{lastGivenUpSecondsAgo}} s ago:
             its threads wake too late for them (starved of CPU). Give it more CPU or fewer threads.</p>
           {{/queue.state.starvedWorkers}}
-          <p class="windows" id="windows">Charts over the {{#windows}}{{#current}}<strong>{{title}}</strong>{{/current}}{{^current}}<a href="{{link}}">{{title}}</a>{{/current}}{{^last}} · {{/last}}{{/windows}}</p>
-          <figure>
-            <figcaption>Jobs not yet done, {{windowTitle}} (peak {{depthChart.peak}})</figcaption>
+          <p class="windows" id="windows">Charts over the {{> window-links}}</p>
+          <figure id="depth-chart">
+            <figcaption>Jobs not yet done, {{windowTitle}}: {{depthChart.point}}</figcaption>
             {{#depthChart}}{{> chart}}{{/depthChart}}
           </figure>
           <figure id="jobs-chart">
-            <figcaption>Jobs per minute, {{windowTitle}}: verified, retried, dead</figcaption>
+            <figcaption>Jobs per minute, {{windowTitle}}: verified, retried, dead; {{jobsChart.point}}</figcaption>
             {{#jobsChart}}{{> chart}}{{/jobsChart}}
           </figure>
           <h3>The latest scheduler pass</h3>
@@ -150,12 +151,12 @@ enum Templates {
             <div><dt>Fleet-wide limit</dt><dd id="apple-limit">{{rateLimit}}</dd></div>
             <div><dt>Verified, last minute</dt><dd id="apple-verified">{{verifiedLastMinute}}</dd></div>
           </dl>
-          <figure>
-            <figcaption>Requests to Apple per second, {{windowTitle}} (limit {{rateLimit}})</figcaption>
+          <figure id="rate-chart">
+            <figcaption>Requests to Apple per second, {{windowTitle}} (limit {{rateLimit}}); {{rateChart.point}}</figcaption>
             {{#rateChart}}{{> chart}}{{/rateChart}}
           </figure>
           <figure id="answers-chart">
-            <figcaption>Apple's answers per minute, {{windowTitle}}, by status</figcaption>
+            <figcaption>Apple's answers per minute, {{windowTitle}}, by status; {{answersChart.point}}</figcaption>
             {{#answersChart}}{{> chart}}{{/answersChart}}
           </figure>
           <div class="scroll">
@@ -222,6 +223,71 @@ enum Templates {
           <div class="x-axis" aria-hidden="true"><span>{{start}}</span><span>{{halfway}}</span><span>{{end}}</span></div>
         </div>
         {{#hasLegend}}<ul class="legend">{{#lines}}<li class="{{style}}">{{name}}</li>{{/lines}}</ul>{{/hasLegend}}
+        """
+
+    /// The other windows a page may be seen over (`WindowLink`), the current one in bold.
+    static let windowLinks = """
+        {{#windows}}{{#current}}<strong>{{title}}</strong>{{/current}}{{^current}}<a href="{{link}}">{{title}}</a>{{/current}}{{^last}} · {{/last}}{{/windows}}
+        """
+
+    /// A distribution (`TimingsView.Distribution`): one bar per bucket, in a 600 × 80 box, drawn as SVG.
+    static let bars = """
+        <div class="plot">
+          <div class="y-axis bars-axis" aria-hidden="true"><span>{{most}}</span><span>0</span></div>
+          <svg class="chart bars" viewBox="0 0 600 80" preserveAspectRatio="none" role="img" aria-label="{{label}}">
+            {{#bars}}<rect x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}"><title>{{title}}</title></rect>{{/bars}}
+          </svg>
+          <div></div>
+          <div class="x-axis" aria-hidden="true"><span>{{shortest}}</span><span>{{longest}}</span></div>
+        </div>
+        """
+
+    /// A table of timings (`TimingsView.Table`): a row per series, its count, p50, p99 and mean.
+    static let timingTable = """
+        <div class="scroll">
+        <table id="{{id}}">
+          <thead><tr><th>{{what}}</th><th>{{counted}}</th><th>p50</th><th>p99</th><th>Mean</th></tr></thead>
+          <tbody>{{#rows}}<tr data-series="{{series}}"><td>{{name}}</td><td>{{count}}</td><td>{{p50}}</td><td>{{p99}}</td><td>{{mean}}</td></tr>{{/rows}}</tbody>
+        </table>
+        </div>
+        """
+
+    static let timings = """
+        {{<layout}}{{$main}}
+        <h1>Timings</h1>
+        <p class="windows" id="windows">Over the {{> window-links}}</p>
+        <p class="hint">Fleet-wide: every worker, <code>serve</code> and <code>console</code> process adds what it timed to Redis every
+          10 s. Percentiles are placed within buckets 19 % wide; one-shot commands (<code>verify</code>, <code>subscriptions extend</code>) are not counted.</p>
+        <section aria-labelledby="jobs-h">
+          <h2 id="jobs-h">Jobs, from first enqueue to done</h2>
+          <p class="hint">From when a job was first queued (retries and pauses included) until a worker acked it; dead jobs are not done.</p>
+          {{#jobs}}{{> timing-table}}{{/jobs}}
+          <figure id="jobs-timing-chart">
+            <figcaption>Time from first enqueue to done, {{windowTitle}}: p50 and p99; {{jobsChart.point}}</figcaption>
+            {{#jobsChart}}{{> chart}}{{/jobsChart}}
+          </figure>
+          {{#jobsDistribution}}<figure id="jobs-distribution">
+            <figcaption>How long jobs took, {{windowTitle}}: jobs done per bucket, shortest to longest</figcaption>
+            {{> bars}}
+          </figure>{{/jobsDistribution}}
+        </section>
+        <section aria-labelledby="apple-timings-h">
+          <h2 id="apple-timings-h">Apple, per endpoint</h2>
+          <p class="hint">One call each: from the request leaving to Apple's answer, or to the call failing (a 30 s timeout counts as 30 s).</p>
+          {{^hasEndpoints}}<p id="no-apple-timings">No call to Apple was timed {{windowTitle}}.</p>{{/hasEndpoints}}
+          {{#hasEndpoints}}
+          {{#endpoints}}{{> timing-table}}{{/endpoints}}
+          <figure id="apple-timing-chart">
+            <figcaption>Apple's p99 per endpoint, {{windowTitle}}; {{appleChart.point}}</figcaption>
+            {{#appleChart}}{{> chart}}{{/appleChart}}
+          </figure>
+          {{#appleDistributions}}<figure class="distribution" data-series="{{series}}">
+            <figcaption>How long {{name}} took, {{windowTitle}}: calls per bucket, shortest to longest</figcaption>
+            {{> bars}}
+          </figure>{{/appleDistributions}}
+          {{/hasEndpoints}}
+        </section>
+        {{/main}}{{/layout}}
         """
 
     static let confirmResume = """

@@ -1,6 +1,7 @@
 import AppStore
 import BuildInfo
 import EventRelay
+import JobQueue
 import Metrics
 import Synchronization
 import VerificationUseCase
@@ -8,7 +9,9 @@ import VerificationUseCase
 /// A fleet process's own counters and histograms (docs/metrics.md), made through swift-metrics on
 /// the factory given: the process's Prometheus registry in `receiptfleet`, one of their own in
 /// tests. Recorded where the work happens: the processors, the relay runner, the scheduler. The
-/// fleet-wide gauges are `FleetGauges`.
+/// fleet-wide gauges are `FleetGauges`. It also holds the timings the process has not told the
+/// fleet yet (Apple's calls per endpoint, a job's time from first enqueue to done), which its
+/// `TimingsReporter` adds to the fleet's in Redis every few seconds for the console's Timings page.
 ///
 /// Every series with a fixed set of label values exists from the start (at 0), so a dashboard or
 /// an alert finds it before the first event.
@@ -17,6 +20,9 @@ public final class FleetMetrics: VerificationMetrics {
     private let jobsProcessed: [JobOutcome: Counter]
     private let appleResponses: Mutex<[AppleResponse: Counter]>
     private let verifyReceiptDuration: [AppStoreEnvironment: Timer]
+    private let appleCallDuration: [AppleEndpoint: Timer]
+    /// Timings since the reporter last took them (`takeTimings`), by series (`FleetTimings`).
+    private let untoldTimings = Mutex<[String: TimingHistogram]>([:])
     private let limiterWaits: Counter
     private let limiterWaitSeconds: FloatingPointCounter
     private let pauseProbes: Counter
@@ -42,6 +48,9 @@ public final class FleetMetrics: VerificationMetrics {
         })
         verifyReceiptDuration = Dictionary(uniqueKeysWithValues: AppStoreEnvironment.allCases.map {
             ($0, Timer(label: MetricName.verifyReceiptDuration, dimensions: [("environment", $0.label)], factory: factory))
+        })
+        appleCallDuration = Dictionary(uniqueKeysWithValues: AppleEndpoint.allCases.map {
+            ($0, Timer(label: MetricName.appleCallDuration, dimensions: [("endpoint", $0.rawValue)], factory: factory))
         })
         limiterWaits = counter(MetricName.rateLimiterWaits)
         limiterWaitSeconds = FloatingPointCounter(label: MetricName.rateLimiterWaitSeconds, factory: factory)
@@ -75,10 +84,16 @@ public final class FleetMetrics: VerificationMetrics {
         if outcome != .retried && outcome != .postponed { jobsDoneTotal.add(count, ordering: .relaxed) }
     }
 
+    /// A job acked: `outcome`, `age` after its first enqueue.
+    func finished(_ outcome: JobOutcome, after age: Duration) {
+        settled(outcome)
+        timed(FleetTimings.jobs, age)
+    }
+
     /// Jobs this process settled for good since it started.
     var jobsDone: Int { jobsDoneTotal.load(ordering: .relaxed) }
 
-    /// One verifyReceipt exchange: its answer and how long it took.
+    /// One exchange of a verification: its answer and how long it took.
     public func answered(_ exchange: VerificationExchange) {
         let response = AppleResponse(status: exchange.outcome.statusLabel, environment: exchange.environment.label)
         let counter = appleResponses.withLock { counters in
@@ -88,7 +103,33 @@ public final class FleetMetrics: VerificationMetrics {
             return counter
         }
         counter.increment()
-        verifyReceiptDuration[exchange.environment]!.record(duration: exchange.latency)
+        guard exchange.wasSent else { return }
+        if exchange.endpoint == .verifyReceipt { verifyReceiptDuration[exchange.environment]!.record(duration: exchange.latency) }
+        calledApple(exchange.endpoint, taking: exchange.latency)
+    }
+
+    /// A call that went to Apple's `endpoint` (answered or not), and how long it took.
+    func calledApple(_ endpoint: AppleEndpoint, taking duration: Duration) {
+        appleCallDuration[endpoint]!.record(duration: duration)
+        timed(endpoint.rawValue, duration)
+    }
+
+    private func timed(_ series: String, _ duration: Duration) {
+        untoldTimings.withLock { $0[series, default: TimingHistogram()].record(duration) }
+    }
+
+    /// The timings since the last call, by series, for the reporter to add to the fleet's.
+    func takeTimings() -> [String: TimingHistogram] {
+        untoldTimings.withLock { untold in
+            let taken = untold
+            untold = [:]
+            return taken
+        }
+    }
+
+    /// Puts back timings the reporter took but could not add (Redis failed): the next report adds them.
+    func putBackTimings(_ timings: [String: TimingHistogram]) {
+        untoldTimings.withLock { untold in untold.merge(timings) { $0.merged($1) } }
     }
 
     func waitedForToken(_ duration: Duration) {
@@ -149,6 +190,7 @@ public enum MetricName {
 
     public static let jobsProcessed = "receiptfleet_jobs_processed_total"
     public static let verifyReceiptDuration = "receiptfleet_verify_receipt_duration_seconds"
+    public static let appleCallDuration = "receiptfleet_apple_call_duration_seconds"
     public static let appleResponses = "receiptfleet_apple_responses_total"
     public static let rateLimiterWaits = "receiptfleet_rate_limiter_waits_total"
     public static let rateLimiterWaitSeconds = "receiptfleet_rate_limiter_wait_seconds_total"

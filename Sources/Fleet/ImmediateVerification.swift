@@ -9,10 +9,11 @@ import VerificationUseCase
 /// case a worker runs (`SubscriptionVerification`): the fleet's halt, pause and rate limit, Apple,
 /// the status policy, the analysis and one transaction. Nothing is enqueued or settled in Redis.
 public enum ImmediateVerification {
-    /// Verifies subscription `id` and says what became of it.
-    public static func run(subscriptionID id: Int64, settings: FleetSettings, logger: Logger) throws -> Settlement {
+    /// Verifies subscription `id` and says what became of it; Apple's answers are counted and timed in `metrics`.
+    public static func run(
+        subscriptionID id: Int64, settings: FleetSettings, metrics: FleetMetrics = FleetMetrics(), logger: Logger
+    ) throws -> Settlement {
         let connections = try Connections(settings: settings, consumer: JobQueue.consumerName(thread: -5))
-        let metrics = FleetMetrics()
         let gate = PacedGate(
             connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(clock: connections.clock),
             slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)

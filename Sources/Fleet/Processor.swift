@@ -96,7 +96,8 @@ final class Processor {
         try settle(Array(zip(decisions.map(\.0), try verification.write(decisions.map(\.1)))))
     }
 
-    /// Settles a batch's jobs in Redis, its finished ones in one round trip, and counts each,
+    /// Settles a batch's jobs in Redis, its finished ones in one round trip, and counts each (a
+    /// finished one with its time from first enqueue to done),
     /// unless another worker reclaimed it meanwhile (then nothing changed here, and the job is that
     /// worker's to settle and count).
     private func settle(_ settled: [(ReservedJob, Settlement)]) throws {
@@ -122,7 +123,9 @@ final class Processor {
             }
             if let outcome { metrics.settled(outcome) }
         }
-        let acked: [Bool] = try queue.ack(finished.map { $0.0 })
-        for ((_, done), acked) in zip(finished, acked) where acked { metrics.settled(done) }
+        let ages = try queue.ack(finished.map { $0.0 })
+        for ((_, done), age) in zip(finished, ages) {
+            if let age { metrics.finished(done, after: age) }
+        }
     }
 }

@@ -55,7 +55,7 @@ extension JobQueue {
     /// after the visibility timeout).
     @discardableResult
     public func ack(_ reserved: ReservedJob) throws(QueueError) -> Bool {
-        try ack([reserved])[0]
+        try ack([reserved])[0] != nil
     }
 
     /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
@@ -64,7 +64,8 @@ extension JobQueue {
     /// ready streams, then their runs' tallies. ARGV[1] group, ARGV[2] consumer, then per job five: the index in KEYS of its
     /// stream, its entry id, the subscription id whose queued bit it holds ("" if none), its enqueue
     /// time in ms, the index in KEYS of its run's tally (0 if it counts in none).
-    /// Returns, per job, 1, or 0 if it is not (or no longer) reserved by this consumer.
+    /// Returns, per job, how long ago (ms, by the scripts' clock) it was first enqueued, or -1 if it
+    /// is not (or no longer) reserved by this consumer.
     /// A batch costs a few commands, not four per job: one XPENDING per stream lists what this
     /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream, one
     /// BITFIELD for every queued bit (the same bits SETBIT numbers), one HINCRBY per minute of
@@ -103,20 +104,21 @@ extension JobQueue {
                 local run = tonumber(ARGV[i + 4])
                 if run > 0 then runs[run] = (runs[run] or 0) + 1 end
             end
-            acked[#acked + 1] = owned[i] and 1 or 0
+            acked[#acked + 1] = owned[i] and math.max(0, now - tonumber(ARGV[i + 3])) or -1
         end
         if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
         for minute, count in pairs(minutes) do countQueued(KEYS[2], minute, -count) end
         for run, count in pairs(runs) do tallyRun(KEYS[run], 'verified', count) end
         local done = 0
-        for _, one in ipairs(acked) do done = done + one end
+        for _, age in ipairs(acked) do if age >= 0 then done = done + 1 end end
         if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
         return acked
         """)
 
     /// Acknowledges several finished jobs in one round trip (a worker's batch), as `ack` does one;
-    /// returns, in order, whether each was still reserved by this consumer.
-    public func ack(_ jobs: [ReservedJob]) throws(QueueError) -> [Bool] {
+    /// returns, in order, each one's time from its first enqueue to done (by the scripts' clock,
+    /// which stamped its enqueue), or nil for one no longer reserved by this consumer.
+    public func ack(_ jobs: [ReservedJob]) throws(QueueError) -> [Duration?] {
         guard !jobs.isEmpty else { return [] }
         let streams = Array(Set(jobs.map(\.stream))).sorted()
         let runs = Array(Set(jobs.compactMap(\.job.tallyingRun))).sorted()
@@ -132,7 +134,10 @@ extension JobQueue {
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")
         }
-        return acked.map { $0.int == 1 }
+        return try acked.map { (reply) throws(QueueError) in
+            guard let age = reply.int else { throw .unexpectedReply(operation: "ack", reply: "\(reply)") }
+            return age >= 0 ? .milliseconds(age) : nil
+        }
     }
 
     /// Reserves up to `count` new entries without blocking, draining the streams in KEYS order

@@ -101,6 +101,9 @@ public struct QueueKeys: Sendable, Hashable {
     public func limiter(_ budget: String) -> String { "\(prefix):limiter:\(budget)" }
     public func limiterGranted(_ budget: String) -> String { "\(prefix):stats:granted:\(budget)" }
     public func throttled(_ budget: String) -> String { "\(prefix):throttled:\(budget)" }
+    /// The fleet's timings of one minute or hour (`FleetTimings`), `start` its first ms by the
+    /// processes' clocks: a hash of bucket counts by series.
+    public func timings(_ span: FleetTimings.Span, at start: Int64) -> String { "\(prefix):timings:\(span.rawValue):\(start)" }
     /// Consumer name → last heartbeat (ms, Redis clock): a sorted set.
     public var workers: String { "\(prefix):workers" }
     /// Worker process → when it last gave up a rate-limit slot (ms, Redis clock): a sorted set; and

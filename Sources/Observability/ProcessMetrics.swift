@@ -17,9 +17,11 @@ public final class ProcessMetrics: Sendable {
     public init() {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
+        let appleBuckets = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30].map { Duration.seconds($0) }
         factory.durationHistogramBuckets = [
             // Apple answers in 0.1–2 s; the timeout is 30 s.
-            MetricName.verifyReceiptDuration: [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30].map { Duration.seconds($0) },
+            MetricName.verifyReceiptDuration: appleBuckets,
+            MetricName.appleCallDuration: appleBuckets,
             // One batch's transaction: milliseconds when healthy.
             MetricName.persistDuration: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5].map { Duration.seconds($0) },
         ]

@@ -57,7 +57,7 @@ public enum ProcessRoot {
             let jobs = JobsInHand(processors: settings.concurrency)
             services += [LeaseKeeper(context, jobs: jobs), Promoter(context), ConsumerCleanup(context)]
             if withRelay { services += relay(context) }
-            services += [Processors(context, jobs: jobs), Reclaimer(context, jobs: jobs), Heartbeat(context)]
+            services += [TimingsReporter(context), Processors(context, jobs: jobs), Reclaimer(context, jobs: jobs), Heartbeat(context)]
             // Refund requests are answered through the Server API only.
             if settings.serverAPI != nil { services.append(ConsumptionAnswering(context)) }
         case .relay:
@@ -65,11 +65,17 @@ public enum ProcessRoot {
         case .scheduler(let loop):
             services.append(loop)
         case .api(let server):
-            services += [server] + (server.consoleSampler.map { [$0] } ?? [])
+            services += [reporter(of: server.fleetMetrics, context), server] + (server.consoleSampler.map { [$0] } ?? [])
         case .console(let server):
-            services += [server, server.sampler]
+            services += [reporter(of: server.metrics, context), server, server.sampler]
         }
         return services
+    }
+
+    /// The reporter of a server's timings, which it keeps apart from the process's metrics.
+    private static func reporter(of metrics: FleetMetrics, _ context: ProcessContext) -> TimingsReporter {
+        TimingsReporter(ProcessContext(
+            settings: context.settings, metrics: metrics, logger: context.logger, clock: context.clock, signals: context.signals))
     }
 
     private static func relay(_ context: ProcessContext) -> [any Service] {

@@ -10,6 +10,7 @@ and passes what it set up in the environment:
   ACCOUNT_ID                       an account id linked to the subscription below
   ORDER_ID, ORDER_SUBSCRIPTION_ID  an order id Apple's Look Up Order ID knows, and its subscription's id
   SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
+  TIMED_CALLS, TIMED_JOBS_WEEK     verifyReceipt calls timed this minute; jobs timed this minute and a day ago
   RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
   SCREENSHOTS                      where the screenshots go (one per page and width)
@@ -123,7 +124,9 @@ def main():
         submit(driver, driver.find_element(By.LINK_TEXT, "last 24 hours"))
         assert driver.current_url.endswith("/console?window=24h"), driver.current_url
         caption = driver.find_element(By.CSS_SELECTOR, "#jobs-chart figcaption").text
-        assert "last 24 hours" in caption, caption
+        assert "last 24 hours" in caption and caption.endswith("each point is the average per minute over its 5 minutes"), caption
+        depth = driver.find_element(By.CSS_SELECTOR, "#depth-chart figcaption").text
+        assert depth.endswith("each point is the peak of the minute samples in its 5 minutes"), depth
         check_layout(driver, "overview-24h")
         driver.get(URL + "/console")
         print(f"history charts: {caption}")
@@ -262,6 +265,25 @@ def main():
         driver.get(URL + "/console/subscriptions?q=999999999")
         assert text(driver, "error-title") == "Not found"
         check_layout(driver, "not-found")
+
+        # The fleet's timings: Apple per endpoint and jobs from first enqueue to done, over an hour and a week.
+        driver.get(URL + "/console")
+        submit(driver, driver.find_element(By.LINK_TEXT, "Timings"))
+        assert driver.current_url.endswith("/console/timings"), driver.current_url
+        calls = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#apple-timings tr[data-series="verify_receipt"] td')]
+        assert calls[:2] == ["verify receipt", os.environ["TIMED_CALLS"]] and calls[2].endswith("ms"), calls
+        endpoints = [row.get_attribute("data-series") for row in driver.find_elements(By.CSS_SELECTOR, "#apple-timings tbody tr")]
+        assert endpoints == ["verify_receipt", "subscription_statuses"], f"the most called first: {endpoints}"
+        caption = driver.find_element(By.CSS_SELECTOR, "#jobs-timing-chart figcaption").text
+        assert caption.endswith("each point is the p50 and p99 of the jobs done in its minute"), caption
+        bars = driver.find_elements(By.CSS_SELECTOR, "#jobs-distribution rect")
+        assert bars, "no distribution of the jobs' times"
+        check_layout(driver, "timings")
+        submit(driver, driver.find_element(By.LINK_TEXT, "last 7 days"))
+        jobs = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#job-timings tr[data-series="jobs"] td')]
+        assert jobs[1] == os.environ["TIMED_JOBS_WEEK"] and jobs[3].endswith(" h"), f"a week holds yesterday's slow jobs: {jobs}"
+        check_layout(driver, "timings-7d")
+        print(f"timings: verifyReceipt {calls[1:]}, jobs over a week {jobs[1:]}")
 
         driver.get(URL + "/console/webhooks")
         assert driver.find_elements(By.CSS_SELECTOR, "section.endpoint"), "no webhook endpoint listed"

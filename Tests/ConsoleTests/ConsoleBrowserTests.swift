@@ -2,13 +2,14 @@ import AppStoreSimulator
 import EventRelay
 import Foundation
 import JobQueue
+import RedisClient
 import TestSupport
 import Testing
 
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
 /// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
 /// the terminal showing on the open overview, replay a dead letter, look a subscription up (by its
-/// ids, an account id, and the order id on Apple's receipt email); every
+/// ids, an account id, and the order id on Apple's receipt email), the fleet's timings; every
 /// page at 1280 px and 375 px without sideways scrolling, with screenshots under
 /// .run/console-screenshots for review.
 @Suite struct ConsoleBrowserTests {
@@ -58,11 +59,25 @@ import Testing
             _ = try await console.onOwnDatabase { database in
                 try WebhookRegistry.local(database).add(url: "http://127.0.0.1:9/hooks", eventTypes: ["renewed", "refunded"])
             }
+            // The fleet's timings as the processes report them: this minute, and a day ago.
+            let fleet = console.fleet
+            try await onOwnThread {
+                let timings = FleetTimings(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix))
+                var (calls, statuses, jobs, older) = (TimingHistogram(), TimingHistogram(), TimingHistogram(), TimingHistogram())
+                for index in 0..<120 { calls.record(.milliseconds(80 + index * 5)) }
+                for index in 0..<40 { statuses.record(.milliseconds(300 + index * 40)) }
+                for index in 0..<60 { jobs.record(.seconds(5 + index)) }
+                for index in 0..<30 { older.record(.seconds(10_800 + index * 120)) }
+                let now = Int64(Date().timeIntervalSince1970 * 1000)
+                try timings.add(["verify_receipt": calls, "subscription_statuses": statuses, "jobs": jobs], at: now)
+                try timings.add(["jobs": older], at: now - 86_400_000)
+            }
             var environment = ProcessInfo.processInfo.environment.merging(console.fleet.processEnvironment) { $1 }
             environment.merge([
                 "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
                 "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "105", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
                 "ACCOUNT_ID": "browser-account-1", "ORDER_ID": order, "ORDER_SUBSCRIPTION_ID": "\(record.id)",
+                "TIMED_CALLS": "120", "TIMED_JOBS_WEEK": "90",
                 "RECEIPTFLEET_BINARY": FleetProcess.binary.path, "RECEIPTFLEET_LOG_LEVEL": "error",
                 "SCREENSHOTS": TestServers.repositoryRoot + "/.run/console-screenshots",
             ]) { $1 }

@@ -237,6 +237,26 @@ struct ConsoleHarness: Sendable {
         }
     }
 
+    /// Puts `count` minute samples, one a minute up to now by Redis's clock, in place of the
+    /// sampler's (whose first sample, of the empty fleet's counters, would sit among them and draw
+    /// a rate from 0). `figures(minute)` is what a sample holds after its bucket: "READY RESERVED
+    /// DELAYED DEAD GRANTED DONE RETRIED DIED|STATUS:COUNT,…". Returns Redis's now, in ms.
+    func replaceMinuteSamples(_ count: Int, _ figures: @escaping @Sendable (Int) -> String) async throws -> Int64 {
+        let fleet = fleet
+        return try await onOwnThread {
+            let redis = try RedisConnection(fleet.redisConfiguration())
+            let key = "\(fleet.keyPrefix):console:minutes"
+            try eventuallyOnThisThread(within: .seconds(10)) { try redis.command("ZCARD", key).int != 0 }
+            try redis.command("DEL", key)
+            let now = try redis.command("TIME").array!.first!.string.flatMap { Int64($0) }! * 1_000
+            for minute in 0..<count {
+                let at = now - Int64(count - minute) * 60_000
+                try redis.command("ZADD", key, at, "\(at)|\(figures(minute))")
+            }
+            return now
+        }
+    }
+
     /// A subscription verified twice: a baseline a month and more ago, then now, with the events between.
     func subscriptionWithHistory() async throws -> SubscriptionRecord {
         let (fleet, simulator, original) = (fleet, simulator, firstOriginalTransactionID)

@@ -982,21 +982,13 @@ import Testing
     @Test func theHistoryChartsDrawRatesPerMinuteWithAxes() async throws {
         try await ConsoleHarness.with { console in
             let fleet = console.fleet
+            let now = try await console.replaceMinuteSamples(180) { minute in
+                "3 1 0 0 0 \(1_000 + minute * 120) \(minute * 6) \(minute / 10)|0:120,21005:6"
+            }
             try await onOwnThread {
-                let redis = try RedisConnection(fleet.redisConfiguration())
-                let key = "\(fleet.keyPrefix):console:minutes"
-                // The sampler's own first sample (the empty fleet's counters, in this minute) would
-                // sit among these and draw a rate from 0: it goes before they come.
-                try eventuallyOnThisThread(within: .seconds(10)) { try redis.command("ZCARD", key).int != 0 }
-                try redis.command("DEL", key)
-                let now = try redis.command("TIME").array!.first!.string.flatMap { Int64($0) }! * 1_000
-                for minute in 0..<180 {
-                    let at = now - Int64(180 - minute) * 60_000
-                    let (done, retried, died) = (1_000 + minute * 120, minute * 6, minute / 10)
-                    try redis.command("ZADD", key, at, "\(at)|3 1 0 0 0 \(done) \(retried) \(died)|0:120,21005:6")
-                }
                 // A counter that fell (Redis lost it) draws no rate for that step.
-                try redis.command("ZADD", key, now - 30_000, "\(now - 30_000)|3 1 0 0 0 5 0 0|0:120,21005:6")
+                try RedisConnection(fleet.redisConfiguration()).command(
+                    "ZADD", "\(fleet.keyPrefix):console:minutes", now - 30_000, "\(now - 30_000)|3 1 0 0 0 5 0 0|0:120,21005:6")
             }
             let session = try await console.logIn()
             func axis(_ page: ConsoleHarness.Reply, _ figure: String) -> [String] {
@@ -1017,6 +1009,116 @@ import Testing
             let hour = try await console.get("/console", session: session)
             #expect(hour.body.contains(#"<strong>last hour</strong>"#) && hour.body.contains(#"<a href="/console?window=7d">last 7 days</a>"#))
             #expect(axis(hour, "jobs-chart").first == "120")
+        }
+    }
+
+    /// The y axis and caption of the chart in the figure with this id.
+    static func chartAxis(_ page: ConsoleHarness.Reply, _ figure: String) -> (peak: String, caption: String)? {
+        let pattern = try! Regex(#"id="\#(figure)">\s*<figcaption>([^<]*)</figcaption>.*?<div class="y-axis" aria-hidden="true"><span>([^<]*)</span>"#)
+        guard let match = page.body.firstMatch(of: pattern.dotMatchesNewlines()),
+              let caption = match.output[1].substring, let peak = match.output[2].substring
+        else { return nil }
+        return (String(peak), String(caption).replacingOccurrences(of: "&#39;", with: "'"))
+    }
+
+    /// One series whose hour view peaked at 2,594 and whose day view showed 35 (issue 46): every
+    /// window takes a gauge's peak in each bucket now, and every caption says what a point is.
+    @Test func anHoursAndADaysPointsOfASeriesAgreeAndSayWhatTheyAre() async throws {
+        try await ConsoleHarness.with { console in
+            // 35 jobs not yet done each minute but one, when 2,594 were: a burst drained within minutes.
+            _ = try await console.replaceMinuteSamples(50) { minute in
+                "\(minute == 20 ? 2_594 : 35) 0 0 0 \(minute * 600) \(minute * 10) 0 0|0:10"
+            }
+            let session = try await console.logIn()
+            for (window, bucket) in [("1h", "minute"), ("24h", "5 minutes"), ("7d", "hour")] {
+                let page = try await console.get("/console?window=\(window)", session: session)
+                let depth = try #require(Self.chartAxis(page, "depth-chart"), "no depth chart over \(window)")
+                #expect(depth.peak == "2,594", "over \(window) the chart peaks at \(depth.peak)")
+                #expect(depth.caption.hasSuffix("each point is the peak of the minute samples in its \(bucket)"), "\(depth.caption)")
+                // 600 tokens a minute: 10 a second, whatever the bucket.
+                let rate = try #require(Self.chartAxis(page, "rate-chart"))
+                #expect(rate.peak == "10" && rate.caption.hasSuffix("each point is the average rate over its \(bucket)"), "\(rate)")
+                let jobs = try #require(Self.chartAxis(page, "jobs-chart"))
+                #expect(jobs.peak == "10" && jobs.caption.hasSuffix("each point is the average per minute over its \(bucket)"), "\(jobs)")
+                let answers = try #require(Self.chartAxis(page, "answers-chart"))
+                #expect(answers.caption.hasSuffix("each point is the average per minute over its \(bucket)"), "\(answers)")
+            }
+        }
+    }
+
+    /// The seconds a Timings cell shows ("198 ms", "1.5 s", "40 s", "2 min", "2.1 h").
+    static func seconds(_ shown: String) -> Double? {
+        let parts = shown.split(separator: " ")
+        guard parts.count == 2, let value = Double(parts[0]) else { return nil }
+        return switch parts[1] {
+        case "ms": value / 1_000
+        case "s": value
+        case "min": value * 60
+        case "h": value * 3_600
+        default: nil
+        }
+    }
+
+    /// The cells of the Timings table's row for `series`: name, count, p50, p99, mean.
+    static func timingRow(_ page: ConsoleHarness.Reply, _ table: String, _ series: String) -> [String]? {
+        let pattern = try! Regex(#"<table id="\#(table)">.*?<tr data-series="\#(series)">(.*?)</tr>"#).dotMatchesNewlines()
+        guard let row = page.body.firstMatch(of: pattern)?.output[1].substring else { return nil }
+        return row.matches(of: #/<td>(.*?)</td>/#).map { String($0.output.1) }
+    }
+
+    /// Whether a shown timing is within the bucket (19 % wide, and rounded as shown) of `duration`.
+    static func inBucket(_ shown: String?, of duration: Duration) -> Bool {
+        guard let seconds = shown.flatMap(Self.seconds) else { return false }
+        let bucket = TimingHistogram.bucket(of: duration)
+        let (lower, upper) = (TimingHistogram.upperBound(of: bucket - 1) / .seconds(1), TimingHistogram.upperBound(of: bucket) / .seconds(1))
+        return seconds >= lower * 0.95 && seconds <= upper * 1.05
+    }
+
+    /// The fleet's timings as the processes' reporters add them: this minute, three hours ago and
+    /// two days ago. Each window counts what falls in it, per endpoint and for jobs, fleet-wide.
+    @Test func theTimingsPageShowsEachEndpointAndJobsOverEachWindow() async throws {
+        try await ConsoleHarness.with { console in
+            let fleet = console.fleet
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            try await onOwnThread {
+                let timings = FleetTimings(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix))
+                func histogram(_ timed: [(Duration, Int)]) -> TimingHistogram {
+                    timed.reduce(into: TimingHistogram()) { histogram, timing in for _ in 0..<timing.1 { histogram.record(timing.0) } }
+                }
+                // Two processes this minute: 98 verifyReceipt calls of 200 ms and 2 of 8 s; 50 jobs of 40 s.
+                try timings.add(["verify_receipt": histogram([(.milliseconds(200), 98)]), "jobs": histogram([(.seconds(40), 50)])], at: now)
+                try timings.add(["verify_receipt": histogram([(.seconds(8), 2)])], at: now)
+                // Three hours ago: 30 Server API calls of 1.5 s and 50 jobs of 2 hours; two days ago 10 jobs of 5 hours.
+                try timings.add(["subscription_statuses": histogram([(.milliseconds(1_500), 30)]), "jobs": histogram([(.seconds(7_200), 50)])],
+                                at: now - 3 * 3_600_000)
+                try timings.add(["jobs": histogram([(.seconds(18_000), 10)])], at: now - 2 * 86_400_000)
+            }
+            let session = try await console.logIn()
+
+            let hour = try await console.get("/console/timings", session: session)
+            #expect(hour.status == 200 && hour.body.contains(#"<a href="/console/timings" aria-current="page">Timings</a>"#))
+            let calls = try #require(Self.timingRow(hour, "apple-timings", "verify_receipt"))
+            #expect(calls[0] == "verify receipt" && calls[1] == "100", "\(calls)")
+            #expect(Self.inBucket(calls[2], of: .milliseconds(200)) && Self.inBucket(calls[3], of: .seconds(8)), "p50, p99: \(calls)")
+            #expect(Self.timingRow(hour, "apple-timings", "subscription_statuses") == nil, "no call in the last hour")
+            let jobs = try #require(Self.timingRow(hour, "job-timings", "jobs"))
+            #expect(jobs[1] == "50" && Self.inBucket(jobs[2], of: .seconds(40)) && Self.inBucket(jobs[3], of: .seconds(40)), "\(jobs)")
+            #expect(Self.chartAxis(hour, "jobs-timing-chart")?.caption.hasSuffix("each point is the p50 and p99 of the jobs done in its minute") == true)
+            #expect(hour.body.contains(#"<figure class="distribution" data-series="verify_receipt">"#))
+
+            let day = try await console.get("/console/timings?window=24h", session: session)
+            let statuses = try #require(Self.timingRow(day, "apple-timings", "subscription_statuses"))
+            #expect(statuses[1] == "30" && Self.inBucket(statuses[2], of: .milliseconds(1_500)), "\(statuses)")
+            #expect(Self.timingRow(day, "apple-timings", "verify_receipt")?[1] == "100")
+            let dayJobs = try #require(Self.timingRow(day, "job-timings", "jobs"))
+            #expect(dayJobs[1] == "100" && Self.inBucket(dayJobs[2], of: .seconds(40)) && Self.inBucket(dayJobs[3], of: .seconds(7_200)), "\(dayJobs)")
+            let apple = try #require(Self.chartAxis(day, "apple-timing-chart"))
+            #expect(apple.caption.hasSuffix("each point is the p99 of the calls in its hour"), "\(apple.caption)")
+            #expect(day.body.contains(#"<strong>last 24 hours</strong>"#))
+
+            let week = try await console.get("/console/timings?window=7d", session: session)
+            let weekJobs = try #require(Self.timingRow(week, "job-timings", "jobs"))
+            #expect(weekJobs[1] == "110" && Self.inBucket(weekJobs[3], of: .seconds(18_000)), "\(weekJobs)")
         }
     }
 

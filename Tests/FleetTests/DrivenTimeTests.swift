@@ -19,11 +19,12 @@ import Testing
         let (clock, signals) = (DrivenClock(), DutySignals())
         let worker = RunningServices.worker(settings: settings, clock: clock, signals: signals)
         try await worker.whileRunning {
-            // The heartbeat and the promoter step at once; the lease keeper, the cleanup and the
-            // reclaimer after their first interval. Then all five sleep on the clock.
+            // The heartbeat, the promoter and the timings' reporter step at once; the lease keeper,
+            // the cleanup and the reclaimer after their first interval. Then all six sleep on the clock.
             await signals.waitForSteps(of: "rf-heartbeat", 1)
             await signals.waitForSteps(of: "rf-promoter", 1)
-            await clock.waitForSleepers(5)
+            await signals.waitForSteps(of: "rf-timings", 1)
+            await clock.waitForSleepers(6)
             #expect(signals.steps(of: "rf-cleanup") == (0, 0), "no step before its five minutes")
             let queue = try JobQueue(
                 connection: try RedisConnection(settings.redisConfiguration()), keys: try QueueKeys(prefix: settings.keyPrefix),
@@ -34,7 +35,9 @@ import Testing
             await signals.waitForSteps(of: "rf-cleanup", 1)
             await signals.waitForSteps(of: "rf-reclaimer", 1)
             await signals.waitForSteps(of: "rf-heartbeat", 2)
+            await signals.waitForSteps(of: "rf-timings", 2)
             #expect(signals.steps(of: "rf-cleanup").failed == 0 && signals.steps(of: "rf-heartbeat").failed == 0)
+            #expect(signals.steps(of: "rf-timings").failed == 0)
         }
     }
 
@@ -55,8 +58,8 @@ import Testing
                 let (clock, signals) = (DrivenClock(), DutySignals())
                 let worker = RunningServices.worker(settings: setup.settings, clock: clock, signals: signals)
                 try await worker.whileRunning {
-                    // The five periodic duties, and the worker thread resting after its admission said halted.
-                    let resting = try await eventually(within: .seconds(20)) { clock.sleepers >= 6 }
+                    // The six periodic duties, and the worker thread resting after its admission said halted.
+                    let resting = try await eventually(within: .seconds(20)) { clock.sleepers >= 7 }
                     #expect(resting, "\(clock.sleepers) asleep on the clock")
                     #expect(simulator.store.statistics.requestsTotal == 0)
                 }

@@ -93,7 +93,7 @@ struct DeliveryTests {
             try owner.enqueue(subscriptionIDs: [1, 3], run: "night", reason: .nightly)
             try owner.enqueue(subscriptionID: 4, run: "push", reason: .notification)  // the high-priority stream
             let batch = stale + (try owner.reserve(count: 3, block: .zero))
-            let acked = try owner.ack(batch)
+            let acked = try owner.ack(batch).map { $0 != nil }
             let left = try [deployment.keys.readyHigh, deployment.keys.ready].map { try connection.length(ofStream: $0) }
             let queuedBits = try [1, 2, 3].map { try connection.command("GETBIT", deployment.keys.queued, $0).int }
             return (batch.map(\.job.subscriptionID), acked, taken.map(\.job.subscriptionID), left, queuedBits, try owner.ack([]))
@@ -105,6 +105,25 @@ struct DeliveryTests {
         #expect(left == [0, 1], "job 2 stays, reserved by the other worker")
         #expect(queuedBits == [0, 1, 0], "job 2 still holds its subscription's queued bit")
         #expect(none == [])
+    }
+
+    @Test("an ack says how long each job took from its first enqueue, by the scripts' clock, a retry's wait included")
+    func ackTellsEachJobsTime() async throws {
+        let ages = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("a", retryPolicy: try instantRetries(maxAttempts: 5), on: connection)
+            try queue.enqueue(subscriptionIDs: [1], run: "night", reason: .nightly)
+            try deployment.clock.advance(by: .seconds(30), on: connection)
+            try queue.enqueue(subscriptionIDs: [2], run: "night", reason: .nightly)
+            let first = try queue.reserve(count: 2, block: .zero)
+            _ = try queue.retry(try unwrap(first.first { $0.job.subscriptionID == 1 }, "job 1"), after: timeoutFailure)
+            try deployment.clock.advance(by: .seconds(90), on: connection)
+            _ = try queue.promoteDue()
+            let retried = try queue.reserve(count: 1, block: .zero)
+            let jobTwo = try unwrap(first.first { $0.job.subscriptionID == 2 }, "job 2")
+            let ages = try queue.ack(retried + [jobTwo])
+            return ages + (try queue.ack([jobTwo]))
+        }
+        #expect(ages == [.seconds(120), .seconds(90), nil], "job 1 from its first enqueue through its retry; job 2 acked once")
     }
 
     @Test("reclaim drops reservations whose stream entry was deleted behind the queue's back")

@@ -21,7 +21,7 @@ import Testing
         "receiptfleet_persist_duration_seconds", "receiptfleet_events_published_total", "receiptfleet_webhook_deliveries_total",
         "receiptfleet_scheduler_jobs_enqueued_total", "receiptfleet_build_info",
         "receiptfleet_consumption_requests_total", "receiptfleet_consumption_requests_nearing_deadline",
-        "receiptfleet_apple_door_calls_total",
+        "receiptfleet_apple_door_calls_total", "receiptfleet_apple_call_duration_seconds",
     ]
 
     /// A worker process that has just started, with its metrics server, scraped once.

@@ -22,14 +22,14 @@ import Testing
     }
 
     /// The heartbeat and the reclaimer stop first, then the processors drain while their leases are
-    /// still renewed and the metrics still served; each service is named, never described by its settings.
+    /// still renewed and the metrics still served, and their last timings are reported after; each service is named, never described by its settings.
     @Test func aWorkerDrainsItsProcessorsBeforeItsLeasesAndMetricsStop() {
         #expect(names(.worker(withRelay: false), settings) == [
-            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "Processors", "Reclaimer", "Heartbeat",
+            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "TimingsReporter", "Processors", "Reclaimer", "Heartbeat",
         ])
         #expect(names(.worker(withRelay: true), settings) == [
             "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "OutboxRelayService", "WebhookDispatchers",
-            "Processors", "Reclaimer", "Heartbeat",
+            "TimingsReporter", "Processors", "Reclaimer", "Heartbeat",
         ])
         #expect(names(.relay, settings) == ["MetricsServer", "OutboxRelayService", "WebhookDispatchers"])
     }
@@ -44,7 +44,7 @@ import Testing
                 issuerID: "issuer", keyID: "SIMKEY", bundleID: "com.receiptfleet.demo", pem: SimulatedServerAPI.privateKey.pemRepresentation),
             signatures: SignedPayloadVerifier(trustedRoots: []))
         #expect(names(.worker(withRelay: false), settings) == [
-            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "Processors", "Reclaimer", "Heartbeat", "ConsumptionAnswering",
+            "MetricsServer", "LeaseKeeper", "Promoter", "ConsumerCleanup", "TimingsReporter", "Processors", "Reclaimer", "Heartbeat", "ConsumptionAnswering",
         ])
         #expect(!names(.relay, settings).contains("ConsumptionAnswering"))
     }

@@ -36,10 +36,13 @@ public struct AppleDoor {
         let deadline = clock.after(patience)
         while true {
             try admit(endpoint, forApp: app, before: deadline)
+            let started = ContinuousClock.now
+            let result = Result { try call() }
+            metrics.calledApple(endpoint, taking: ContinuousClock.now - started)
             do {
-                let result = try call()
+                let answer = try result.get()
                 metrics.calledApple(endpoint, .sent)
-                return result
+                return answer
             } catch let error as ServerAPICallError {
                 guard let retryAfter = error.retryAfter else {
                     metrics.calledApple(endpoint, .sent)
