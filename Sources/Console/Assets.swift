@@ -79,7 +79,7 @@ enum Assets {
         .letters .letter { white-space: normal; padding: .25rem 0 .5rem; }
         .letters .full-message { overflow-wrap: anywhere; margin: 0 0 .5rem; }
         .pages { display: flex; gap: 1rem; }
-        input { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
+        input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
         button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--accent); background: var(--accent); color: #fff;
                  border-radius: 4px; cursor: pointer; }
         button.danger { background: var(--bad); border-color: var(--bad); }

@@ -94,7 +94,7 @@ extension JobQueue {
     /// a lane is {ready, in flight, ms the next ready entry has waited (-1: none), the group's last delivered id}.
     /// A stream entry's id is its time on Redis's own clock (XADD stamps it), so a lane's wait is read
     /// against `TIME`, whatever clock the scripts run on; due and enqueue times against the scripts' `now`.
-    private static let depthsScript = ClockedScript(ScriptPrologue.asMap + """
+    private static let depthsScript = ClockedScript(ScriptPrologue.asMap + ScriptPrologue.oldestQueued + """
         local real = redis.call('TIME')
         local realNow = tonumber(real[1]) * 1000 + math.floor(tonumber(real[2]) / 1000)
         local function lane(stream)
@@ -116,15 +116,10 @@ extension JobQueue {
             local fields = asMap(oldestDead[2])
             buriedAt = fields.buried_at or false
         end
-        local oldestMinute
-        for _, minute in ipairs(redis.call('HKEYS', KEYS[5])) do
-            local start = tonumber(minute) * 60000
-            if start <= now and (not oldestMinute or start < oldestMinute) then oldestMinute = start end
-        end
         return {lane(KEYS[1]), lane(KEYS[2]),
             redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
             soonest or false, later or false, redis.call('XLEN', KEYS[4]), buriedAt,
-            oldestMinute and now - oldestMinute or -1, now}
+            oldestQueuedAge(KEYS[5]), now}
         """)
 
     /// Each queue's depth and the age of its oldest job, and the first `sampleLimit` jobs of each
