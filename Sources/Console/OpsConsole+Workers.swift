@@ -62,7 +62,7 @@ extension OpsConsole {
         return Self.redirect(to: "/console/workers?done=waiting-\(action.rawValue)&n=\(acted)")
     }
 
-    /// Every waiting job the filter matches: counted for the question, then acted on a thousand at a
+    /// Every waiting job the filter matches: counted for the question, then acted on a few hundred at a
     /// time (`JobQueue.act(_:onWaitingMatching:by:)`), however many they are.
     private func actOnAllWaiting(_ action: WaitingJobAction, who: Operator, form: Form) async throws -> Response {
         let fields = WaitingFields(form)
@@ -177,7 +177,7 @@ struct ConfirmWaitingView {
             (question, button) = ("No waiting job\(which): nothing to do.", nil)
         } else {
             (question, button) = Self.question(action, count: count, which: which.isEmpty ? " (all of them)" : which)
-            question += " They are changed a thousand at a time; jobs that come or go meanwhile may make the number differ a little."
+            question += " They are changed a few hundred at a time; jobs that come or go meanwhile may make the number differ a little."
         }
     }
 

@@ -152,12 +152,16 @@ public struct WaitingJobFilter: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension JobQueue {
-    /// Members of the delayed set a bulk action's scan asks Redis to look at per call: each call
-    /// costs Redis about a millisecond, so a bulk action over millions of jobs never blocks it.
-    static let waitingScanCount = 1_000
+    /// Members of the delayed set a bulk action's scan asks Redis to look at per call, and jobs a bulk
+    /// action changes per script call, so that no call holds Redis for long however many jobs match.
+    /// Measured over a million waiting jobs on a 2-core machine under a load of 7 to 30: a scan call
+    /// of 500 took 1.4 ms on average (of 1,000: 2.2 to 3 ms); a script call of 250 took 4 ms to retry
+    /// or delete them, 3.5 to 8 ms to bury them (p99 11 ms; of 1,000: 18 ms to bury). A million jobs took a minute.
+    static let waitingScanCount = 500
+    static let waitingActionBatch = 250
 
     /// How many waiting jobs match `filter` now: the size of the delayed set for all of them (O(1)),
-    /// else a scan of it, a thousand members a call. While jobs come and go meanwhile the scan may
+    /// else a scan of it, 500 members a call. While jobs come and go meanwhile the scan may
     /// count one of them twice or miss it (SCAN's guarantee covers only members present throughout).
     public func countWaiting(matching filter: WaitingJobFilter = .all) throws(QueueError) -> Int {
         if filter.isEmpty {
@@ -168,8 +172,8 @@ extension JobQueue {
         return count
     }
 
-    /// Does `action` to every waiting job that matches `filter`, a batch of at most a thousand per
-    /// script call (`act(_:onWaiting:by:)`), as a scan of the delayed set finds them: Redis serves
+    /// Does `action` to every waiting job that matches `filter`, a batch of at most 250 per script
+    /// call (`act(_:onWaiting:by:)`), as a scan of the delayed set finds them: Redis serves
     /// other clients between batches, however many jobs match. A job the promoter moves meanwhile
     /// is left alone; one the scan meets twice is acted on once (deleted or buried: it is gone;
     /// retried: it is due, and retry now takes only jobs not due yet). Returns how many it acted on.
@@ -177,7 +181,9 @@ extension JobQueue {
     public func act(_ action: WaitingJobAction, onWaitingMatching filter: WaitingJobFilter, by who: String) throws(QueueError) -> Int {
         var acted = 0
         try forEachWaitingScanPage(matching: filter) { (jobs) throws(QueueError) in
-            acted += try act(action, onWaiting: jobs, by: who, skippingDue: true)
+            for batch in jobs.chunks(of: Self.waitingActionBatch) {
+                acted += try act(action, onWaiting: Array(batch), by: who, skippingDue: true)
+            }
         }
         return acted
     }

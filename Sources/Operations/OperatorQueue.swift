@@ -28,7 +28,7 @@ public func actOnWaitingJobs(
 }
 
 /// Does `action` to every waiting job `filter` matches (`receiptfleet waiting retry|delete|bury
-/// --all`), a thousand at a time, audited, once `confirmed`; before that, only says how many it
+/// --all`), a few hundred per Redis call, audited, once `confirmed`; before that, only says how many it
 /// would act on and how to go on.
 public func actOnAllWaitingJobs(
     _ action: WaitingJobAction, matching filter: WaitingJobFilter, confirmed: Bool, settings: FleetSettings

@@ -14,8 +14,8 @@ struct Waiting: ParsableCommand {
             sends them to the dead letters (error class operator). Each change is audited.
 
             Name the jobs by subscription (at once), or take --all of them that the filters match: \
-            without --yes that only says how many; with it, they are changed a thousand at a time, \
-            so millions of them never block Redis. Filters combine.
+            without --yes that only says how many; with it, they are changed a few hundred per Redis call, \
+            so millions of them never hold Redis for long. Filters combine.
 
             Examples:
               receiptfleet waiting list --reason nightly --retried
