@@ -242,6 +242,7 @@ struct DeadLettersView {
         case "timeout": "Apple did not answer in time, attempt after attempt"
         case Substring(JobFailure.stalled): "delivered again and again without an ack: its worker kept dying on it"
         case Substring(JobFailure.undecodable): "not a job: the entry could not be read"
+        case "operator": "an operator sent it here from the jobs waiting for a time"
         default: ""
         }
     }

@@ -787,6 +787,7 @@ import Testing
                 "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "bury"), ("job", texts[2]), ("confirm", "yes")], session: session)
             #expect(buried.location == "/console/workers?done=waiting-bury&n=1")
             #expect(try await console.status().queue.dead == 1)
+            #expect(try await console.get("/console/dead", session: session).body.contains("an operator sent it here from the jobs waiting for a time"))
             let audit = try await console.get("/console/audit?action=jobs", session: session)
             #expect(audit.body.contains("jobs.delete") && audit.body.contains("jobs.bury"), "\(audit.body)")
             let unknown = try await console.post(
@@ -824,10 +825,12 @@ import Testing
             #expect(asked.status == 200 && asked.text(id: "waiting-question")?.hasPrefix("Delete 5 waiting jobs matching run bulk, retries only?") == true,
                     "\(asked.text(id: "waiting-question") ?? asked.body)")
             #expect(asked.body.contains(#"<input type="hidden" name="count" value="5">"#))
-            #expect(try await console.status().queue.delayedLater == 6, "nothing done before the answer, nor by the stale form")
+            // (A retry's jittered backoff may have run out meanwhile: due or later, each still waits.)
+            let waiting = { () async throws -> Int in let queue = try await console.status().queue; return queue.delayedDue + queue.delayedLater }
+            #expect(try await waiting() == 6, "nothing done before the answer, nor by the stale form")
             let done = try await console.post("/console/workers/waiting", fields: fields + [("count", "5"), ("confirm", "yes")], session: session)
             #expect(done.location == "/console/workers?done=waiting-delete&n=5")
-            #expect(try await console.status().queue.delayedLater == 1)
+            #expect(try await waiting() == 1)
             let trail = try await console.onLedger { try $0.auditTrail(action: "jobs") }
             let entry = try #require(trail.first)
             #expect(trail.count == 1 && entry.action == "jobs.delete" && entry.actor == "ops-alice" && entry.via == .console)
@@ -870,6 +873,10 @@ import Testing
             let high = try #require(page.body.firstMatch(of: #/<tr id="queue-high">.*?<td class="jobs">([^<]*)</td><td class="in-flight">([^<]*)</td>/#.dotMatchesNewlines()))
             #expect(high.1 == "1" && high.2 == "1", "\(high.0)")
             #expect(page.text(id: "breakdown-scope")?.hasPrefix("Every job in the queue (\(ids.count + 1))") == true, "\(page.text(id: "breakdown-scope") ?? "")")
+            // Every job read: the oldest's own enqueue time, not its minute's.
+            let oldest = try #require(page.text(id: "oldest-job")?.firstMatch(of: /was first enqueued (\d+) s ago; retries/), "\(page.text(id: "oldest-job") ?? "")")
+            #expect(Int(oldest.1)! < 30, "enqueued a moment ago: \(oldest.0)")
+
             /// The cells of the breakdown's row for an app, backend and priority.
             func row(_ app: String, _ backend: String, _ priority: String) -> [String]? {
                 let marker = #"<tr data-app="\#(app)" data-backend="\#(backend)" data-priority="\#(priority)">"#
