@@ -1,5 +1,5 @@
 /// Events about the standing of a subscription: refunds and their reversal, renewal preferences,
-/// price consent, billing, expiry.
+/// price consent, offers redeemed, billing, expiry.
 extension EventDetector {
     // MARK: refunded, refund_reversed
 
@@ -89,6 +89,23 @@ extension EventDetector {
             "product_id": JSONValue(new.productID), "auto_renew_product_id": JSONValue(new.autoRenewProductID),
             "effective_at": JSONValue(new.expiresAt),
         ])]
+    }
+
+    // MARK: offer_redeemed
+
+    /// An offer the customer redeemed for the next renewal: the renewal info names an offer code or
+    /// a promotional offer it did not name before. Apple gives no date.
+    var offerRedemptions: [SubscriptionEvent] {
+        let offers = [("offer_code", new.renewalOfferCodeRefName, stored.renewalOfferCodeRefName),
+                      ("promotional", new.renewalPromotionalOfferID, stored.renewalPromotionalOfferID)]
+        return offers.compactMap { kind, offer, before in
+            guard let offer, offer != before else { return nil }
+            return event(.offerRedeemed, facts: [kind, offer, new.expiresAt?.idFact], at: nil, [
+                "offer_type": .string(kind), "offer_identifier": .string(offer),
+                "product_id": JSONValue(new.productID), "auto_renew_product_id": JSONValue(new.autoRenewProductID),
+                "effective_at": JSONValue(new.expiresAt),
+            ])
+        }
     }
 
     // MARK: billing_retry_started, grace_period_started, grace_period_ended, billing_recovered

@@ -10,7 +10,7 @@ struct EventDetector {
 
     var events: [SubscriptionEvent] {
         let all = periodEvents + extensions + refunds + reversals + renewalPreferenceEvents + priceConsent
-            + billingEvents + expiry
+            + offerRedemptions + billingEvents + expiry
         // Oldest first; events of one moment keep the order above.
         return all.enumerated()
             .sorted { ($0.element.occurredAt, $0.offset) < ($1.element.occurredAt, $1.offset) }

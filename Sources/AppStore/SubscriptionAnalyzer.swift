@@ -91,6 +91,7 @@ public enum SubscriptionAnalyzer {
         state.subscriptionGroupIdentifier = latest.subscriptionGroupIdentifier
             ?? entries.compactMap(\.subscriptionGroupIdentifier).last ?? stored?.subscriptionGroupIdentifier
         state.priceConsentStatus = renewal?.priceConsentStatus
+        (state.renewalOfferCodeRefName, state.renewalPromotionalOfferID) = (renewal?.offerCodeRefName, renewal?.promotionalOfferID)
         state.latestReceipt = response.latestReceipt ?? stored?.latestReceipt
 
         let events: [SubscriptionEvent]

@@ -21,6 +21,7 @@ public enum SubscriptionEventType: String, Sendable, Codable, CaseIterable {
     case gracePeriodEnded = "grace_period_ended"
     case initialPurchase = "initial_purchase"
     case priceIncreaseConsent = "price_increase_consent"
+    case offerRedeemed = "offer_redeemed"
     /// A one-time purchase (non-consumable or non-renewing subscription); see `OneTimePurchases`.
     case nonRenewingPurchase = "non_renewing_purchase"
     /// The subscription's data was deleted (`Ledger.forget`): its tombstone, for consumers to do the same.

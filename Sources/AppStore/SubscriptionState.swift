@@ -72,6 +72,10 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
     public var subscriptionGroupIdentifier: String?
     /// `price_consent_status` while a price increase awaits the customer: 0 not yet, 1 agreed.
     public var priceConsentStatus: Int?
+    /// The offer code or promotional offer the next renewal is bought with, once the customer
+    /// redeemed it (the renewal info's `offer_code_ref_name`, `promotional_offer_id`).
+    public var renewalOfferCodeRefName: String?
+    public var renewalPromotionalOfferID: String?
     /// When the subscription became `invalid`; it is looked at again for a while after.
     public var invalidSince: Instant?
     /// Replaced only when a response carries `latest_receipt`.
@@ -105,6 +109,8 @@ public struct SubscriptionState: Sendable, Codable, Equatable {
         case refundsReadAt = "refunds_read_at"
         case subscriptionGroupIdentifier = "subscription_group_identifier"
         case priceConsentStatus = "price_consent_status"
+        case renewalOfferCodeRefName = "renewal_offer_code_ref_name"
+        case renewalPromotionalOfferID = "renewal_promotional_offer_id"
         case invalidSince = "invalid_since"
         case latestReceipt = "latest_receipt"
         case verifiedAt = "verified_at"

@@ -37,6 +37,7 @@ struct Announcements {
         }
         if changes.contains("refund_reversed") { announce("REFUND_REVERSED") }
         if changes.contains("renewal_extended") { announce("RENEWAL_EXTENDED") }
+        if changes.contains("offer_redeemed") { announce("OFFER_REDEEMED") }
         if changes.contains("price_increase_consent"), let consent = after.renewal.priceConsentStatus {
             announce("PRICE_INCREASE", consent == 1 ? "ACCEPTED" : "PENDING")
         }
@@ -70,7 +71,7 @@ struct Announcements {
             script.autoRenewOffAt, script.refund?.at, script.refund.flatMap { refund in script.refundReversedAfter.map { refund.at + $0 } },
             script.upgrade?.at, script.planChange?.at, script.priceIncrease?.askedAt,
             script.priceIncrease.flatMap { increase in increase.agreesAfter.map { increase.askedAt + $0 } },
-            script.earlierRefund.map { $0.at + $0.shownAfter },
+            script.earlierRefund.map { $0.at + $0.shownAfter }, script.offerRedeemedAt,
         ]
         moments.formUnion(twists.compactMap { $0 })
         moments.formUnion(script.renewalExtensions.map(\.at))

@@ -17,6 +17,8 @@ public enum Catalog {
     static let addonMonthly = Plan(productID: "com.receiptfleet.demo.addon.monthly", group: addonGroup, length: .month)
 
     /// Every product the apps sell.
+    /// The offer code a customer redeems (`offer_code_ref_name`, the Server API's `offerIdentifier`).
+    static let offerCode = "WELCOME_BACK_HALF_PRICE"
     static let productIDs: Set<String> = Set([proMonthly, premiumMonthly, premiumYearly, addonMonthly].map(\.productID))
 }
 

@@ -25,6 +25,8 @@ struct ChainScript: Sendable {
     var priceIncrease: (askedAt: Int64, agreesAfter: Int64?)?
     /// At `at`, Apple refunds the period before the one running then; answers show it from `shownAfter` ms later.
     var earlierRefund: (at: Int64, shownAfter: Int64)?
+    /// At this moment the customer redeems `Catalog.offerCode`; the next period is bought with it.
+    var offerRedeemedAt: Int64?
 
     init(chain: Int = 0, plan: Plan, start: Int64, startsWithTrial: Bool = false, ownership: Ownership = .purchased) {
         self.chain = chain
@@ -124,6 +126,10 @@ extension ChainScript {
         case .lateRefund:
             var script = ChainScript(plan: Catalog.proMonthly, start: anchor - 3 * month - random.offset(in: 0...month))
             script.earlierRefund = (near(1, after: script.start + month, &random), random.offset(in: (month / 30)...(month / 5)))
+            return [script]
+        case .offerRedeemed:
+            var script = ChainScript(plan: Catalog.proMonthly, start: start(&random))
+            script.offerRedeemedAt = near(1, after: script.start, &random)
             return [script]
         case .twoGroups:
             let main = ChainScript(chain: 0, plan: Catalog.proMonthly, start: start(&random))

@@ -6,8 +6,9 @@ import Hummingbird
 /// - `GET|POST /control/clock` with `{"advance_seconds": N}` or `{"now_ms": T}`
 /// - `POST /control/outage` with `{"seconds": N}`: 21005 for N seconds of simulator time (0 ends it)
 /// - `GET|POST /control/notifications` with `{"url": U}` and any of `drop` (every send fails),
-///   `fail_share`, `delay_seconds`, `unreachable_seconds` (from now, simulator time) and
-///   `unannounced_share` (`NotificationKnobs`): where V2 notifications go as the clock passes them
+///   `fail_share`, `delay_seconds`, `unreachable_seconds` (from now, simulator time),
+///   `unannounced_share` and `faults_seconds` (from now, how long the two shares apply; absent: for
+///   ever) (`NotificationKnobs`): where V2 notifications go as the clock passes them
 ///   (no url: nowhere) and how their sending goes; the reading counts them. A clock move returns
 ///   once the notifications it passed (and the retries it made due) were attempted.
 /// - `GET /control/notifications/missed`: every change serve was not told of when it happened
@@ -215,15 +216,17 @@ struct NotificationsChange: Decodable {
     let delaySeconds: Double?
     let unreachableSeconds: Double?
     let unannouncedShare: Double?
+    let faultsSeconds: Double?
     enum CodingKeys: String, CodingKey {
         case url, drop, failShare = "fail_share", delaySeconds = "delay_seconds", unreachableSeconds = "unreachable_seconds"
-        case unannouncedShare = "unannounced_share"
+        case unannouncedShare = "unannounced_share", faultsSeconds = "faults_seconds"
     }
 
     func knobs(nowMs: Int64) -> NotificationKnobs {
         NotificationKnobs(
             drop: drop ?? false, failShare: failShare ?? 0, delayMs: Int64((delaySeconds ?? 0) * 1000),
-            unreachableUntilMs: unreachableSeconds.map { nowMs + Int64($0 * 1000) } ?? 0, unannouncedShare: unannouncedShare ?? 0)
+            unreachableUntilMs: unreachableSeconds.map { nowMs + Int64($0 * 1000) } ?? 0, unannouncedShare: unannouncedShare ?? 0,
+            faultsUntilMs: faultsSeconds.map { nowMs + Int64($0 * 1000) } ?? .max)
     }
 }
 
@@ -238,19 +241,22 @@ struct NotificationsReading: ResponseEncodable {
     let delaySeconds: Double
     let unreachableUntilMs: Int64
     let unannouncedShare: Double
+    /// When the shares stop applying (simulator time, ms); absent: never.
+    let faultsUntilMs: Int64?
     let sent: Int
     let failed: Int
     let pending: Int
     let retrying: Int
     enum CodingKeys: String, CodingKey {
         case url, drop, failShare = "fail_share", delaySeconds = "delay_seconds", unreachableUntilMs = "unreachable_until_ms"
-        case unannouncedShare = "unannounced_share", sent, failed, pending, retrying
+        case unannouncedShare = "unannounced_share", faultsUntilMs = "faults_until_ms", sent, failed, pending, retrying
     }
 
     init(_ configuration: (url: String?, knobs: NotificationKnobs, counts: NotificationSender.Counts)) {
         let (knobs, counts) = (configuration.knobs, configuration.counts)
         (url, drop, failShare, delaySeconds) = (configuration.url, knobs.drop, knobs.failShare, Double(knobs.delayMs) / 1000)
         (unreachableUntilMs, unannouncedShare) = (knobs.unreachableUntilMs, knobs.unannouncedShare)
+        faultsUntilMs = knobs.faultsUntilMs == .max ? nil : knobs.faultsUntilMs
         (sent, failed, pending, retrying) = (counts.sent, counts.failed, counts.pending, counts.retrying)
     }
 }

@@ -54,7 +54,7 @@ struct TwoLooks {
     let lookMs: Int64
 
     var events: [ExpectedEvent] {
-        periods + extensionOfThePeriod + refunds + renewalPreferences + priceConsent + billing + expiry
+        periods + extensionOfThePeriod + refunds + renewalPreferences + priceConsent + offerRedemption + billing + expiry
     }
 
     private var known: SimulatedTransaction { before.transactions.last! }
@@ -143,6 +143,12 @@ struct TwoLooks {
         let declined = after.renewal.expirationIntent == 3 && before.renewal.expirationIntent != 3
         let answered = after.renewal.priceConsentStatus.map { $0 != before.renewal.priceConsentStatus } ?? false
         return declined || answered ? [ExpectedEvent("price_increase_consent", at: lookMs)] : []
+    }
+
+    // offer_redeemed: the renewal info names an offer it did not name before
+    private var offerRedemption: [ExpectedEvent] {
+        guard let offer = after.renewal.offerCode, offer != before.renewal.offerCode else { return [] }
+        return [ExpectedEvent("offer_redeemed", at: lookMs)]
     }
 
     // billing_retry_started, grace_period_started, grace_period_ended, billing_recovered

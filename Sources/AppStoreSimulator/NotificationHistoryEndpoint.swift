@@ -31,7 +31,7 @@ enum NotificationHistoryEndpoint {
         }
         let onlyFailures = request["onlyFailures"] as? Bool ?? false
         let all = sent(app: app, from: start, until: min(end, now + 1), endpoint: endpoint, setup: setup)
-            .filter { sender.announces($0.uuid) && (!onlyFailures || !sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" }) }
+            .filter { sender.announces($0.uuid, signedAtMs: $0.signedDateMs) && (!onlyFailures || !sender.attempts(of: $0.uuid).contains { $0.result == "SUCCESS" }) }
         let page = all.dropFirst(offset).prefix(pageSize)
         let next = offset + page.count
         var json = JSONWriter(capacity: 6144 * page.count + 128)

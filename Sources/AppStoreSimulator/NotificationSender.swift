@@ -70,8 +70,9 @@ final class NotificationSender: Sendable {
     }
 
     /// Whether Apple announces the notification `uuid` at all (and keeps it in its history).
-    func announces(_ uuid: String) -> Bool {
-        Self.share(of: uuid, "announce") >= state.withLock { $0.knobs.unannouncedShare }
+    func announces(_ uuid: String, signedAtMs: Int64) -> Bool {
+        let knobs = state.withLock { $0.knobs }
+        return signedAtMs >= knobs.faultsUntilMs || Self.share(of: uuid, "announce") >= knobs.unannouncedShare
     }
 
     /// The changes serve did not hear of when they happened, in the order they were missed: the
@@ -135,7 +136,7 @@ final class NotificationSender: Sendable {
             let result: String
             if knobs.drop || nowMs < knobs.unreachableUntilMs {
                 result = "NO_RESPONSE"
-            } else if Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
+            } else if nowMs < knobs.faultsUntilMs, Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
                 result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
             } else {
                 let body = Array(#"{"signedPayload":"\#(notification.signedPayload)"}"#.utf8)
@@ -222,10 +223,15 @@ public struct NotificationKnobs: Sendable, Equatable {
     public var unreachableUntilMs: Int64 = 0
     /// The share of changes Apple never announces (its history has no record of them either).
     public var unannouncedShare = 0.0
+    /// The two shares apply to changes and attempts before this moment (simulator time, ms) only:
+    /// after it every change is announced and every attempt is made, so that a benchmark can go on
+    /// until the fleet found every change missed before.
+    public var faultsUntilMs = Int64.max
 
-    public init(drop: Bool = false, failShare: Double = 0, delayMs: Int64 = 0, unreachableUntilMs: Int64 = 0, unannouncedShare: Double = 0) {
+    public init(drop: Bool = false, failShare: Double = 0, delayMs: Int64 = 0, unreachableUntilMs: Int64 = 0, unannouncedShare: Double = 0,
+                faultsUntilMs: Int64 = .max) {
         (self.drop, self.failShare, self.delayMs) = (drop, failShare, delayMs)
-        (self.unreachableUntilMs, self.unannouncedShare) = (unreachableUntilMs, unannouncedShare)
+        (self.unreachableUntilMs, self.unannouncedShare, self.faultsUntilMs) = (unreachableUntilMs, unannouncedShare, faultsUntilMs)
     }
 
     /// What is wrong with these knobs, if anything.

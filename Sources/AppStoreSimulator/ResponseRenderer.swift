@@ -83,6 +83,9 @@ enum ResponseRenderer {
         json.numberString("web_order_line_item_id", transaction.webOrderLineItemID)
         json.boolString("is_trial_period", transaction.isTrial)
         json.boolString("is_in_intro_offer_period", false)
+        if let offer = transaction.offerCode {
+            json.string("offer_code_ref_name", offer)
+        }
         if let cancellation = transaction.cancellationMs {
             json.date("cancellation_date", cancellation)
         }
@@ -117,6 +120,9 @@ enum ResponseRenderer {
         }
         if let consent = renewal.priceConsentStatus {
             json.numberString("price_consent_status", consent)
+        }
+        if let offer = renewal.offerCode {
+            json.string("offer_code_ref_name", offer)
         }
         json.endObject()
     }

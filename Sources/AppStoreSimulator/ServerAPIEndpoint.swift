@@ -215,11 +215,18 @@ enum ServerAPIEndpoint {
             json.number("offerType", 1)
             json.string("offerDiscountType", "FREE_TRIAL")
         }
+        if let offer = transaction.offerCode { writeOfferCode(offer, to: &json) }
         if let revoked = transaction.cancellationMs { json.number("revocationDate", revoked) }
         if let reason = transaction.cancellationReason { json.number("revocationReason", Int64(reason)) }
         if transaction.isUpgraded { json.bool("isUpgraded", true) }
         json.endObject()
         return json.finish()
+    }
+
+    /// An offer code as both payloads name it: `offerType` 3, the code's reference name as `offerIdentifier`.
+    private static func writeOfferCode(_ offer: String, to json: inout JSONWriter) {
+        json.number("offerType", 3)
+        json.string("offerIdentifier", offer)
     }
 
     /// `JWSRenewalInfoDecodedPayload`.
@@ -234,6 +241,7 @@ enum ServerAPIEndpoint {
         if let retrying = renewal.isInBillingRetry { json.bool("isInBillingRetryPeriod", retrying) }
         if let grace = renewal.graceExpiresMs { json.number("gracePeriodExpiresDate", grace) }
         if let consent = renewal.priceConsentStatus { json.number("priceIncreaseStatus", Int64(consent)) }
+        if let offer = renewal.offerCode { writeOfferCode(offer, to: &json) }
         json.number("signedDate", now)
         json.string("environment", environment.rawValue)
         json.endObject()

@@ -91,7 +91,7 @@ public final class SimulatedAppStore: Sendable {
                             app: app, from: window.lowerBound, until: window.upperBound, endpoint: environment, setup: serverAPI)
                     }
                 }.sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }.compactMap { notification in
-                    guard sender.announces(notification.uuid) else {
+                    guard sender.announces(notification.uuid, signedAtMs: notification.signedDateMs) else {
                         MissedChange(notification, why: .unannounced).map(sender.miss)
                         return nil
                     }

@@ -12,6 +12,8 @@ struct SimulatedTransaction: Sendable {
     var cancellationMs: Int64?
     var cancellationReason: Int?
     var isUpgraded = false
+    /// The offer code the period was bought with.
+    var offerCode: String?
 }
 
 /// One entry of `pending_renewal_info`.
@@ -26,6 +28,8 @@ struct PendingRenewal: Sendable {
     let graceExpiresMs: Int64?
     /// Present while a price increase awaits the customer: 0 not yet agreed, 1 agreed.
     let priceConsentStatus: Int?
+    /// The offer code the next renewal will be bought with, once redeemed.
+    let offerCode: String?
 }
 
 /// Everything Apple knows about one subscription at one moment, and the state it implies.
@@ -57,13 +61,17 @@ struct Timeline {
         var resubscribed = false
         var upgraded = false
         var priceConsent: Int?
+        // The offer code redeemed in the period running (the renewal info names it), and the one
+        // the next period is bought with.
+        var redeemedOffer: String?
+        var offerForNextPeriod: String?
 
         func finish(_ status: SubscriptionStatus, autoRenew: Bool, intent: Int? = nil,
                     billingRetry: Bool? = nil, graceEnd: Int64? = nil) -> ChainSnapshot {
             let renewal = PendingRenewal(
                 originalTransactionID: originalID, productID: plan.productID, autoRenewProductID: nextPlan.productID,
                 autoRenewOn: autoRenew, expirationIntent: intent, isInBillingRetry: billingRetry, graceExpiresMs: graceEnd,
-                priceConsentStatus: priceConsent)
+                priceConsentStatus: priceConsent, offerCode: redeemedOffer)
             return ChainSnapshot(
                 transactions: transactions, renewal: renewal, status: status, expiresMs: transactions.last!.expiresMs)
         }
@@ -80,7 +88,8 @@ struct Timeline {
                 originalTransactionID: originalID,
                 webOrderLineItemID: ids.webOrderLineItemID(chain: script.chain, sequence: transactions.count),
                 plan: plan, purchaseMs: periodStart, originalPurchaseMs: script.start, expiresMs: periodEnd,
-                isTrial: isTrial, ownership: script.ownership))
+                isTrial: isTrial, ownership: script.ownership, offerCode: offerForNextPeriod))
+            offerForNextPeriod = nil
 
             if let refund = script.earlierRefund, transactions.count > 1, during(refund.at, periodEnd),
                refund.at + refund.shownAfter <= now {
@@ -112,9 +121,12 @@ struct Timeline {
                 }
             }
 
+            redeemedOffer = during(script.offerRedeemedAt, periodEnd) ? Catalog.offerCode : nil
+
             guard periodEnd <= now else { return finish(.active, autoRenew: autoRenew) }
 
-            // The period is over: renew, lapse, or fall into billing retry.
+            // The period is over: renew, lapse, or fall into billing retry; a redeemed offer buys the next period.
+            (offerForNextPeriod, redeemedOffer) = (redeemedOffer, nil)
             if let maxRenewals = time.maxRenewals, renewals >= maxRenewals { autoRenew = false }
             if !autoRenew {
                 if let lapse = script.resubscribeAfter, !resubscribed, periodEnd + lapse <= now {

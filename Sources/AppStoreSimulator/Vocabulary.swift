@@ -48,6 +48,9 @@ public enum LifecycleKind: String, Sendable, Codable, CaseIterable {
     /// A lifetime non-consumable (no expiry), beside a monthly subscription or alone on the receipt,
     /// refunded on some receipts (`SimulatedLifetimePurchase`).
     case lifetimePurchase = "lifetime_purchase"
+    /// Renewing; the customer redeems an offer code (OFFER_REDEEMED): the renewal info names it
+    /// until the next renewal, which is bought with it.
+    case offerRedeemed = "offer_redeemed"
 
     /// The kind of the receipt at `index` in a seeded fleet.
     public static func at(index: Int) -> LifecycleKind {

@@ -56,6 +56,7 @@ enum Assets {
         table { border-collapse: collapse; width: 100%; }
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
         caption { text-align: left; color: var(--muted); padding-bottom: .25rem; }
+        .passes tr.night { background: var(--bg); } .passes td.pass { padding-left: 1.5rem; color: var(--muted); }
         table + table, .scroll + table, table + .scroll { margin-top: 1.25rem; }
         .scroll { overflow-x: auto; max-width: 100%; }
         .message { overflow-wrap: anywhere; max-width: 28rem; }

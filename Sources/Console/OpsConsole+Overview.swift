@@ -8,17 +8,18 @@ extension OpsConsole {
     func overview(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
         let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
-        let (status, samples, minutes, runs) = try await lanes.run { desk in
-            // Past runs from the ledger, with their tallies' fresher figures while Redis keeps them: a
-            // finished run's dead letters replayed later are verified or dead again in its tally.
-            let runs = try desk.ledger.schedulerRuns(limit: 10).map { run in (run, try desk.queue.tally(ofRun: run.runID)) }
+        let now = Date()
+        let (status, samples, minutes, nights) = try await lanes.run { desk in
+            // The passes as their tallies say now: a finished pass's dead letters replayed later
+            // are to go, then verified or dead again.
+            let nights = try SchedulerPasses.nights(ledger: desk.ledger, queue: desk.queue, limit: OverviewView.nightsListed, now: now)
             return (try desk.status.read(.live).status(), try desk.store.samples(within: .seconds(3_600)),
-                    try desk.store.samples(.minutes, within: window.duration), runs)
+                    try desk.store.samples(.minutes, within: window.duration), nights)
         }
-        var view = OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: Date(),
+        var view = OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: now,
                                 viewer: viewer, notice: Notice(request)?.text)
-        view.pastRuns = runs.map { OverviewView.PastRun($0.0, tally: $0.1, now: Date()) }
-        view.hasPastRuns = !runs.isEmpty
+        view.nights = nights.map { OverviewView.NightRows($0, now: now) }
+        view.hasNights = !nights.isEmpty
         return page("overview", view)
     }
 

@@ -13,7 +13,7 @@ import Operations
 /// subscriptions and webhooks, with the operator's actions. `receiptfleet serve` mounts it under
 /// /console; `receiptfleet console` serves it alone (`ConsoleServer`).
 ///
-///     GET  /console                      the queue, Apple, tonight's run; pause and resume
+///     GET  /console                      the queue, Apple, the scheduler's passes by night; pause and resume
 ///     GET  /console/dead                 dead letters (?error_class=…&run=…&subscription=…&q=text); replay, purge
 ///     GET  /console/subscriptions        look one up (?q=id or original_transaction_id); /console/subscriptions/{id};
 ///                                        verify it now, extend its renewal date (with a confirmation)

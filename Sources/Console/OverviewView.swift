@@ -5,8 +5,8 @@ import JobQueue
 import Ledger
 import Operations
 
-/// The overview page: the queue, Apple, tonight's run; built from one `FleetStatus` reading and
-/// the hour of samples.
+/// The overview page: the queue, Apple, the scheduler's passes; built from one `FleetStatus`
+/// reading, the hour of samples and the nights of passes.
 struct OverviewView {
     let chrome: Chrome
     var notice: String?
@@ -26,8 +26,10 @@ struct OverviewView {
     var apps: [App]
     var answers: [Answer]
     var run: Run?
-    var pastRuns: [PastRun] = []
-    var hasPastRuns = false
+    /// The scheduler's latest nights, each with its passes (`SchedulerPasses.nights`).
+    var nights: [NightRows] = []
+    var hasNights = false
+    static let nightsListed = 7
     var windowTitle: String
     var windows: [WindowLink]
     var depthChart: Chart
@@ -35,35 +37,56 @@ struct OverviewView {
     var rateChart: Chart
     var answersChart: Chart
 
-    /// One row of the past runs' table (`scheduler_runs`, with its tally's figures while Redis keeps it).
-    struct PastRun {
-        var runID: String
+    /// One row of the scheduler's table: a night's totals, or one of its passes.
+    struct PassRow {
+        /// `data-run`: the pass's run id, or the night.
+        var id: String
+        var name: String
         var started: String
         var due: String
+        var jobs: String
         var verified: String
         var dead: String
+        var deadClass: String
+        var replayed: String
         var took: String
         var appleCalls: String
         var events: String
-        var deadClass: String
 
-        init(_ run: SchedulerRunRecord, tally: RunTally?, now: Date) {
-            let (verified, dead, toGo) = tally.map { ($0.verified, $0.dead, $0.toGo) } ?? (run.verified, run.dead, 0)
-            runID = run.runID
-            started = Shown.time(run.startedAt)
-            due = Shown.count(run.due)
-            (self.verified, self.dead) = (Shown.count(verified), Shown.count(dead))
-            deadClass = dead > 0 ? "problem" : ""
-            let lastSettled = tally?.lastSettledAt.map { Date(timeIntervalSince1970: Double($0) / 1_000) } ?? run.lastSettledAt
-            if let finished = run.finishedAt ?? (tally != nil && toGo == 0 ? lastSettled : nil) {
-                took = Shown.duration(finished.timeIntervalSince(run.startedAt))
-            } else if run.enqueued == 0 {
-                took = "nothing to do"
+        init(id: String, name: String, _ figures: SchedulerPassFigures, now: Date) {
+            (self.id, self.name) = (id, name)
+            started = Shown.time(figures.startedAt)
+            (due, jobs) = (Shown.count(figures.due), Shown.count(figures.enqueued))
+            (verified, dead, replayed) = (Shown.count(figures.verified), Shown.count(figures.dead), Shown.count(figures.replayed))
+            deadClass = figures.dead > 0 ? "problem" : ""
+            took = if let finished = figures.finishedAt {
+                figures.enqueued == 0 ? "nothing to do" : Shown.duration(finished.timeIntervalSince(figures.startedAt))
+            } else if let toGo = figures.toGo {
+                "\(Shown.count(toGo)) to go, \(Shown.duration(now.timeIntervalSince(figures.startedAt))) so far"
+            } else if figures.enqueued == 0 {
+                "nothing enqueued yet"
             } else {
-                took = "\(Shown.count(toGo)) to go, \(Shown.duration(now.timeIntervalSince(run.startedAt))) so far"
+                "not known: its tally in Redis is gone"
             }
-            // Counted once a scheduler pass has recorded how the run ended.
-            (appleCalls, events) = run.finishedAt == nil ? ("–", "–") : (Shown.count(run.appleCalls), Shown.count(run.events))
+            (appleCalls, events) = (Shown.count(figures.appleCalls), Shown.count(figures.events))
+        }
+    }
+
+    /// A night's row, then its latest passes'.
+    struct NightRows {
+        var night: PassRow
+        var passes: [PassRow]
+        /// "and 40 earlier passes", when not all are listed.
+        var earlier: String?
+
+        /// Passes listed under a night: a night of `schedule --every` holds hundreds.
+        static let passesListed = 12
+
+        init(_ night: SchedulerNight, now: Date) {
+            let count = night.passes.count
+            self.night = PassRow(id: night.night, name: "\(night.night): \(count) pass\(count == 1 ? "" : "es")", night.totals, now: now)
+            passes = night.passes.prefix(Self.passesListed).map { PassRow(id: $0.passID, name: "pass \($0.pass)", $0.figures, now: now) }
+            earlier = count > Self.passesListed ? "and \(count - Self.passesListed) earlier passes" : nil
         }
     }
 
@@ -96,9 +119,9 @@ struct OverviewView {
         var count: Int
     }
 
-    /// Tonight's run: its jobs verified, dead and still to go, apart, so deaths never read as done.
+    /// The latest scheduler pass: its jobs verified, dead and still to go, apart, so deaths never read as done.
     struct Run {
-        var runID: String
+        var passID: String
         var found: String
         var enqueued: Int
         var verified: String
@@ -206,7 +229,7 @@ struct OverviewView {
                 "Nothing was verified in the last minute, so no end can be estimated."
             }
             let settled = tally.verified + tally.dead
-            run = Run(runID: last.runID, found: Shown.count(last.found), enqueued: tally.enqueued,
+            run = Run(passID: last.passID, found: Shown.count(last.found), enqueued: tally.enqueued,
                       verified: Shown.count(tally.verified), dead: Shown.count(tally.dead), toGo: Shown.count(tally.toGo),
                       settled: settled, percent: min(100, settled * 100 / tally.enqueued),
                       stateClass: tally.dead > 0 ? "paused" : "open", eta: eta)

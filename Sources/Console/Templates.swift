@@ -7,7 +7,7 @@ enum Templates {
         var library = MustacheLibrary()
         for (name, text) in [
             ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay), ("confirm-waiting", confirmWaiting),
-            ("dead", dead), ("queues", queues), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart),
+            ("dead", dead), ("queues", queues), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("chart", chart), ("pass-cells", passCells),
         ] {
             try library.register(text, named: name)
         }
@@ -113,25 +113,32 @@ enum Templates {
             <figcaption>Jobs per minute, {{windowTitle}}: verified, retried, dead</figcaption>
             {{#jobsChart}}{{> chart}}{{/jobsChart}}
           </figure>
-          <h3>Tonight's run</h3>
+          <h3>The latest scheduler pass</h3>
           {{#run}}
-          <p id="run" class="gate {{stateClass}}">Run {{runID}} ({{found}} due): <span id="run-verified">{{verified}} verified</span>,
+          <p id="run" class="gate {{stateClass}}">Pass {{passID}} ({{found}} due, {{enqueued}} enqueued): <span id="run-verified">{{verified}} verified</span>,
             <span id="run-dead">{{dead}} dead</span>, <span id="run-to-go">{{toGo}} to go</span>. {{eta}}</p>
           <progress class="{{stateClass}}" max="{{enqueued}}" value="{{settled}}">{{percent}} %</progress>
           {{/run}}
-          {{^run}}<p id="run">No scheduler run is recorded yet.</p>{{/run}}
-          {{#hasPastRuns}}
+          {{^run}}<p id="run">No scheduler pass is recorded yet.</p>{{/run}}
+          {{#hasNights}}
+          <p class="hint">Each pass is kept current until its last job has ended (a replayed dead letter is to go again).
+            Apple calls and events are the whole fleet's while it ran, up to now if not finished; a night counts them
+            once over all its passes.</p>
           <div class="scroll">
-          <table id="past-runs">
-            <caption>Past runs (the Apple calls and events are the whole fleet's while each ran, counted once the next scheduler pass records how it ended)</caption>
-            <thead><tr><th>Run</th><th>Started</th><th>Due</th><th>Verified</th><th>Dead</th><th>Took</th><th>Apple calls</th><th>Events</th></tr></thead>
+          <table id="passes" class="passes">
+            <caption>Scheduler passes by night</caption>
+            <thead><tr><th>Night, pass</th><th>Started</th><th>Due</th><th>Jobs</th><th>Verified</th><th>Dead</th><th>Replayed</th>
+              <th>Took</th><th>Apple calls</th><th>Events</th></tr></thead>
+            {{#nights}}
             <tbody>
-            {{#pastRuns}}<tr data-run="{{runID}}"><td>{{runID}}</td><td>{{started}}</td><td>{{due}}</td><td>{{verified}}</td>
-              <td class="{{deadClass}}">{{dead}}</td><td>{{took}}</td><td>{{appleCalls}}</td><td>{{events}}</td></tr>{{/pastRuns}}
+            {{#night}}<tr class="night" data-night="{{id}}"><th scope="rowgroup">{{name}}</th>{{> pass-cells}}</tr>{{/night}}
+            {{#passes}}<tr data-run="{{id}}"><td class="pass">{{name}}</td>{{> pass-cells}}</tr>{{/passes}}
+            {{#earlier}}<tr><td class="pass" colspan="10">{{earlier}}</td></tr>{{/earlier}}
             </tbody>
+            {{/nights}}
           </table>
           </div>
-          {{/hasPastRuns}}
+          {{/hasNights}}
         </section>
 
         <section aria-labelledby="apple-h">
@@ -198,6 +205,12 @@ enum Templates {
         {{/main}}{{/layout}}
         """
 
+    /// The figures of one row of the scheduler's passes (`OverviewView.PassRow`): a night's or a pass's.
+    static let passCells = """
+        <td>{{started}}</td><td>{{due}}</td><td>{{jobs}}</td><td>{{verified}}</td><td class="{{deadClass}}">{{dead}}</td>\
+        <td>{{replayed}}</td><td>{{took}}</td><td>{{appleCalls}}</td><td>{{events}}</td>
+        """
+
     /// One line chart: `points` in a 600 × 120 box, drawn as SVG (no script, no other host).
     static let chart = """
         <div class="plot">
@@ -254,7 +267,7 @@ enum Templates {
         <h1>Dead letters</h1>
         <form method="get" action="/console/dead" class="filters">
           <label>Error class <input name="error_class" value="{{filter.errorClass}}" placeholder="apple.21002"></label>
-          <label>Run <input name="run" value="{{filter.run}}" placeholder="2026-11-24"></label>
+          <label>Night or pass <input name="run" value="{{filter.run}}" placeholder="2026-11-24 or 2026-11-24/2"></label>
           <label>Subscription <input name="subscription" value="{{filter.subscription}}" inputmode="numeric"></label>
           <label>Text <input name="q" value="{{filter.text}}" placeholder="timed out" maxlength="200"></label>
           <button type="submit">Filter</button>

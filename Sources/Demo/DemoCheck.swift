@@ -39,8 +39,8 @@ struct DemoCheck: Encodable {
         lost == 0 && duplicatedEvents == 0 && streamDuplicates == 0 && mismatches == 0 && deadForGoodInput == 0 && missingEvents == 0 && extraEvents == 0
     }
 
-    /// Checks run `runID` against the simulated `fleet`: the books of the queue, the events, and
-    /// every verified subscription's state.
+    /// Checks night `runID` (all its passes) against the simulated `fleet`: the books of the queue,
+    /// the events, and every verified subscription's state.
     static func run(
         _ runID: String, enqueued: Int, fleet: [SimulatedSubscription], postgres: PostgresConnection,
         queue: JobQueue, stream: (redis: RedisConnection, key: String), garbageSpell: Bool = false
@@ -48,7 +48,7 @@ struct DemoCheck: Encodable {
         var check = DemoCheck(enqueued: enqueued)
         check.done = Int(try postgres.query("""
             SELECT count(DISTINCT subscription_id) AS n FROM verifications
-            WHERE run_id = $1 AND outcome IN ('verified', 'permanent_failure')
+            WHERE (run_id = $1 OR starts_with(run_id, $1 || '/')) AND outcome IN ('verified', 'permanent_failure')
             """, [.text(runID)])[0]["n"].int64() ?? 0)
         let byID = try Dictionary(postgres.query("SELECT id, original_transaction_id FROM subscriptions").map {
             (try $0["id"].int64() ?? 0, try $0["original_transaction_id"].text() ?? "")

@@ -5,8 +5,9 @@ extension WebhookRegistry {
     /// Gives the endpoint a new signing secret and returns it (give it to the receiver). The
     /// current one goes on signing beside it for `overlap`: every delivery meanwhile carries both
     /// signatures, so the receiver may switch at any moment in between; rotating again within the
-    /// overlap ends the older one at once.
-    public func rotateSigningSecret(id: Int64, overlap: Duration) throws -> (secret: WebhookSecret, previousUntil: Date) {
+    /// overlap ends the older one at once. The overlap runs from `now`, the process clock's reading,
+    /// which the dispatcher compares its end with.
+    public func rotateSigningSecret(id: Int64, overlap: Duration, now: Date) throws -> (secret: WebhookSecret, previousUntil: Date) {
         guard let keyring else { throw WebhookError.noSecretKey }
         return try database.transaction { database in
             guard let row = try database.query(
@@ -17,10 +18,10 @@ extension WebhookRegistry {
             let (keyID, sealed) = try keyring.seal(secret, endpointID: id)
             let until = try database.query("""
                 UPDATE webhook_endpoints SET secret = NULL, secret_key_id = $2, secret_sealed = $3, previous_secret_key_id = $4,
-                    previous_secret_sealed = $5, previous_secret_until = now() + $6 * interval '1 second'
+                    previous_secret_sealed = $5, previous_secret_until = $7::timestamptz + $6 * interval '1 second'
                 WHERE id = $1 RETURNING previous_secret_until
                 """, [.int64(id), .text(keyID), .bytea(sealed), .text(previousKeyID), .bytea(previousSealed),
-                      .int64(overlap.components.seconds)])[0]["previous_secret_until"].timestamptz() ?? Date()
+                      .int64(overlap.components.seconds), .timestamptz(now)])[0]["previous_secret_until"].timestamptz() ?? Date()
             return (secret, until)
         }
     }

@@ -1,24 +1,23 @@
 import AppStore
 import Foundation
 
-/// The passes `receiptfleet schedule` asks for, from its flags: one nightly pass, or one every
-/// interval (`periodic`); the options of each, and what a pass says.
+/// The passes `receiptfleet schedule` asks for, from its flags (one, or one every interval): the
+/// options of each, and what a pass says.
 public struct SchedulePlan: Sendable {
-    public let runID: String?
-    public let periodic: Bool
+    /// The run an operator named, whose night every pass counts in; nil: each pass's UTC date.
+    public let night: String?
     public let dryRun: Bool
     public let limit: Int?
     public let environment: AppStoreEnvironment?
 
-    public init(runID: String?, periodic: Bool, dryRun: Bool, limit: Int?, environment: AppStoreEnvironment?) {
-        (self.runID, self.periodic, self.dryRun, self.limit, self.environment) = (runID, periodic, dryRun, limit, environment)
+    public init(night: String?, dryRun: Bool, limit: Int?, environment: AppStoreEnvironment?) {
+        (self.night, self.dryRun, self.limit, self.environment) = (night, dryRun, limit, environment)
     }
 
-    /// The options of the pass that starts at `now`; its run id, unless one is named, is the
-    /// day's for a nightly pass and the minute's for a periodic one.
+    /// The options of the pass that starts at `now`: its night, unless one is named, is the day's
+    /// (a periodic pass's too: the day's passes are one night's).
     public func options(at now: Date) -> Scheduler.Options {
-        var options = Scheduler.Options(
-            runID: runID ?? (periodic ? String(Instant(now).description.prefix(16)) : Scheduler.nightlyRunID(now)))
+        var options = Scheduler.Options(night: night ?? Scheduler.night(of: now))
         options.dryRun = dryRun
         options.limit = limit
         options.environment = environment
@@ -27,7 +26,7 @@ public struct SchedulePlan: Sendable {
 
     /// What a finished pass says.
     public func report(_ summary: ScheduleSummary) -> String {
-        (dryRun ? "Dry run " : "Run ") + "\(summary.runID): found \(summary.found) due, enqueued \(summary.enqueued), "
+        (dryRun ? "Dry run of pass " : "Pass ") + "\(summary.passID): found \(summary.found) due, enqueued \(summary.enqueued), "
             + "already queued \(summary.alreadyQueued), in \(String(format: "%.2f", summary.seconds)) s."
             + (summary.notificationsRecovered == 0 ? "" : "\n"
                 + (dryRun ? "\(summary.notificationsRecovered) notifications await a verification" : "Enqueued again the jobs of "
@@ -36,7 +35,7 @@ public struct SchedulePlan: Sendable {
 
     /// A pass in progress, in one line.
     public static func progress(_ summary: ScheduleSummary) -> String {
-        "run \(summary.runID): \(summary.found) due, \(summary.enqueued) enqueued, "
+        "pass \(summary.passID): \(summary.found) due, \(summary.enqueued) enqueued, "
             + "\(summary.alreadyQueued) already queued, \(String(format: "%.1f", summary.seconds)) s"
     }
 }

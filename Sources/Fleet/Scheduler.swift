@@ -8,14 +8,15 @@ import Logging
 import PostgresClient
 import RedisClient
 
-/// What one scheduler run did.
+/// What one scheduler pass did.
 public struct ScheduleSummary: Sendable, Codable, Equatable {
-    public var runID: String
+    /// Its run id (`SchedulerPassID`: `night/N`), which its jobs carry.
+    public var passID: String
     /// Due subscriptions found.
     public var found = 0
     /// Jobs added to the queue.
     public var enqueued = 0
-    /// Due subscriptions that already had a job in the queue, from this run or an earlier one (a
+    /// Due subscriptions that already had a job in the queue, from this pass or an earlier one (a
     /// pass while the last one's jobs still wait, or are retried, adds nothing for them).
     public var alreadyQueued = 0
     /// Recent App Store notifications whose verification job was lost (with Redis, or by a crash
@@ -28,13 +29,14 @@ public struct ScheduleSummary: Sendable, Codable, Equatable {
     public var finishedAt: Date?
 
     enum CodingKeys: String, CodingKey {
-        case runID = "run_id", found, enqueued, alreadyQueued = "already_queued"
+        // The key an older version wrote, so that the last pass it recorded still reads.
+        case passID = "run_id", found, enqueued, alreadyQueued = "already_queued"
         case notificationsRecovered = "notifications_recovered", checkedNightly = "checked_nightly", seconds, finishedAt = "finished_at"
     }
 }
 
 extension ScheduleSummary {
-    /// The last finished run, as the scheduler recorded it in Redis; nil before the first.
+    /// The last finished pass, as the scheduler recorded it in Redis; nil before the first.
     public static func last(on redis: RedisConnection, keys: QueueKeys) throws -> ScheduleSummary? {
         try redis.command("GET", keys.schedulerLastRun).bytes.flatMap {
             try? JSONDecoder().decode(ScheduleSummary.self, from: Data($0))
@@ -51,17 +53,19 @@ public enum SchedulerError: Error, CustomStringConvertible {
         case .alreadyRunning:
             "another scheduler is running (it holds the scheduler lock); wait for it, or if it died, for its lock to expire (1 minute)"
         case .lostLock:
-            "the scheduler lock expired while this run worked (Redis unreachable for a minute?); the jobs enqueued so far stay queued, run again"
+            "the scheduler lock expired while this pass worked (Redis unreachable for a minute?); the jobs enqueued so far stay queued, run again"
         }
     }
 }
 
 /// Enqueues one job per due subscription: reads them from PostgreSQL in keyset pages and adds them
-/// to the queue under one run id, skipping those whose job is still queued from any run. A Redis
-/// lock, renewed page by page, keeps two schedulers from overlapping.
+/// to the queue under the pass's own run id (`night/N`, the night's next number), skipping those
+/// whose job is still queued from any pass. A Redis lock, renewed page by page, keeps two
+/// schedulers from overlapping.
 public final class Scheduler {
     public struct Options: Sendable {
-        public var runID: String
+        /// The night the pass counts in: the UTC date (`night(of:)`), or a run an operator names.
+        public var night: String
         public var reason: Job.Reason = .nightly
         public var dryRun = false
         /// Stop after this many due subscriptions.
@@ -69,7 +73,7 @@ public final class Scheduler {
         public var environment: AppStoreEnvironment?
         public var pageSize = 10_000
 
-        public init(runID: String) { self.runID = runID }
+        public init(night: String) { self.night = night }
     }
 
     private let ledger: Ledger
@@ -91,18 +95,21 @@ public final class Scheduler {
         ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
     }
 
-    /// The run id of a nightly run: its UTC date.
-    public static func nightlyRunID(_ now: Date) -> String {
+    /// The night of a pass that starts at `now`: its UTC date.
+    public static func night(of now: Date) -> String {
         String(Instant(now).description.prefix(10))
     }
 
-    /// Runs once over everything due at `now`; `progress` is called after every page.
+    /// Runs one pass over everything due at `now`; `progress` is called after every page. The
+    /// ledger records the pass as it starts (a dry run, nothing), its figures after every page.
     public func run(_ options: Options, now: Date, progress: (ScheduleSummary) -> Void = { _ in }) throws -> ScheduleSummary {
+        try SchedulerPassID.validate(night: options.night)
         let lifetime = Duration.seconds(60)
         guard try lock.acquire(for: lifetime) else { throw SchedulerError.alreadyRunning }
         defer { try? lock.release() }
         let started = ContinuousClock.now
-        var summary = ScheduleSummary(runID: options.runID)
+        let pass = try ledger.nextSchedulerPass(night: options.night)
+        var summary = ScheduleSummary(passID: SchedulerPassID.make(night: options.night, pass: pass))
         // The database's clock, which stamped when notifications arrived.
         let databaseNow = try ledger.databaseTime()
         summary.notificationsRecovered = try recoverNotifications(options, databaseNow: databaseNow)
@@ -110,6 +117,9 @@ public final class Scheduler {
         summary.checkedNightly = try judgeNotifications(options, now: now, databaseNow: databaseNow)
         // Workers may verify what this pass enqueued while it still pages; those rows are skipped.
         let passStarted = try ledger.databaseTime()
+        if !options.dryRun {
+            try ledger.beginSchedulerPass(passID: summary.passID, night: options.night, pass: pass, startedAt: passStarted)
+        }
         var cursor: DueCursor?
         repeat {
             let wanted = min(options.pageSize, (options.limit ?? .max) - summary.found)
@@ -118,10 +128,11 @@ public final class Scheduler {
                 now: now, after: cursor, limit: wanted, environment: options.environment, unchangedSince: passStarted)
             summary.found += page.subscriptions.count
             if !options.dryRun, !page.ids.isEmpty {
-                let result = try queue.enqueue(subscriptionIDs: page.ids, run: options.runID, reason: options.reason)
+                let result = try queue.enqueue(subscriptionIDs: page.ids, run: summary.passID, reason: options.reason)
                 summary.enqueued += result.added
                 metrics.enqueued(result.added)
                 summary.alreadyQueued += result.alreadyQueued
+                try ledger.recordSchedulerPass(passID: summary.passID, due: summary.found, enqueued: summary.enqueued, ended: false)
             }
             cursor = page.next
             summary.seconds = started.duration(to: .now).seconds
@@ -132,23 +143,17 @@ public final class Scheduler {
         if !options.dryRun {
             let record = String(decoding: try JSONEncoder().encode(summary), as: UTF8.self)
             _ = try redis.command("SET", keys.schedulerLastRun, record)
-            try ledger.recordSchedulerPass(runID: options.runID, startedAt: passStarted, due: summary.found, enqueued: summary.enqueued)
+            try ledger.recordSchedulerPass(passID: summary.passID, due: summary.found, enqueued: summary.enqueued, ended: true)
             // The database's clock: a pass's `now` is the schedule's, which demos and tests move.
-            try recordRunProgress(now: passStarted)
+            try recordPassProgress(now: passStarted)
         }
         return summary
     }
 
-    /// Brings the ledger's record of every run still settling up to date from its tally in Redis,
-    /// while the tally lasts (`JobQueue.runMemory`): each pass records how the earlier runs ended.
-    public func recordRunProgress(now: Date) throws {
-        let since = now.addingTimeInterval(-Double(JobQueue.runMemory.components.seconds))
-        for runID in try ledger.unfinishedSchedulerRuns(since: since) {
-            guard let tally = try queue.tally(ofRun: runID) else { continue }
-            try ledger.updateSchedulerRun(
-                runID: runID, verified: tally.verified, dead: tally.dead, toGo: tally.toGo,
-                lastSettledAt: tally.lastSettledAt.map { Date(timeIntervalSince1970: Double($0) / 1_000) })
-        }
+    /// Records in the ledger how the earlier passes stand (`SchedulerPasses.record`): each pass
+    /// brings those still settling, and those a replayed dead letter opened again, up to date.
+    public func recordPassProgress(now: Date) throws {
+        try SchedulerPasses.record(ledger: ledger, queue: queue, now: now)
     }
 
     /// Judges each app's notification health over the last day (the database's, where changes and

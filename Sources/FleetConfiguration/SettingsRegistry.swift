@@ -212,7 +212,7 @@ public struct SettingsRegistry: Sendable {
         show: { "\($0) (the ledger keeps events longer)" })
     public let retentionVerificationsDays = Setting<Double>(
         "retention-verifications-days", .retentionDays(), default: 90.0,
-        help: "How long `receiptfleet prune` keeps verification attempts (and the scheduler runs they summarise); 0 keeps them for ever.",
+        help: "How long `receiptfleet prune` keeps verification attempts (and the scheduler's nights of passes that summarise them); 0 keeps them for ever.",
         details: "See \"Deleting a customer and keeping data bounded\".", show: Self.kept(""))
     public let retentionEventsDays = Setting<Double>(
         "retention-events-days", .retentionDays(atLeast: "events-stream-retention-days") { try $0[Settings.eventsStreamRetentionDays] },

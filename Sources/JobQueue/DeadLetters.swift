@@ -30,6 +30,7 @@ public struct DeadLetter: Sendable, Hashable {
 /// Which dead letters an operation applies to: those matching every criterion given.
 public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
     public var errorClass: String?
+    /// A run id: a scheduler pass's (`2026-11-28/2`), or a night's, which takes all its passes.
     public var runID: String?
     public var subscriptionIDs: Set<Int64>?
     /// Dead-letter stream entry ids (`DeadLetter.id`): one letter, or a chosen few.
@@ -60,7 +61,7 @@ public struct DeadLetterFilter: Sendable, Hashable, CustomStringConvertible {
     func matches(_ letter: DeadLetter) -> Bool {
         if let ids, !ids.contains(letter.id) { return false }
         if let errorClass, letter.failure.errorClass != errorClass { return false }
-        if let runID, letter.job?.runID != runID { return false }
+        if let runID, !(letter.job.map { SchedulerPassID.runID($0.runID, isIn: runID) } ?? false) { return false }
         if let subscriptionIDs, !(letter.job.map { subscriptionIDs.contains($0.subscriptionID) } ?? false) {
             return false
         }
@@ -101,8 +102,9 @@ extension JobQueue {
     /// dead-letter stream (so concurrent replays cannot duplicate it). Replay is a deduplicated
     /// reason: a letter whose subscription is already queued again (a later pass enqueued it)
     /// leaves the dead letters without a second job, since the queued one does the same work.
-    /// A replayed job is its run's again: it leaves the run's dead and counts when it is verified. A
-    /// letter whose subscription a later pass queued stays among its run's dead (that job is the later run's).
+    /// A replayed job is its run's (its pass's) again: it leaves the run's dead for its replayed, the
+    /// run has it to go again, and it counts once it is verified or dies again. A letter whose
+    /// subscription a later pass queued stays among its run's dead (that job is the later pass's).
     /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
     /// KEYS[5…] the letters' runs' tallies. ARGV[1] reason letter, ARGV[2…] quadruples of dead-letter
     /// id, subscription id, run id, index in KEYS of its run's tally. Returns the number of letters replayed.
@@ -114,6 +116,7 @@ extension JobQueue {
                 if redis.call('SETBIT', KEYS[3], ARGV[i + 1], 1) == 0 then
                     redis.call('XADD', KEYS[2], '*', 'j', freshJob(ARGV[i + 1], ARGV[i + 2], ARGV[1]))
                     tallyRun(KEYS[tonumber(ARGV[i + 3])], 'dead', -1)
+                    tallyRun(KEYS[tonumber(ARGV[i + 3])], 'replayed', 1)
                     added = added + 1
                 end
                 replayed = replayed + 1

@@ -41,8 +41,9 @@ public struct QueueKeys: Sendable, Hashable {
     /// minute → count, so the oldest job's age survives retries and pauses (`ScriptPrologue.countQueued`).
     /// It holds one field per minute that still has a job, not one per job.
     public var queuedSince: String { "\(prefix):queued-since" }
-    /// A sweep's run (its deduplicated jobs: nightly, manual and their replays): a hash of the jobs
-    /// it `enqueued` and how many were `verified` (acked: their result is durable) or went `dead`.
+    /// A sweep's run, a scheduler pass (its deduplicated jobs: nightly, manual and their replays): a
+    /// hash of the jobs it `enqueued`, how many were `verified` (acked: their result is durable) or
+    /// went `dead`, how many dead letters were `replayed` into it, and when a job was `last` settled.
     /// Made by the enqueue that starts it; it expires `JobQueue.runMemory` after its last enqueue.
     public func run(_ runID: String) -> String { "\(prefix):run:\(runID)" }
     /// Marks that the job for one occurrence (e.g. "notification-42") was enqueued: a string with

@@ -18,6 +18,11 @@ enum ScriptPrologue {
     /// On Redis's clock, `TIME`. The driven clock's key is the last of KEYS (`ClockedScript`): taken
     /// off KEYS, then read; when it is missing, Redis's time is stored in it and read. The shifted
     /// clock's key likewise: `TIME` plus the shift it holds.
+    ///
+    /// `keepMs`: what a script adds to the lifetime of state it times by `now` (the rate buckets').
+    /// Redis expires keys on its own clock, which a driven clock does not hold back: a test machine
+    /// stalled between two moves of the clock would lose the state, so on the driven clock it lives
+    /// ten minutes longer.
     static func clock(_ clock: ScriptClock) -> String {
         switch clock {
         case .redis: """
@@ -25,6 +30,7 @@ enum ScriptPrologue {
             local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
             local now = math.floor(nowus / 1000)
             local nowText = string.format('%d', now)
+            local keepMs = 0
 
             """
         case .driven: """
@@ -37,6 +43,7 @@ enum ScriptPrologue {
             end
             local now = math.floor(nowus / 1000)
             local nowText = string.format('%d', now)
+            local keepMs = 600000
 
             """
         case .shifted: """
@@ -45,6 +52,7 @@ enum ScriptPrologue {
             local nowus = tonumber(clock[1]) * 1000000 + tonumber(clock[2]) + (tonumber(redis.call('GET', timeShift)) or 0)
             local now = math.floor(nowus / 1000)
             local nowText = string.format('%d', now)
+            local keepMs = 0
 
             """
         }
@@ -100,12 +108,12 @@ enum ScriptPrologue {
 
     /// `tallyRun(key, field, delta)`: adds to a run's tally (`QueueKeys.run`) if the run still has one,
     /// so a job outliving its run's tally does not bring back a tally that never expires; a job
-    /// settled (`delta` > 0) notes when, so the run's end is known (needs `clock`).
+    /// settled (`delta` > 0 to `verified` or `dead`) notes when, so the run's end is known (needs `clock`).
     static let tallyRun = """
         local function tallyRun(key, field, delta)
             if redis.call('EXISTS', key) == 0 then return end
             redis.call('HINCRBY', key, field, delta)
-            if delta > 0 then redis.call('HSET', key, 'last', nowText) end
+            if delta > 0 and field ~= 'replayed' then redis.call('HSET', key, 'last', nowText) end
         end
 
         """
@@ -172,7 +180,7 @@ enum ScriptPrologue {
                 tat = tat + interval
             end
             if #slots > 0 then
-                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1)
+                redis.call('SET', state, string.format('%d', tat), 'PX', math.ceil((tat - nowus) / 1000) + 1 + keepMs)
                 redis.call('INCRBY', counter, #slots)
             end
             return slots, math.max(0, tat - early - nowus - horizon)

@@ -102,6 +102,7 @@ extension JobQueue {
 /// Which waiting jobs a listing or a bulk action is about: those matching every criterion given.
 public struct WaitingJobFilter: Sendable, Hashable, CustomStringConvertible {
     public var reason: Job.Reason?
+    /// A run id: a scheduler pass's (`2026-11-28/2`), or a night's, which takes all its passes.
     public var runID: String?
     /// True: only retries (jobs that failed at least once); false: only jobs not tried yet (a pause
     /// postponed them, or a check waits for its time); nil: both.
@@ -126,7 +127,7 @@ public struct WaitingJobFilter: Sendable, Hashable, CustomStringConvertible {
 
     public func matches(_ job: Job) -> Bool {
         if let reason, job.reason != reason { return false }
-        if let runID, job.runID != runID { return false }
+        if let runID, !SchedulerPassID.runID(job.runID, isIn: runID) { return false }
         if let retried, (job.attempt > 0) != retried { return false }
         if let subscriptionIDs, !subscriptionIDs.contains(job.subscriptionID) { return false }
         return true
@@ -137,7 +138,8 @@ public struct WaitingJobFilter: Sendable, Hashable, CustomStringConvertible {
     /// `*`. A job's text has exactly five `|`, as the glob does, so no `*` can reach into the next field.
     var pattern: String {
         let subscription = subscriptionIDs.flatMap { $0.count == 1 ? $0.first.map(String.init) : nil } ?? "*"
-        let run = runID.map(Self.escaped) ?? "*"
+        // A night's name takes its passes too ("2026-11-28/2"); `matches` then drops the runs that only start alike.
+        let run = runID.map { Self.escaped($0) + ($0.contains("/") ? "" : "*") } ?? "*"
         let attempt = retried.map { $0 ? "[1-9]*" : "0" } ?? "*"
         return "\(subscription)|\(run)|\(reason?.rawValue ?? "*")|\(attempt)|*|*"
     }

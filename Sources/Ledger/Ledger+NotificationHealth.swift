@@ -73,7 +73,7 @@ extension Ledger {
     static let announcedChanges = [
         "renewed", "resubscribed", "plan_changed", "auto_renew_disabled", "auto_renew_enabled", "plan_change_scheduled",
         "refunded", "refund_reversed", "renewal_extended", "billing_retry_started", "grace_period_ended", "billing_recovered",
-        "expired", "price_increase_consent",
+        "expired", "price_increase_consent", "offer_redeemed",
     ]
 
     /// Brings the active subscriptions of `apps` not checked in the last 20 hours due now: while an

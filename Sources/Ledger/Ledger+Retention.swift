@@ -5,7 +5,8 @@ import PostgresClient
 /// How long the ledger keeps what only history needs; nil keeps it for ever. Subscriptions,
 /// purchases, transactions, unpublished events and the audit trail are never pruned.
 public struct RetentionPolicy: Sendable, Equatable {
-    /// Verification attempts (`verifications`), and the scheduler runs (`scheduler_runs`) that summarise them.
+    /// Verification attempts (`verifications`), and the scheduler's nights (`scheduler_nights`, with
+    /// their passes) that summarise them.
     public var verifications: Duration?
     /// Published events none of whose webhook deliveries is still pending; `webhooks replay`
     /// reaches back this far.
@@ -34,20 +35,20 @@ public struct Pruned: Sendable, Equatable {
     public var webhookDeliveries = 0
     public var webhookAttempts = 0
     public var receipts = 0
-    /// Scheduler runs, pruned with the verifications they summarise.
-    public var runs = 0
+    /// Scheduler nights (their passes with them), pruned with the verifications they summarise.
+    public var nights = 0
     /// Transactions run, and the longest of them: how long a batch held its rows.
     public var batches = 0
     public var longestBatch: Duration = .zero
 
     public init() {}
 
-    public var total: Int { verifications + events + webhookDeliveries + webhookAttempts + receipts + runs }
+    public var total: Int { verifications + events + webhookDeliveries + webhookAttempts + receipts + nights }
 
     /// What was deleted, as `receiptfleet prune` says it.
     public var summary: String {
         """
-        Deleted \(verifications) verification attempt(s), \(runs) scheduler run(s), \(events) event(s), \
+        Deleted \(verifications) verification attempt(s), \(nights) scheduler night(s) with their passes, \(events) event(s), \
         \(webhookDeliveries) webhook delivery(ies), \(webhookAttempts) webhook attempt(s) and \(receipts) receipt(s), \
         in \(batches) batch(es); the longest took \(longestBatch.formatted(.units(allowed: [.seconds, .milliseconds], width: .abbreviated))).
         """
@@ -90,7 +91,7 @@ extension Ledger {
             }
         }
         try walk(.verifications, before: cutoff(policy.verifications), count: \.verifications)
-        try walk(.schedulerRuns, before: cutoff(policy.verifications), count: \.runs)
+        try walk(.schedulerNights, before: cutoff(policy.verifications), count: \.nights)
         // Ended deliveries first: their attempts go with them, leaving fewer for the attempts' walk.
         try walk(.webhookDeliveries, before: cutoff(policy.webhookLogs), count: \.webhookDeliveries)
         try walk(.webhookAttempts, before: cutoff(policy.webhookLogs), count: \.webhookAttempts)
@@ -125,7 +126,7 @@ struct PruneWalk {
     static let webhookDeliveries = PruneWalk(
         table: "webhook_deliveries", key: "id", time: "coalesce(delivered_at, created_at)", deletable: "t.state <> 'pending'")
     static let webhookAttempts = PruneWalk(table: "webhook_attempts", key: "id", time: "attempted_at")
-    static let schedulerRuns = PruneWalk(table: "scheduler_runs", key: "id", time: "started_at")
+    static let schedulerNights = PruneWalk(table: "scheduler_nights", key: "id", time: "started_at")
     static let events = PruneWalk(table: "events", key: "seq", time: "created_at", deletable: """
         t.published_at IS NOT NULL
             AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = t.id AND d.state = 'pending')

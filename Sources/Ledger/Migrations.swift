@@ -454,5 +454,33 @@ enum Migrations {
             ALTER TABLE notifications ADD COLUMN signed_at timestamptz;
             ALTER TABLE notifications ADD COLUMN recovered boolean NOT NULL DEFAULT false;
             """),
+        Migration(version: 22, name: "scheduler passes by night", sql: """
+            -- Each scheduler pass a row of its own (run_id: the pass's id, `night/N`, which its jobs
+            -- and its tally in Redis carry), grouped by its night: the UTC date, or the run an operator
+            -- named. A night keeps the fleet's Apple calls and events over its passes' whole span, as
+            -- counted up to `counted_to`: its passes may overlap, so theirs do not add up. A run
+            -- recorded before is a night of one pass, with its figures. Pruned by night, passes with it.
+            CREATE TABLE scheduler_nights (
+                id          bigserial PRIMARY KEY,
+                night       text NOT NULL UNIQUE,
+                started_at  timestamptz NOT NULL,
+                apple_calls integer NOT NULL DEFAULT 0,
+                events      integer NOT NULL DEFAULT 0,
+                counted_to  timestamptz
+            );
+            INSERT INTO scheduler_nights (night, started_at, apple_calls, events, counted_to)
+                SELECT run_id, started_at, apple_calls, events, last_settled_at FROM scheduler_runs ORDER BY id;
+            ALTER TABLE scheduler_runs RENAME TO scheduler_passes;
+            -- Passes are read by start (the last 8 days', finished or not: a replay reopens one).
+            DROP INDEX scheduler_runs_unfinished;
+            CREATE INDEX scheduler_passes_started ON scheduler_passes (started_at);
+            ALTER TABLE scheduler_passes
+                ADD COLUMN night text REFERENCES scheduler_nights (night) ON DELETE CASCADE,
+                ADD COLUMN pass integer,
+                ADD COLUMN replayed integer NOT NULL DEFAULT 0;
+            UPDATE scheduler_passes SET night = run_id, pass = 1;
+            ALTER TABLE scheduler_passes ALTER COLUMN night SET NOT NULL, ALTER COLUMN pass SET NOT NULL,
+                ADD CONSTRAINT scheduler_passes_night_pass UNIQUE (night, pass);
+            """),
     ]
 }

@@ -20,8 +20,15 @@ public enum Migrator {
     /// Throws `MigrationError.databaseIsNewer` if the database has a version this binary does not know.
     @discardableResult
     public static func migrate(_ connection: PostgresConnection) throws -> [Int] {
+        try migrate(connection, through: latestVersion)
+    }
+
+    /// Applies the migrations the database lacks up to version `last` (a test's database as an
+    /// older binary left it, to show that a later migration keeps its rows).
+    @discardableResult
+    static func migrate(_ connection: PostgresConnection, through last: Int) throws -> [Int] {
         var applied: [Int] = []
-        for migration in Migrations.all {
+        for migration in Migrations.all where migration.version <= last {
             let didApply = try connection.transaction { connection in
                 // Taken first, so that even creating the bookkeeping table happens one at a time.
                 try connection.execute("SELECT pg_advisory_xact_lock($1)", [.int64(advisoryLockKey)])

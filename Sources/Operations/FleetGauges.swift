@@ -131,8 +131,9 @@ private struct Instruments: Sendable {
                 app.halted.record(side.haltedApps[app.name] == nil ? 0 : 1)
                 if let schedule = side.schedules.first(where: { $0.app == app.name }) {
                     app.notificationFirst.record(schedule.notificationFirst ? 1 : 0)
-                    schedule.freshnessP99Seconds.map(app.freshness.record)
-                    schedule.checksPerSubscription.map(app.checks.record)
+                    // NaN, Prometheus's "no value", when the last pass had none: an earlier pass's figure would mislead.
+                    app.freshness.record(schedule.freshnessP99Seconds ?? .nan)
+                    app.checks.record(schedule.checksPerSubscription ?? .nan)
                 }
             }
             tokensGranted.increment(by: granted)

@@ -72,10 +72,12 @@ extension FleetStatus {
         let lag: String = status.outbox.oldestUnpublishedAgeSeconds.map { String(format: ", oldest %.0f s", $0) } ?? ""
         line("outbox", "\(status.outbox.unpublished) unpublished" + lag)
         if let run = status.lastSchedulerRun {
-            let progress = status.lastRunTally.map { "; \($0.verified) verified, \($0.dead) dead, \($0.toGo) to go" } ?? ""
-            line("scheduler", "run \(run.runID): \(run.found) due, \(run.enqueued) enqueued" + progress)
+            let progress = status.lastRunTally.map {
+                "; \($0.verified) verified, \($0.dead) dead" + ($0.replayed == 0 ? "" : " (\($0.replayed) replayed)") + ", \($0.toGo) to go"
+            } ?? ""
+            line("scheduler", "pass \(run.passID): \(run.found) due, \(run.enqueued) enqueued" + progress)
         } else {
-            line("scheduler", "no run recorded")
+            line("scheduler", "no pass recorded")
         }
         if let run = status.lastNotificationRecovery {
             line("missed notif.", "last recovery \(run.at.formatted(.iso8601)): \(run.found) in Apple's history, \(run.new) new"

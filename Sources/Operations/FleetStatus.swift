@@ -12,8 +12,9 @@ public struct FleetStatus: Sendable, Encodable {
     /// verifyReceipt requests per second the whole fleet makes).
     public var rateLimit: RateLimitReading
     public var serverAPI: ServerAPIGate
+    /// The last scheduler pass (`ScheduleSummary.passID`: a pass of its night).
     public var lastSchedulerRun: ScheduleSummary?
-    /// How far the last run's jobs have come: verified, dead, still to go (nil once its tally expired).
+    /// How far the last pass's jobs have come: verified, dead, still to go (nil once its tally expired).
     public var lastRunTally: RunTally?
     /// Verifications in the last minute, and the Apple status mix among them.
     public var verifiedLastMinute: Int

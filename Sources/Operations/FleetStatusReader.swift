@@ -75,7 +75,7 @@ public final class FleetStatusReader {
             haltedApps: try settings.apps.names.reduce(into: [:]) { halted, app in
                 halted[app] = try connection.command("GET", queue.keys.halted(app: app)).string
             },
-            lastSchedulerRun: lastRun, lastRunTally: try lastRun.flatMap { try queue.tally(ofRun: $0.runID) })
+            lastSchedulerRun: lastRun, lastRunTally: try lastRun.flatMap { try queue.tally(ofRun: $0.passID) })
     }
 
     private func readLedger(_ scope: Scope, now: Date) throws -> FleetReading.LedgerSide {

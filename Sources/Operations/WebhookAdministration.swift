@@ -43,7 +43,10 @@ public struct WebhookAdministration {
         try audited(
             "webhooks.rotate-secret", target: "endpoint \(id)", details: ["overlap_hours": "\(overlapHours)"], settings: settings,
             results: { ["previous_until": $0.previousUntil.formatted(.iso8601)] }
-        ) { try settings.webhookRegistry().rotateSigningSecret(id: id, overlap: .seconds(overlapHours * 3_600)) }
+        ) {
+            try settings.webhookRegistry().rotateSigningSecret(
+                id: id, overlap: .seconds(overlapHours * 3_600), now: settings.processClock().now())
+        }
     }
 
     /// Encrypts every secret again under the current key (`keyID`); returns how many it encrypted,

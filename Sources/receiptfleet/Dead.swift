@@ -26,7 +26,7 @@ struct Dead: ParsableCommand {
         @Option(help: "Only this error class, e.g. apple.21002, timeout, stalled, undecodable.")
         var errorClass: String?
 
-        @Option(help: "Only jobs of this scheduler run.")
+        @Option(help: "Only jobs of this scheduler night (every pass of it), or of one pass (2026-11-23/2).")
         var run: String?
 
         @Option(help: "Only these subscription ids (repeat the option).")

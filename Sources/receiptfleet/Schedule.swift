@@ -1,6 +1,7 @@
 import AppStore
 import ArgumentParser
 import Fleet
+import JobQueue
 import Lanes
 import ProcessRoot
 import Observability
@@ -12,9 +13,10 @@ struct Schedule: AsyncParsableCommand {
         abstract: "Enqueue one verification job per due subscription.",
         discussion: """
             Reads the subscriptions whose next check has come (refunded and invalid ones wait for a \
-            notification) in pages, and enqueues them under one run id, skipping every subscription \
-            whose job is still queued (waiting, running or to be retried) from any run: a second run \
-            adds nothing for them, however far behind the workers are. A lock keeps two schedulers \
+            notification) in pages, and enqueues them under the pass's own run id, the night's and \
+            its number (2026-11-28/2), skipping every subscription whose job is still queued \
+            (waiting, running or to be retried) from any pass: a second pass adds nothing for them, \
+            however far behind the workers are. The ops console shows each pass and its night. A lock keeps two schedulers \
             from overlapping. It also enqueues again the job of every App Store notification of the \
             last 3 days whose subscription has not been verified since: after a Redis loss, running \
             it loses no notification.
@@ -31,7 +33,7 @@ struct Schedule: AsyncParsableCommand {
 
     @OptionGroup var options: FleetOptions
 
-    @Option(help: "The run id (default: today's UTC date; with --every, the date and time of each pass).")
+    @Option(help: "The night the passes count in, each as RUN-ID/N (default: the UTC date each pass starts).")
     var runID: String?
 
     @Flag(help: "Count what is due; enqueue nothing.")
@@ -52,6 +54,9 @@ struct Schedule: AsyncParsableCommand {
         }
         if let every, every < 1 { throw ValidationError("--every must be at least 1 second.") }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
+        if let runID, !SchedulerPassID.isValid(night: runID) {
+            throw ValidationError("--run-id must be 1 to \(SchedulerPassID.longestNight) bytes without '|' or '/'.")
+        }
     }
 
     func run() async throws {
@@ -79,7 +84,7 @@ struct Schedule: AsyncParsableCommand {
 
     /// The passes the flags ask for.
     private var plan: SchedulePlan {
-        SchedulePlan(runID: runID, periodic: every != nil, dryRun: dryRun, limit: limit,
+        SchedulePlan(night: runID, dryRun: dryRun, limit: limit,
                      environment: environment.flatMap(AppStoreEnvironment.init(rawValue:)))
     }
 }

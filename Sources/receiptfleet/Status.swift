@@ -8,7 +8,7 @@ struct Status: ParsableCommand {
         abstract: "Show the queue, the fleet and the ledger at a glance.",
         discussion: """
             Ready, reserved, delayed and dead jobs, the oldest job's age, throughput over the last \
-            minute and Apple's status mix, pause and halt, live workers, the last scheduler run and \
+            minute and Apple's status mix, pause and halt, live workers, the last scheduler pass and \
             the outbox lag, all read from Redis and PostgreSQL.
 
             Examples:

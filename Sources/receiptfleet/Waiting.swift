@@ -33,7 +33,7 @@ struct Waiting: ParsableCommand {
                 completion: .list(Job.Reason.allCases.map { "\($0)" }))
         var reason: String?
 
-        @Option(help: "Only jobs of this scheduler run (or other source).")
+        @Option(help: "Only jobs of this run: a night (2026-11-28: all its passes), a pass (2026-11-28/2) or another source's.")
         var run: String?
 
         @Flag(help: "Only retries: jobs that failed at least once.")

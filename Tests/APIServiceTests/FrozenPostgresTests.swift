@@ -10,7 +10,12 @@ import TestSupport
     @Test func withPostgreSQLFrozenReadsAndRegistrationsAnswerSoonAndRecover() async throws {
         let proxy = try FreezableProxy(forwardingTo: try #require(URLComponents(string: TestServers.postgresURL)?.port))
         defer { proxy.stop() }
-        try await APIHarness.with(configureFleet: { $0.postgresURL = proxy.carrying($0.postgresURL) }) { api in
+        // The database's own deadline is long, so that the bounds below leave a loaded machine room
+        // and still fail callers held for it.
+        try await APIHarness.with(configureFleet: { fleet in
+            fleet.postgresURL = proxy.carrying(fleet.postgresURL)
+            fleet.postgresTimeout = .seconds(30)
+        }) { api in
             let (_, id) = try await api.registered()
             proxy.freeze(forAtMost: .seconds(60))
             defer { proxy.thaw() }
@@ -27,11 +32,17 @@ import TestSupport
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(answers.allSatisfy { $0.0 == 503 && $0.1 == "database_unavailable" && $0.2 }, "\(answers)")
-            // The lanes' deadline is 2 s; without it each lane held its callers for 10 s a call, in turn.
-            #expect(answers.allSatisfy { $0.3 < .seconds(5) }, "\(answers.map(\.3))")
-            let started = ContinuousClock.now
-            #expect(try await api.get("/v1/subscriptions/\(id)").code == "database_unavailable")
-            #expect(started.duration(to: .now) < .seconds(2), "during the rest a request is refused at once, not after the deadline")
+            // The lanes' deadline is 2 s; without it each lane held its callers for the database's 30 s, in turn.
+            #expect(answers.allSatisfy { $0.3 < .seconds(10) }, "\(answers.map(\.3))")
+            // During the rest a request is refused at once, not after the lanes' deadline: the quickest
+            // of three, so that a stall of the loaded machine is not taken for a wait.
+            var quickest = Duration.seconds(60)
+            for _ in 0..<3 {
+                let started = ContinuousClock.now
+                #expect(try await api.get("/v1/subscriptions/\(id)").code == "database_unavailable")
+                quickest = min(quickest, started.duration(to: .now))
+            }
+            #expect(quickest < .seconds(2), "the quickest refusal took \(quickest)")
             proxy.thaw()
             let recovered = try await eventually(within: .seconds(15), every: .milliseconds(250)) {
                 try await api.get("/v1/subscriptions/\(id)").status == 200

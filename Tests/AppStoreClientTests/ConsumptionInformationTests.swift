@@ -111,12 +111,16 @@ import Testing
 
     @Test func pastTheRateLimitAnAnswerIsRefused429WithRetryAfter() async throws {
         let refunded = try #require(RenewalExtensionTests.truths(.refunded, .refunded).first)
-        let (refusals, received) = try await Self.withClient(knobs: FaultKnobs(rateLimit: 1)) { client, _, _, _ in
-            (0..<3).compactMap { _ in
-                Self.refusal { try client.sendConsumptionInformation(transactionID: refunded.originalTransactionID, Self.answer, in: .production) }
+        // Sent until the first refusal: on a loaded machine two calls in a row may be a second apart.
+        let (outcomes, received) = try await Self.withClient(knobs: FaultKnobs(rateLimit: 1)) { client, _, _, _ in
+            var outcomes: [ServerAPICallError?] = []
+            while outcomes.count < 20, outcomes.last.map({ $0 == nil }) ?? true {
+                outcomes.append(Self.refusal { try client.sendConsumptionInformation(transactionID: refunded.originalTransactionID, Self.answer, in: .production) })
             }
+            return outcomes
         }
+        let refusals = outcomes.compactMap { $0 }
         #expect(!refusals.isEmpty && refusals.allSatisfy { $0.code == 4_290_000 && $0.retryAfter == .seconds(1) }, "\(refusals)")
-        #expect(received.count == 3 - refusals.count, "only the answers within the rate were taken")
+        #expect(received.count == outcomes.count - refusals.count, "only the answers within the rate were taken")
     }
 }

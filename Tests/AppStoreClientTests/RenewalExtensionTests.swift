@@ -122,17 +122,18 @@ import Testing
 
     @Test func pastTheRateLimitAnExtensionIsAnswered429WithRetryAfter() async throws {
         let truth = try #require(Self.truths(.renewing, .active).first)
+        // Asked until the first refusal: on a loaded machine two calls in a row may be a second apart.
         let refusals = try await Self.withClient(knobs: FaultKnobs(rateLimit: 1)) { client in
-            (0..<3).compactMap { _ -> ServerAPICallError? in
+            for _ in 0..<20 {
                 do throws(ServerAPICallError) {
                     _ = try client.extendRenewalDate(
                         originalTransactionID: truth.originalTransactionID,
                         ExtensionAsk(days: 1, reason: .other, requestIdentifier: "same-request"), in: .production)
-                    return nil
                 } catch {
-                    return error
+                    return [error]
                 }
             }
+            return [ServerAPICallError]()
         }
         #expect(!refusals.isEmpty && refusals.allSatisfy { $0.code == 4_290_000 && $0.retryAfter == .seconds(1) }, "\(refusals)")
     }

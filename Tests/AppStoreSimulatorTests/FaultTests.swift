@@ -169,7 +169,7 @@ struct FaultTests {
             #expect(slow >= .milliseconds(980))
             try await control(client, "/control/knobs", #"{"latency": "0ms"}"#)
             // Against the slow one: a loaded machine adds its own wait to both answers alike; the quickest of
-            // three, so that one stall of the machine (the timed suites start processes) is not taken for the knob.
+            // three, so that one stall of the machine (other suites start processes) is not taken for the knob.
             var fast = Duration.seconds(60)
             for _ in 0..<3 { fast = min(fast, try await clock.measure { _ = try await verify(client, renewing) }) }
             #expect(fast < slow - .milliseconds(700), "\(fast) against \(slow)")

@@ -48,7 +48,7 @@ struct GroundTruthTests {
             // The kind's story really unfolds over the moments looked at.
             let expected: Set<SubscriptionStatus> = switch kind {
             case .renewing, .familyShared, .trialConversion, .upgrade, .planChange, .renewalExtended, .priceIncrease,
-                 .lateRefund, .lifetimePurchase: [.active]
+                 .lateRefund, .lifetimePurchase, .offerRedeemed: [.active]
             case .autoRenewOff, .sandbox, .resubscribed, .twoGroups: [.active, .expired]
             case .refunded, .refundReversed: [.active, .refunded]
             case .billingRecovered: [.active, .inGrace, .inBillingRetry]

@@ -10,20 +10,16 @@ import Testing
     static let hour: Int64 = 3_600_000
 
     @Test func failedSendsAreTriedAgainOnApplesScheduleAndSilencedChangesNeverLeave() async throws {
-        let receiver = try TestHTTPServer(.echo)
+        let (receiver, clock, setup, store) = try Self.simulator(subscriptions: 300)
         defer { receiver.stop() }
-        let clock = SimulatorClock(startMs: anchorMs)
-        clock.set(nowMs: anchorMs, stopped: true)
-        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [300])
-        let store = try SimulatedAppStore(clock: clock, serverAPI: setup)
         try store.sendNotifications(
             to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(failShare: 0.5, unannouncedShare: 0.2))
 
         clock.advance(byMs: 20 * day)
         await store.sendDueNotifications()
         let all = try await Self.sent(from: anchorMs, until: anchorMs + 20 * day, setup: setup)
-        let silent = all.filter { !store.sender.announces($0.uuid) }
-        let announced = all.filter { store.sender.announces($0.uuid) }
+        let silent = all.filter { !store.sender.announces($0.uuid, signedAtMs: $0.signedDateMs) }
+        let announced = all.filter { store.sender.announces($0.uuid, signedAtMs: $0.signedDateMs) }
         #expect(all.count > 100, "a fleet of 300 changes often in 20 days: \(all.count)")
         #expect(Double(silent.count) / Double(all.count) > 0.1 && Double(silent.count) / Double(all.count) < 0.3)
         #expect(silent.allSatisfy { store.sender.attempts(of: $0.uuid).isEmpty }, "an unannounced change is never sent")
@@ -66,15 +62,32 @@ import Testing
         #expect(Set(missedSince).count == missedSince.count, "a failed retry misses nothing more: each change is missed once")
     }
 
+    /// Faults for a while only: changes before the end stay unannounced or failed as drawn, and every
+    /// change after it is announced and delivered at its first attempt.
+    @Test func theFaultsEndWhenTheirTimeDoesAndEverythingAfterIsDelivered() async throws {
+        let (receiver, clock, setup, store) = try Self.simulator(subscriptions: 300)
+        defer { receiver.stop() }
+        let end = anchorMs + 10 * day
+        try store.sendNotifications(
+            to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(failShare: 0.5, unannouncedShare: 0.2, faultsUntilMs: end))
+        clock.advance(byMs: 10 * day)
+        await store.sendDueNotifications()
+        let missedBefore = store.sender.missed.count
+        #expect(missedBefore > 20, "the faults applied until their end: \(missedBefore) missed")
+
+        clock.advance(byMs: 10 * day)
+        await store.sendDueNotifications()
+        let after = try await Self.sent(from: end, until: clock.nowMs, setup: setup).filter { $0.signedDateMs >= end }
+        #expect(after.count > 50, "a fleet of 300 changes often in 10 days: \(after.count)")
+        #expect(after.allSatisfy { store.sender.attempts(of: $0.uuid).first?.result == "SUCCESS" }, "every change after the end is delivered at once")
+        #expect(store.sender.missed.allSatisfy { $0.atMs < end }, "nothing after the end is missed")
+    }
+
     /// A delay holds each notification back from its event; serve out of reach fails every
     /// attempt meanwhile, and Apple's retry brings it in once it is back.
     @Test func aDelayAndAnUnreachableServeAreKnobsOfTheirOwn() async throws {
-        let receiver = try TestHTTPServer(.echo)
+        let (receiver, clock, setup, store) = try Self.simulator(subscriptions: 100)
         defer { receiver.stop() }
-        let clock = SimulatorClock(startMs: anchorMs)
-        clock.set(nowMs: anchorMs, stopped: true)
-        let setup = ServerAPISimulation(publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [100])
-        let store = try SimulatedAppStore(clock: clock, serverAPI: setup)
         #expect(throws: KnobsError.self) { try store.sendNotifications(to: "http://127.0.0.1:1/", knobs: NotificationKnobs(failShare: 2)) }
         try store.sendNotifications(
             to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs(delayMs: 2 * Self.hour, unreachableUntilMs: anchorMs + 3 * day))
@@ -103,6 +116,16 @@ import Testing
             .sorted { ($0.signedDateMs, $0.uuid) < ($1.signedDateMs, $1.uuid) }
         #expect(!alone.isEmpty && wide.count > alone.count)
         #expect(cut.map(\.uuid) == alone.map(\.uuid))
+    }
+
+    /// A receiver, and a simulator of `subscriptions` on a stopped clock at the anchor.
+    static func simulator(subscriptions: Int) throws -> (TestHTTPServer, SimulatorClock, ServerAPISimulation, SimulatedAppStore) {
+        let receiver = try TestHTTPServer(.echo)
+        let clock = SimulatorClock(startMs: anchorMs)
+        clock.set(nowMs: anchorMs, stopped: true)
+        let setup = ServerAPISimulation(
+            publicKey: P256.Signing.PrivateKey().publicKey, seeds: [1], anchorMs: anchorMs, subscriptions: [subscriptions])
+        return (receiver, clock, setup, try SimulatedAppStore(clock: clock, serverAPI: setup))
     }
 
     static func sent(

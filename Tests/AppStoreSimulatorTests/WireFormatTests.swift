@@ -24,12 +24,12 @@ enum AppleKeys {
     ]
     static let optionalTransaction: Set = [
         "cancellation_date", "cancellation_date_ms", "cancellation_date_pst", "cancellation_reason", "is_upgraded",
-        "subscription_group_identifier",
+        "subscription_group_identifier", "offer_code_ref_name",
     ]
     static let renewal: Set = ["auto_renew_product_id", "original_transaction_id", "product_id", "auto_renew_status"]
     static let optionalRenewal: Set = [
         "expiration_intent", "is_in_billing_retry_period", "grace_period_expires_date", "grace_period_expires_date_ms",
-        "grace_period_expires_date_pst", "price_consent_status",
+        "grace_period_expires_date_pst", "price_consent_status", "offer_code_ref_name",
     ]
 }
 

@@ -47,7 +47,7 @@ struct EventReplay: Equatable, CustomStringConvertible {
         case .gracePeriodStarted: status = .inGrace
         case .expired: status = .expired
         case .verificationFailed: status = .invalid
-        case .planChangeScheduled, .trialConverted, .renewalExtended, .priceIncreaseConsent: break
+        case .planChangeScheduled, .trialConverted, .renewalExtended, .priceIncreaseConsent, .offerRedeemed: break
         case .nonRenewingPurchase: break  // about a one-time purchase, never a subscription
         case .subscriptionForgotten, .purchaseForgotten: break  // the ledger's, never the analysis's
         }

@@ -138,6 +138,29 @@ import Testing
         #expect(declined.state.status == .expired)
     }
 
+    /// An offer code redeemed for the next renewal is announced once, when the renewal info first
+    /// names it (the example in docs/events.md), and the period bought with it carries it.
+    @Test func anOfferCodeRedeemedIsAnnouncedOnceAndItsPeriodCarriesIt() throws {
+        let stored = try S.stored([january], at: S.day(1, 10))
+        var redeemed = Renewal()
+        redeemed.offerCodeRefName = "WELCOME_BACK_HALF_PRICE"
+        let announced = try S.analyze(stored: stored, S.response([january], renewals: [redeemed]), at: S.day(1, 12))
+        #expect(announced.events.map(\.type) == [.offerRedeemed])
+        #expect(announced.events.first?["offer_type"] == .string("offer_code"))
+        #expect(announced.events.first?["offer_identifier"] == .string("WELCOME_BACK_HALF_PRICE"))
+        #expect(announced.events.first?["effective_at"] == .string("2024-02-01T00:00:00.000Z"))
+        #expect(announced.events.first?.id == "719a16f9-dacd-8321-90e1-45ff8109c9d4")
+
+        let again = try S.analyze(stored: announced.state, S.response([january], renewals: [redeemed]), at: S.day(1, 14))
+        #expect(again.events.isEmpty, "the same offer still pending is no news")
+
+        var bought = february
+        bought.offerCodeRefName = "WELCOME_BACK_HALF_PRICE"
+        let renewed = try S.analyze(stored: again.state, S.response([january, bought]), at: S.day(2, 2))
+        #expect(renewed.events.map(\.type) == [.renewed])
+        #expect(renewed.events.first?["offer_code_ref_name"] == .string("WELCOME_BACK_HALF_PRICE"))
+    }
+
     @Test func aChainBegunMomentsBeforeARegistrationIsAnInitialPurchase() throws {
         var trial = Entry(transactionID: "1001", purchased: S.day(1, 1, hour: 9), expires: S.day(1, 8, hour: 9))
         trial.isTrial = true

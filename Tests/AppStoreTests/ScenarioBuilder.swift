@@ -45,6 +45,7 @@ struct Renewal {
     var inBillingRetry = false
     var graceExpires: Instant? = nil
     var priceConsentStatus: Int? = nil
+    var offerCodeRefName: String? = nil
 
     var json: [String: Any] {
         var fields: [String: Any] = [
@@ -55,6 +56,7 @@ struct Renewal {
         if let expirationIntent { fields["expiration_intent"] = String(expirationIntent) }
         if let graceExpires { fields["grace_period_expires_date_ms"] = String(graceExpires.millisecondsSince1970) }
         if let priceConsentStatus { fields["price_consent_status"] = String(priceConsentStatus) }
+        if let offerCodeRefName { fields["offer_code_ref_name"] = offerCodeRefName }
         return fields
     }
 }

@@ -144,10 +144,17 @@ def main():
         driver.get(URL + "/console")
         print(f"history charts: {caption}")
 
-        # Tonight's run: its dead apart from its verified, in amber; never "done" while a job died.
+        # The latest pass: its dead apart from its verified, in amber; never "done" while a job died.
         assert text(driver, "run-dead") == "1 dead", text(driver, "run")
-        assert "paused" in driver.find_element(By.ID, "run").get_attribute("class"), "a run with a dead job is not amber"
-        print(f"tonight's run: {text(driver, 'run')}")
+        assert "paused" in driver.find_element(By.ID, "run").get_attribute("class"), "a pass with a dead job is not amber"
+        print(f"the latest pass: {text(driver, 'run')}")
+        # Its night's row over it in the table of passes by night, at both widths.
+        night = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#passes tr[data-night="console-test"] > *')]
+        passed = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#passes tr[data-run="console-test/1"] > *')]
+        assert night[0] == "console-test: 1 pass" and passed[0] == "pass 1" and night[2:7] == passed[2:7] and passed[5] == "1", (night, passed)
+        driver.execute_script("document.getElementById('passes').scrollIntoView();")
+        check_layout(driver, "passes")
+        print(f"the night's row over its pass: {night}")
 
         # A form whose CSRF token is not the session's does nothing, and says so.
         driver.execute_script("document.querySelector('form[action=\"/console/gate/pause\"] input[name=csrf]').value = 'stale';")

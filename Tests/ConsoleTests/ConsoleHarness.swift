@@ -211,7 +211,7 @@ struct ConsoleHarness: Sendable {
     /// worker does with a receipt Apple rejects for good. Returns the dead letter's id and its subscription.
     func queueWithADeadLetter() async throws -> (letter: String, subscription: Int64) {
         let fleet = fleet
-        _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(runID: "console-test"), now: Date()) }
+        _ = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(night: "console-test"), now: Date()) }
         return try await onQueue { queue in
             let reserved = try queue.reserve(count: 1, block: .milliseconds(100))[0]
             try queue.bury(reserved, failure: JobFailure(errorClass: "apple.21010", message: "the account was not found"))

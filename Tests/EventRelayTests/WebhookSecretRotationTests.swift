@@ -36,8 +36,11 @@ import Testing
                 #expect(eventuallyOnThisThread { receiver.requests.count >= before + count }, "the dispatcher delivered them")
             }
             try deliver(3)
-            let (new, until) = try registry.rotateSigningSecret(id: endpoint.id, overlap: .seconds(3_600))
-            #expect(abs(until.timeIntervalSinceNow - 3_600) < 60)
+            // On a process clock ten days ahead (shifted-clock), the overlap runs from its reading,
+            // which the dispatcher compares the overlap's end with, not from the database's.
+            let ahead = Date().addingTimeInterval(10 * 86_400)
+            let (new, until) = try registry.rotateSigningSecret(id: endpoint.id, overlap: .seconds(3_600), now: ahead)
+            #expect(abs(until.timeIntervalSince(ahead) - 3_600) < 1)
             #expect(try registry.list().first?.previousSecretUntil == until)
             try deliver(3)
             let overlapping = receiver.requests.count

@@ -32,7 +32,7 @@ import Testing
                 #expect(settled.isSettled && settled.queue.dead == 0)
                 #expect(try await setup.verified(runID: "cluster") == scheduled.enqueued)
                 #expect(try await setup.count("""
-                    SELECT count(*) AS n FROM (SELECT subscription_id FROM verifications WHERE run_id = 'cluster'
+                    SELECT count(*) AS n FROM (SELECT subscription_id FROM verifications WHERE run_id LIKE 'cluster/%'
                     AND outcome = 'verified' GROUP BY subscription_id HAVING count(*) > 1) AS twice
                     """) == 0, "no job was verified twice")
                 #expect(try await setup.groundTruthMismatches() == [])

@@ -23,8 +23,9 @@ import Testing
                 let scheduled = try await setup.load()
                 let subscriptions = setup.subscriptions
                 #expect(scheduled.enqueued == subscriptions.count)
-                // A second run the same night adds nothing.
-                let again = try await onOwnThread { try Scheduler(settings: setup.settings).run(Scheduler.Options(runID: "e2e"), now: Date()) }
+                // A second pass the same night adds nothing.
+                let again = try await onOwnThread { try Scheduler(settings: setup.settings).run(Scheduler.Options(night: "e2e"), now: Date()) }
+                #expect(scheduled.passID == "e2e/1" && again.passID == "e2e/2")
                 #expect(again.enqueued == 0 && again.alreadyQueued == subscriptions.count)
 
                 let final = try await setup.work { status in
@@ -41,17 +42,24 @@ import Testing
                 let eventMismatches = try await setup.eventMismatches()
                 #expect(eventMismatches.isEmpty, "\(eventMismatches.count) of \(subscriptions.count) differ: \(eventMismatches.prefix(10))")
 
-                // The ledger's record of the run, brought up to date by the next pass: every job verified, finished.
+                // The ledger's record of the night, brought up to date as the next pass does: the first
+                // pass's jobs all verified, finished; the second had nothing to do.
                 let settings = setup.settings
-                let run = try await onOwnThread { () -> SchedulerRunRecord? in
-                    try Scheduler(settings: settings).recordRunProgress(now: Date())
-                    return try Ledger(PostgresConnection(configuration: settings.postgresConfiguration())).schedulerRuns().first
+                let night = try await onOwnThread { () -> SchedulerNightRecord? in
+                    try Scheduler(settings: settings).recordPassProgress(now: Date())
+                    return try Ledger(PostgresConnection(configuration: settings.postgresConfiguration())).schedulerNights(limit: 1).first
                 }
                 let (verifications, events) = (try await setup.count("SELECT count(*) AS n FROM verifications"), try await setup.eventCount())
-                #expect(run?.runID == "e2e" && run?.due == subscriptions.count && run?.enqueued == subscriptions.count)
+                #expect(night?.night == "e2e" && night?.passes.map(\.passID) == ["e2e/2", "e2e/1"])
+                let pass = night?.passes.last
+                let run = pass?.figures
+                #expect(run?.due == subscriptions.count && run?.enqueued == subscriptions.count)
                 #expect(run?.verified == subscriptions.count && run?.dead == 0)
-                #expect(run?.finishedAt != nil && run?.finishedAt == run?.lastSettledAt)
+                #expect(run?.finishedAt != nil && run?.finishedAt == pass?.lastSettledAt)
                 #expect(run?.appleCalls == verifications && run?.events == events)
+                let nothing = night?.passes.first?.figures
+                #expect(nothing?.enqueued == 0 && nothing?.finishedAt == nothing?.startedAt)
+                #expect(night?.appleCalls == verifications && night?.events == events && night?.countedTo == pass?.lastSettledAt)
             }
         }
     }
@@ -72,11 +80,11 @@ import Testing
                 let final = try await setup.tonight(simulator)
                 #expect(final.queue.dead == 0)
                 try await setup.expectTheTruth()
-                // Tonight's pass, whose schedule clock is a month on, recorded how the first run ended.
-                let runs = try await setup.query("SELECT run_id, verified, finished_at IS NOT NULL AS finished FROM scheduler_runs ORDER BY id") {
+                // Tonight's pass, whose schedule clock is a month on, recorded how the first night's ended.
+                let runs = try await setup.query("SELECT run_id, verified, finished_at IS NOT NULL AS finished FROM scheduler_passes ORDER BY id") {
                     "\(try $0["run_id"].text() ?? "") \(try $0["verified"].int64() ?? -1) \(try $0["finished"].bool() ?? false)"
                 }
-                #expect(runs.first == "e2e \(first.enqueued) true", "\(runs)")
+                #expect(runs.first == "e2e/1 \(first.enqueued) true", "\(runs)")
                 let types = Set(try await setup.query("SELECT DISTINCT type FROM events") { try $0["type"].text() ?? "" })
                 #expect(types.isSuperset(of: ["renewed", "refunded", "expired", "auto_renew_disabled", "plan_changed"]))
             }

@@ -87,10 +87,10 @@ struct FleetSetup: Sendable {
         return try await schedule(runID: runID, now: Date())
     }
 
-    /// One scheduler run, as of `now`.
+    /// One scheduler pass of night `runID`, as of `now`.
     func schedule(runID: String, now: Date) async throws -> ScheduleSummary {
         let settings = settings
-        return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(runID: runID), now: now) }
+        return try await onOwnThread { try Scheduler(settings: settings).run(Scheduler.Options(night: runID), now: now) }
     }
 
     /// Tonight, a month or more after the last run: the simulator's clock moves to now, every check
@@ -199,7 +199,8 @@ struct FleetSetup: Sendable {
 
     /// Subscriptions with a verification attempt written by run `runID`.
     func verified(runID: String) async throws -> Int {
-        try await count("SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)'")
+        try await count(
+            "SELECT count(DISTINCT subscription_id) AS n FROM verifications WHERE run_id = '\(runID)' OR run_id LIKE '\(runID)/%'")
     }
 
     /// Runs one statement on the deployment's database.

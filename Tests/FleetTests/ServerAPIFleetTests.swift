@@ -206,11 +206,11 @@ import Testing
                     """)
                 #expect(doubled == 0)
                 let byBackend = Dictionary(uniqueKeysWithValues: try await setup.query(
-                    "SELECT backend, count(*) AS n FROM verifications WHERE run_id = 'mid-month' GROUP BY backend"
+                    "SELECT backend, count(*) AS n FROM verifications WHERE run_id LIKE 'mid-month/%' GROUP BY backend"
                 ) { (try $0["backend"].text() ?? "", Int(try $0["n"].int64() ?? 0)) })
                 #expect(byBackend["verify_receipt", default: 0] > 0 && byBackend["server_api", default: 0] > 0,
                         "the night's checks went through both backends: \(byBackend)")
-                let tonight = try await setup.query("SELECT DISTINCT backend FROM verifications WHERE run_id = 'tonight'") { try $0["backend"].text() }
+                let tonight = try await setup.query("SELECT DISTINCT backend FROM verifications WHERE run_id LIKE 'tonight/%'") { try $0["backend"].text() }
                 #expect(tonight == ["server_api"])
             }
         }

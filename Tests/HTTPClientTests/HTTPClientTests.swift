@@ -103,15 +103,14 @@ import TestSupport
     @Test func anEndlessBodyEndsAtTheLimitNotAtTheTimeout() async throws {
         let server = try TestHTTPServer(.endlessBody)
         defer { server.stop() }
-        let configuration = HTTPClientConfiguration(totalTimeout: .seconds(5), maxBodyBytes: 64 * 1024)
-        let clock = ContinuousClock()
-        let started = clock.now
+        // Without the limit the body would be read until the timeout, which fails the request: an
+        // answer is the proof that reading stopped at the limit, however loaded the machine is.
+        let configuration = HTTPClientConfiguration(totalTimeout: .seconds(60), maxBodyBytes: 64 * 1024)
 
         let response = try await onOwnThread {
             try HTTPClient(configuration: configuration).get(url: "http://127.0.0.1:\(server.port)/")
         }
 
-        #expect(clock.now - started < .seconds(4), "stopped reading at the limit")
         #expect(response.status == 200)
         #expect(response.body.count == 64 * 1024)
     }

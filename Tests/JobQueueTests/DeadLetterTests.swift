@@ -39,6 +39,21 @@ struct DeadLetterTests {
         #expect(firstTwo == [1, 2])
     }
 
+    @Test("a night's run id finds the dead letters of all its passes; a pass's, its own")
+    func byNightOrPass() async throws {
+        let (night, pass) = try await withDeployment { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            for (id, run) in [(1, "2026-11-28/1"), (2, "2026-11-28/2"), (3, "2026-11-28/20"), (4, "2026-11-280/1")] {
+                try queue.enqueue(subscriptionIDs: [Int64(id)], run: run, reason: .nightly)
+            }
+            for reserved in try queue.reserve(count: 4, block: .zero) { try queue.bury(reserved, failure: Self.rejected) }
+            let ids = { (runID: String) in try queue.deadLetters(matching: DeadLetterFilter(runID: runID)).compactMap { $0.job?.subscriptionID } }
+            return (try ids("2026-11-28"), try ids("2026-11-28/2"))
+        }
+        #expect(night == [1, 2, 3])
+        #expect(pass == [2])
+    }
+
     @Test("replay re-enqueues matching letters as fresh jobs, once; purge deletes matching letters")
     func replayAndPurge() async throws {
         let result = try await withDeployment { deployment, connection in

@@ -1,4 +1,5 @@
-import Ledger
+import Foundation
+@testable import Ledger
 import PostgresClient
 import TestSupport
 import Testing
@@ -26,6 +27,37 @@ import Testing
             return
         }
         #expect("\(error)".contains("newer than this binary"))
+    }
+
+    /// Migration 22 makes each run recorded before a night of one pass, its figures kept; a new
+    /// pass of that night is its second.
+    @Test func aRunRecordedBeforePassesIsANightOfOnePass() async throws {
+        let (nights, next) = try await TestDatabase.with { database in try await onOwnThread {
+            let connection = try database.connect()
+            try Migrator.migrate(connection, through: 21)
+            try connection.execute("""
+                INSERT INTO scheduler_runs (run_id, started_at, due, enqueued, verified, dead, last_settled_at, finished_at, apple_calls, events)
+                VALUES ('2026-11-20', '2026-11-20 02:00:00+00', 1800, 1785, 1659, 126, '2026-11-20 03:30:00+00', '2026-11-20 03:30:00+00', 1900, 310),
+                       ('2026-11-21', '2026-11-21 02:00:00+00', 572, 572, 400, 0, '2026-11-21 02:10:00+00', NULL, 420, 12)
+                """)
+            try Migrator.migrate(connection)
+            let ledger = Ledger(connection)
+            return (try ledger.schedulerNights(limit: 10), try ledger.nextSchedulerPass(night: "2026-11-21"))
+        } }
+        let at = { (text: String) in try #require(ISO8601DateFormatter().date(from: text)) }
+        #expect(nights.map(\.night) == ["2026-11-21", "2026-11-20"])
+        #expect(nights.map { $0.passes.map(\.passID) } == [["2026-11-21"], ["2026-11-20"]], "the jobs' and tallies' run id stays")
+        let finished = try #require(nights.last)
+        #expect((finished.appleCalls, finished.events, finished.countedTo) == (1_900, 310, try at("2026-11-20T03:30:00Z")))
+        #expect(finished.passes == [SchedulerPassRecord(
+            passID: "2026-11-20", night: "2026-11-20", pass: 1,
+            figures: SchedulerPassFigures(
+                startedAt: try at("2026-11-20T02:00:00Z"), due: 1_800, enqueued: 1_785, verified: 1_659, dead: 126, replayed: 0,
+                toGo: 0, finishedAt: try at("2026-11-20T03:30:00Z"), appleCalls: 1_900, events: 310),
+            lastSettledAt: try at("2026-11-20T03:30:00Z"))])
+        let settling = try #require(nights.first?.passes.first)
+        #expect(settling.pass == 1 && settling.figures.finishedAt == nil && settling.figures.verified == 400)
+        #expect(next == 2)
     }
 
     @Test func concurrentMigratorsApplyEachMigrationOnce() async throws {

@@ -32,9 +32,10 @@ import Testing
                               [.int64(id), daysAgo(age)])
             }
         }
-        // Scheduler runs 200 and 10 days ago.
+        // Scheduler nights 200 and 10 days ago.
         for age in [200.0, 10] {
-            try ledger.recordSchedulerPass(runID: "run-\(Int(age))", startedAt: Date(timeIntervalSinceNow: -age * 86_400), due: 4, enqueued: 4)
+            try ledger.beginSchedulerPass(
+                passID: "run-\(Int(age))/1", night: "run-\(Int(age))", pass: 1, startedAt: Date(timeIntervalSinceNow: -age * 86_400))
         }
         // Events: (age, published, delivery state or nil).
         let events: [(Double, Bool, String?)] = [
@@ -69,8 +70,9 @@ import Testing
             #expect(pruned.verifications == 4, "the 200-day-old attempt of each subscription")
             #expect(try Self.count(ledger, "verifications WHERE attempted_at < now() - interval '100 days'") == 0)
             #expect(try Self.count(ledger, "verifications") == 4)
-            #expect(pruned.runs == 1, "the run 200 days ago goes with its verifications")
-            #expect(try ledger.schedulerRuns().map(\.runID) == ["run-10"])
+            #expect(pruned.nights == 1, "the night 200 days ago goes with its verifications")
+            #expect(try ledger.schedulerNights(limit: 10).map { [$0.night] + $0.passes.map(\.passID) } == [["run-10", "run-10/1"]])
+            #expect(try Self.count(ledger, "scheduler_passes") == 1, "its pass goes with it")
             // Old, published, no delivery pending: the delivered, the failed and the undelivered one.
             #expect(pruned.events == 3)
             #expect(try Self.count(ledger, "events WHERE created_at < now() - interval '400 days'") == 2,

@@ -67,7 +67,7 @@ import Testing
             ]) { $1 }
             let subscriptions = try await onOwnThread { Int(try database.connect().query("SELECT count(*) AS n FROM subscriptions")[0]["n"].int64() ?? 0) }
             let pruned = try await runFleetCommand(["prune", "--batch-size", "100"], environment: environment)
-            #expect(pruned.status == 0 && pruned.output.contains("Deleted \(subscriptions) verification attempt(s), 0 scheduler run(s), 0 event(s)"), "\(pruned.output)")
+            #expect(pruned.status == 0 && pruned.output.contains("Deleted \(subscriptions) verification attempt(s), 0 scheduler night(s) with their passes, 0 event(s)"), "\(pruned.output)")
             let kept = try await onOwnThread { Int(try database.connect().query("SELECT count(*) AS n FROM verifications")[0]["n"].int64() ?? 0) }
             #expect(kept == subscriptions, "the 5-day-old attempts stay")
 

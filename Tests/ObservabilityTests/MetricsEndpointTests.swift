@@ -1,7 +1,7 @@
 import AppStore
 import BuildInfo
 import EventRelay
-import Fleet
+@testable import Fleet
 import FleetConfiguration
 import Foundation
 import JobQueue
@@ -83,6 +83,33 @@ import Testing
                 }
                 #expect(try await server.scrape().value("receiptfleet_consumption_requests_nearing_deadline") == 1)
                 #expect(try await deployment.count("SELECT count(*) AS n FROM consumption_requests WHERE state = 'pending'") == 2)
+            }
+        }
+    }
+
+    /// An app's freshness and checks follow the last scheduler pass's verdict: a verdict without
+    /// them (no notification of a change in the day) reads NaN, not an earlier pass's figures.
+    @Test func anAppsFreshnessReadsNoValueOnceTheLastPassHadNone() async throws {
+        try await Deployment.with { deployment in
+            try await withMetricsServer(deployment.settings) { server in
+                let (settings, app) = (deployment.settings, try #require(deployment.settings.apps.names.first))
+                func record(freshness: Double?, checks: Double?) async throws {
+                    var judged = NotificationHealth.judge(app: app, nil)
+                    (judged.freshnessP99Seconds, judged.checksPerSubscription) = (freshness, checks)
+                    let verdict = judged
+                    try await onOwnThread {
+                        try NotificationHealth.record(
+                            [verdict], on: RedisConnection(RedisConfiguration(url: settings.redisURL)), keys: QueueKeys(prefix: settings.keyPrefix))
+                    }
+                }
+                try await record(freshness: 12.5, checks: 0.04)
+                let before = try await server.scrape()
+                #expect(before.value("receiptfleet_app_freshness_p99_seconds", ["app": app]) == 12.5)
+                #expect(before.value("receiptfleet_app_checks_per_subscription", ["app": app]) == 0.04)
+                try await record(freshness: nil, checks: nil)
+                let after = try await server.scrape()
+                #expect(after.value("receiptfleet_app_freshness_p99_seconds", ["app": app])?.isNaN == true)
+                #expect(after.value("receiptfleet_app_checks_per_subscription", ["app": app])?.isNaN == true)
             }
         }
     }

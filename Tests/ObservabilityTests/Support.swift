@@ -194,6 +194,6 @@ func work(_ deployment: Deployment, metrics: ProcessMetrics) async throws {
 func schedule(_ deployment: Deployment, metrics: ProcessMetrics) async throws -> ScheduleSummary {
     let settings = deployment.settings
     return try await onOwnThread {
-        try Scheduler(settings: settings, metrics: metrics.fleet).run(Scheduler.Options(runID: "metrics"), now: Date())
+        try Scheduler(settings: settings, metrics: metrics.fleet).run(Scheduler.Options(night: "metrics"), now: Date())
     }
 }
