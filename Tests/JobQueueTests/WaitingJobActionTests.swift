@@ -113,4 +113,18 @@ struct WaitingJobActionTests {
         let few = Dictionary(grouping: small.sample.entries, by: \.place).mapValues { $0.map(\.job.subscriptionID) }
         #expect(few == [.ready: [1, 2], .inFlight: [7], .waiting: [9, 8]] && !small.sample.complete, "\(few)")
     }
+
+    /// A night's name takes every pass of it, as the dead letters' filter does; a pass's, that pass alone.
+    @Test("a filter's run is a night, with all its passes, or one pass")
+    func aNightTakesItsPasses() async throws {
+        let counts = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("operator", on: connection)
+            let now = try deployment.clock.now(on: connection)
+            for (id, run) in [(1, "2026-11-28/1"), (2, "2026-11-28/2"), (3, "2026-11-28"), (4, "2026-11-280"), (5, "2026-11-29/1")] {
+                try queue.schedule(Job(subscriptionID: Int64(id), runID: run, reason: .notification, enqueuedAt: now), at: now + 60_000)
+            }
+            return try ["2026-11-28", "2026-11-28/2", "2026-11-2", "2026-11-29"].map { try queue.countWaiting(matching: WaitingJobFilter(runID: $0)) }
+        }
+        #expect(counts == [3, 1, 0, 1], "\(counts)")
+    }
 }
