@@ -71,8 +71,17 @@ enum Assets {
         .letters .message { flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; max-width: none; }
         .letters form { margin: 0; } .letters button { padding: .1rem .5rem; font-size: .85rem; }
         .letters .kind { font-family: ui-monospace, monospace; font-size: .85rem; }
+        .letters.compact li { padding: 0 .5rem; font-size: .85rem; line-height: 1.4; align-items: start; }
+        .letters.compact li > input { margin: .2rem 0 0; }
+        .letters details { flex: 1; min-width: 0; }
+        .letters summary { display: flex; gap: .5rem; align-items: baseline; cursor: pointer; padding: 1px 0; list-style: none; }
+        .letters summary::-webkit-details-marker { display: none; }
+        .letters summary::before { content: "▸"; color: var(--muted); }
+        .letters details[open] summary::before { content: "▾"; }
+        .letters .letter { white-space: normal; padding: .25rem 0 .5rem; }
+        .letters .full-message { overflow-wrap: anywhere; margin: 0 0 .5rem; }
         .pages { display: flex; gap: 1rem; }
-        input { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
+        input, select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 4px; max-width: 100%; }
         button { font: inherit; padding: .35rem .75rem; border: 1px solid var(--accent); background: var(--accent); color: #fff;
                  border-radius: 4px; cursor: pointer; }
         button.danger { background: var(--bad); border-color: var(--bad); }

@@ -32,14 +32,15 @@ extension OpsConsole {
         return text
     }
 
-    /// Replays one letter at once; more only once the operator confirmed how many (`confirm-replay`).
+    /// Replays one letter at once; the ticked ones or a filter's only once the operator confirmed how
+    /// many (`confirm-replay`).
     func replayDeadLetters(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
         let filter = try Self.filter(of: form)
-        if form["id"] == nil, form["confirm"] != "yes" {
+        if form.values("id").count != 1, form["confirm"] != "yes" {
             let matching = try await lanes.run { desk in try desk.queue.countDeadLetters(matching: filter).matching }
             return page("confirm-replay", ConfirmReplayView(
-                chrome: Chrome("Replay dead letters?", viewer: who), filter: Self.fields(of: form), count: matching))
+                chrome: Chrome("Replay dead letters?", viewer: who), filter: Self.fields(of: form), ids: form.values("id"), count: matching))
         }
         let replayed = try await audited(who, "dead.replay", target: filter.description, results: { ["replayed": "\($0)"] }) { desk in
             try desk.queue.replay(matching: filter)
@@ -50,10 +51,15 @@ extension OpsConsole {
 
     func purgeDeadLetters(_ request: Request) async throws -> Response {
         let (who, form) = try await operatorActing(request)
-        guard form["confirm"] == "yes" else {
-            throw ConsoleProblem.badRequest("Purging deletes dead letters for good: tick “I mean it” to confirm.")
-        }
         let filter = try Self.filter(of: form)
+        guard form["confirm"] == "yes" else {
+            guard !form.values("id").isEmpty else {
+                throw ConsoleProblem.badRequest("Purging deletes dead letters for good: tick “I mean it” to confirm.")
+            }
+            let matching = try await lanes.run { desk in try desk.queue.countDeadLetters(matching: filter).matching }
+            return page("confirm-replay", ConfirmReplayView(
+                chrome: Chrome("Purge dead letters?", viewer: who), filter: Self.fields(of: form), ids: form.values("id"), count: matching, purge: true))
+        }
         let purged = try await audited(who, "dead.purge", target: filter.description, results: { ["purged": "\($0)"] }) { desk in
             try desk.queue.purge(matching: filter)
         }
@@ -61,9 +67,16 @@ extension OpsConsole {
         return Self.redirect(to: "/console/dead?done=purged&n=\(purged)")
     }
 
-    /// One letter by its id, or the filter's fields (none: every letter).
+    /// The most letters ticked at once: a page's.
+    static let mostTicked = deadLetterPage
+
+    /// The letters ticked (one or several, by id), or the filter's fields (none: every letter).
     private static func filter(of form: Form) throws -> DeadLetterFilter {
-        if let id = form["id"] { return DeadLetterFilter(ids: [try letterID(id)]) }
+        let ids = form.values("id")
+        if !ids.isEmpty {
+            guard ids.count <= Self.mostTicked else { throw ConsoleProblem.badRequest("Tick at most \(Self.mostTicked) dead letters at once.") }
+            return DeadLetterFilter(ids: Set(try ids.map(letterID)))
+        }
         return try fields(of: form).filter()
     }
 
@@ -73,18 +86,24 @@ extension OpsConsole {
     }
 }
 
-/// The question before a bulk replay: how many letters, of which filter.
+/// The question before a bulk replay (or purge of ticked letters): how many letters, ticked or of which filter.
 struct ConfirmReplayView {
     let chrome: Chrome
     var filter: DeadLetterFields
+    /// The ticked letters' ids; empty for a filter's.
+    var ids: [String]
     var count: Int
     var question: String
+    var action: String
+    var button: String
 
-    init(chrome: Chrome, filter: DeadLetterFields, count: Int) {
-        (self.chrome, self.filter, self.count) = (chrome, filter, count)
+    init(chrome: Chrome, filter: DeadLetterFields, ids: [String] = [], count: Int, purge: Bool = false) {
+        (self.chrome, self.filter, self.ids, self.count) = (chrome, filter, ids, count)
         let letters = count == 1 ? "1 dead letter" : "\(Shown.count(count)) dead letters"
-        question = "Replay \(letters)\(filter.isEmpty ? "" : " matching \(filter.described)")? Each goes back to the ready queue "
-            + "as a fresh job (attempt 0); a subscription already queued again keeps its one job."
+        let which = !ids.isEmpty ? " (the ticked ones)" : filter.isEmpty ? "" : " matching \(filter.described)"
+        (action, button) = purge ? ("/console/dead/purge", "Purge \(letters)") : ("/console/dead/replay", "Replay \(letters)")
+        question = purge ? "Purge \(letters)\(which)? They are deleted for good."
+            : "Replay \(letters)\(which)? Each goes back to the ready queue as a fresh job (attempt 0); a subscription already queued again keeps its one job."
     }
 }
 
@@ -161,6 +180,10 @@ struct DeadLettersView {
         var message: String
         var attempts: Int
         var buried: String
+        var firstFailed: String
+        var lastFailed: String
+        /// The job's text as stored.
+        var job: String
     }
 
     init(viewer: OpsConsole.Operator, fields: DeadLetterFields, counts: DeadLetterCounts, after: String?, letters: [DeadLetter], more: Bool,
@@ -185,10 +208,15 @@ struct DeadLettersView {
         self.letters = letters.map { letter in
             Row(id: letter.id, subscriptionID: letter.job?.subscriptionID, run: letter.job?.runID ?? "-",
                 errorClass: letter.failure.errorClass, message: letter.failure.message, attempts: letter.attempts,
-                buried: Shown.time(letter.buried))
+                buried: Shown.time(letter.buried), firstFailed: Self.time(letter.firstFailure), lastFailed: Self.time(letter.lastFailure),
+                job: letter.jobText)
         }
         nextPage = more ? letters.last.map { Self.link(fields, after: $0.id) } : nil
         firstPage = after == nil ? nil : Self.link(fields)
+    }
+
+    private static func time(_ ms: Int64) -> String {
+        ms > 0 ? Shown.time(Date(timeIntervalSince1970: Double(ms) / 1000)) : "–"
     }
 
     /// The page of `fields`' letters, from the first or after `after`.
@@ -214,6 +242,7 @@ struct DeadLettersView {
         case "timeout": "Apple did not answer in time, attempt after attempt"
         case Substring(JobFailure.stalled): "delivered again and again without an ack: its worker kept dying on it"
         case Substring(JobFailure.undecodable): "not a job: the entry could not be read"
+        case "operator": "an operator sent it here from the jobs waiting for a time"
         default: ""
         }
     }

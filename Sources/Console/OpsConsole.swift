@@ -68,6 +68,7 @@ public final class OpsConsole: Sendable {
         console.get { request, _ in try await self.overview(request) }
         console.post("/gate/pause") { request, _ in try await self.pause(request) }
         console.post("/gate/resume") { request, _ in try await self.resume(request) }
+        console.get("/queues") { request, _ in try await self.queues(request) }
         console.get("/dead") { request, _ in try await self.deadLetters(request) }
         console.post("/dead/replay") { request, _ in try await self.replayDeadLetters(request) }
         console.post("/dead/purge") { request, _ in try await self.purgeDeadLetters(request) }

@@ -7,7 +7,7 @@ enum Templates {
         var library = MustacheLibrary()
         for (name, text) in [
             ("layout", layout), ("login", login), ("error", error), ("overview", overview), ("confirm-resume", confirmResume), ("confirm-extend", confirmExtend), ("confirm-replay", confirmReplay), ("confirm-waiting", confirmWaiting),
-            ("dead", dead), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("timings", timings), ("timing-table", timingTable), ("chart", chart), ("bars", bars), ("window-links", windowLinks), ("pass-cells", passCells),
+            ("dead", dead), ("queues", queues), ("workers", workers), ("audit", audit), ("filter-fields", filterFields), ("subscriptions", subscriptions), ("webhooks", webhooks), ("timings", timings), ("timing-table", timingTable), ("chart", chart), ("bars", bars), ("window-links", windowLinks), ("pass-cells", passCells),
         ] {
             try library.register(text, named: name)
         }
@@ -30,6 +30,7 @@ enum Templates {
           {{#chrome.operatorName}}
           <nav>
             <a href="/console"{{#chrome.onOverview}} aria-current="page"{{/chrome.onOverview}}>Overview</a>
+            <a href="/console/queues"{{#chrome.onQueues}} aria-current="page"{{/chrome.onQueues}}>Queues</a>
             <a href="/console/dead"{{#chrome.onDead}} aria-current="page"{{/chrome.onDead}}>Dead letters</a>
             <a href="/console/subscriptions"{{#chrome.onSubscriptions}} aria-current="page"{{/chrome.onSubscriptions}}>Subscriptions</a>
             <a href="/console/workers"{{#chrome.onWorkers}} aria-current="page"{{/chrome.onWorkers}}>Workers</a>
@@ -366,21 +367,79 @@ enum Templates {
             <button type="submit" id="purge-matching" class="danger">Purge {{scope}}</button>
           </form>
         </div>
-        <ul id="dead-letters" class="letters">
+        <form method="post" action="/console/dead/replay" id="dead-selected" class="actions">
+          <input type="hidden" name="csrf" value="{{chrome.csrf}}">
+          With the ticked letters: <button type="submit" id="replay-selected">Replay…</button>
+          <button type="submit" formaction="/console/dead/purge" id="purge-selected" class="danger">Purge…</button>
+        </form>
+        <ul id="dead-letters" class="letters compact">
           {{#letters}}
-          <li data-id="{{id}}">
-            <span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</span>
-            <span class="kind">{{errorClass}}</span><span class="muted">×{{attempts}}</span>
-            <span class="message" title="{{message}}">{{message}}</span>
-            <span class="muted when" title="run {{run}}">{{buried}}</span>
-            <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
-            <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
+          <li data-id="{{id}}"><input type="checkbox" name="id" value="{{id}}" form="dead-selected" aria-label="this letter">
+            <details>
+              <summary><span class="subject">{{#subscriptionID}}{{subscriptionID}}{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</span>
+                <span class="kind">{{errorClass}}</span><span class="muted">×{{attempts}}</span>
+                <span class="message">{{message}}</span><span class="muted when">{{buried}}</span></summary>
+              <div class="letter">
+                <p class="full-message">{{message}}</p>
+                <dl class="facts">
+                  <div><dt>Subscription</dt><dd>{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}not a job{{/subscriptionID}}</dd></div>
+                  <div><dt>Run</dt><dd>{{run}}</dd></div>
+                  <div><dt>Attempts</dt><dd>{{attempts}}</dd></div>
+                  <div><dt>First failed</dt><dd>{{firstFailed}}</dd></div>
+                  <div><dt>Last failed</dt><dd>{{lastFailed}}</dd></div>
+                  <div><dt>Buried</dt><dd>{{buried}}</dd></div>
+                  <div><dt>Job</dt><dd><code>{{job}}</code></dd></div>
+                  <div><dt>Letter</dt><dd><code>{{id}}</code></dd></div>
+                </dl>
+                <div class="row-actions">
+                  <form method="post" action="/console/dead/replay"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="replay-one">Replay</button></form>
+                  <form method="post" action="/console/dead/purge"><input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">Purge</button></form>
+                </div>
+              </div>
+            </details>
           </li>
           {{/letters}}
         </ul>
         {{/hasLetters}}
         <p class="pages">{{#firstPage}}<a href="{{firstPage}}" id="first-page">← the oldest</a>{{/firstPage}}
           {{#nextPage}}<a href="{{nextPage}}" id="next-page">the next {{pageSize}} →</a>{{/nextPage}}</p>
+        {{/main}}{{/layout}}
+        """
+
+    static let queues = """
+        {{<layout}}{{$main}}
+        <h1>Queues</h1>
+        <section aria-labelledby="queues-h">
+          <h2 id="queues-h">Depth and age</h2>
+          <div class="scroll">
+          <table id="queues">
+            <thead><tr><th>Queue</th><th>Jobs</th><th>Held by workers</th><th>Oldest</th></tr></thead>
+            <tbody>
+            {{#queues}}<tr id="{{id}}"><td>{{#link}}<a href="{{link}}">{{name}}</a>{{/link}}{{^link}}{{name}}{{/link}} <span class="muted">{{what}}</span></td>
+              <td class="jobs">{{jobs}}</td><td class="in-flight">{{inFlight}}</td><td class="oldest">{{oldest}}</td></tr>{{/queues}}
+            </tbody>
+          </table>
+          </div>
+          <p id="oldest-job">{{oldestJob}}</p>
+          <p class="hint">A ready queue's oldest is how long the next job a worker takes has waited in it (since it was enqueued, came back
+            from waiting for a time, or was replayed).</p>
+        </section>
+        <section aria-labelledby="breakdown-h">
+          <h2 id="breakdown-h">By app, backend and priority</h2>
+          <p id="breakdown-scope" class="hint">{{breakdownScope}}</p>
+          {{#hasBreakdown}}
+          <div class="scroll">
+          <table id="queue-breakdown">
+            <thead><tr><th>App</th><th>Backend</th><th>Priority</th><th>Ready</th><th>Held by workers</th><th>Waiting for a time</th><th>Oldest, first enqueued</th></tr></thead>
+            <tbody>
+            {{#breakdown}}<tr data-app="{{app}}" data-backend="{{backend}}" data-priority="{{priority}}"><td>{{app}}</td><td>{{backend}}</td><td>{{priority}}</td>
+              <td class="ready">{{ready}}</td><td class="in-flight">{{inFlight}}</td><td class="waiting">{{waiting}}</td><td>{{oldest}}</td></tr>{{/breakdown}}
+            </tbody>
+          </table>
+          </div>
+          {{/hasBreakdown}}
+          {{^hasBreakdown}}<p id="no-jobs">No job is queued.</p>{{/hasBreakdown}}
+        </section>
         {{/main}}{{/layout}}
         """
 
@@ -407,7 +466,22 @@ enum Templates {
         <section aria-labelledby="delayed-h">
           <h2 id="delayed-h">Waiting for a time</h2>
           <p class="hint">Retries after their backoff, jobs a pause postponed, and checks scheduled after a renewal.</p>
+          <form method="get" action="/console/workers" class="filters" id="waiting-filter">
+            <label>Reason <select name="reason">{{#reasons}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/reasons}}</select></label>
+            <label>Run <input name="run" value="{{filter.run}}" placeholder="2026-11-28" maxlength="64"></label>
+            <label>Tries <select name="tries">{{#triesChoices}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/triesChoices}}</select></label>
+            <button type="submit" id="filter-waiting">Filter</button>
+          </form>
           <p id="delayed-count">{{delayedSummary}}</p>
+          {{#anyWaiting}}
+          <form method="post" action="/console/workers/waiting" id="waiting-all" class="actions">
+            <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="scope" value="all">
+            {{#filter}}<input type="hidden" name="reason" value="{{reason}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="tries" value="{{tries}}">{{/filter}}
+            With {{scope}}: <button type="submit" name="action" value="retry" id="retry-all-waiting">Retry now…</button>
+            <button type="submit" name="action" value="delete" id="delete-all-waiting">Delete…</button>
+            <button type="submit" name="action" value="bury" id="bury-all-waiting" class="danger">Send to the dead letters…</button>
+          </form>
+          {{/anyWaiting}}
           {{#hasDelayed}}
           <form method="post" action="/console/workers/waiting" id="waiting-actions" class="actions">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
@@ -463,7 +537,9 @@ enum Templates {
           <input type="hidden" name="confirm" value="yes">
           <input type="hidden" name="action" value="{{action}}">
           {{#jobs}}<input type="hidden" name="job" value="{{.}}">{{/jobs}}
-          <button type="submit" id="confirm-waiting">{{button}}</button>
+          {{#matching}}<input type="hidden" name="scope" value="all"><input type="hidden" name="count" value="{{count}}">
+          <input type="hidden" name="reason" value="{{reason}}"><input type="hidden" name="run" value="{{run}}"><input type="hidden" name="tries" value="{{tries}}">{{/matching}}
+          {{#button}}<button type="submit" id="confirm-waiting">{{button}}</button>{{/button}}
           <a href="/console/workers">Cancel</a>
         </form>
         {{/main}}{{/layout}}
@@ -471,13 +547,14 @@ enum Templates {
 
     static let confirmReplay = """
         {{<layout}}{{$main}}
-        <h1>Replay dead letters?</h1>
+        <h1>{{chrome.title}}</h1>
         <p id="replay-question">{{question}}</p>
-        <form method="post" action="/console/dead/replay">
+        <form method="post" action="{{action}}">
           <input type="hidden" name="csrf" value="{{chrome.csrf}}">
           <input type="hidden" name="confirm" value="yes">
           {{#filter}}{{> filter-fields}}{{/filter}}
-          <button type="submit" id="confirm-replay">Replay {{count}}</button>
+          {{#ids}}<input type="hidden" name="id" value="{{.}}">{{/ids}}
+          <button type="submit" id="confirm-replay">{{button}}</button>
           <a href="/console/dead">Cancel</a>
         </form>
         {{/main}}{{/layout}}

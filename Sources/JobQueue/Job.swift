@@ -130,3 +130,11 @@ public struct Job: Sendable, Hashable {
         !runID.isEmpty && runID.utf8.count <= 64 && !runID.contains("|")
     }
 }
+
+extension Job.Reason {
+    /// The reason its name gives ("nightly", "notification", …), as people type it.
+    public init?(name: String) {
+        guard let reason = Self.allCases.first(where: { "\($0)" == name }) else { return nil }
+        self = reason
+    }
+}

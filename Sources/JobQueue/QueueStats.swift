@@ -62,7 +62,7 @@ extension JobQueue {
     /// dead} (each nil if none yet)}; a lane is
     /// {length, reserved, {{consumer, reserved, idle ms}, …}}. A job scheduled for later (its enqueue
     /// time is when it is due) counts only once that time has come.
-    private static let statsScript = ClockedScript(ScriptPrologue.asMap + """
+    private static let statsScript = ClockedScript(ScriptPrologue.asMap + ScriptPrologue.oldestQueued + """
         local function lane(stream)
             local length, reserved, consumers = redis.call('XLEN', stream), 0, {}
             local groups = redis.pcall('XINFO', 'GROUPS', stream)
@@ -78,16 +78,11 @@ extension JobQueue {
             end
             return {length, reserved, consumers}
         end
-        local oldestMinute
-        for _, minute in ipairs(redis.call('HKEYS', KEYS[9])) do
-            local start = tonumber(minute) * 60000
-            if start <= now and (not oldestMinute or start < oldestMinute) then oldestMinute = start end
-        end
         return {lane(KEYS[1]), lane(KEYS[2]),
             redis.call('ZCOUNT', KEYS[3], '-inf', now), redis.call('ZCOUNT', KEYS[3], '(' .. nowText, '+inf'),
             redis.call('XLEN', KEYS[4]), redis.call('ZCOUNT', KEYS[5], now - tonumber(ARGV[2]), '+inf'),
             redis.call('GET', KEYS[6]), redis.call('GET', KEYS[7]), redis.call('GET', KEYS[8]),
-            oldestMinute and now - oldestMinute or -1, redis.call('HMGET', KEYS[10], 'done', 'retried', 'dead')}
+            oldestQueuedAge(KEYS[9]), redis.call('HMGET', KEYS[10], 'done', 'retried', 'dead')}
         """)
 
     /// Reads the queue's state; workers that sent a heartbeat within `liveWithin` count as live.

@@ -92,6 +92,20 @@ enum ScriptPrologue {
 
         """
 
+    /// `oldestQueuedAge(hash)`: ms since the start of the oldest minute in `QueueKeys.queuedSince` that
+    /// has begun (a job scheduled for later counts once its time has come), or -1 when none has (needs `clock`).
+    static let oldestQueued = """
+        local function oldestQueuedAge(hash)
+            local oldest
+            for _, minute in ipairs(redis.call('HKEYS', hash)) do
+                local start = tonumber(minute) * 60000
+                if start <= now and (not oldest or start < oldest) then oldest = start end
+            end
+            return oldest and now - oldest or -1
+        end
+
+        """
+
     /// `tallyRun(key, field, delta)`: adds to a run's tally (`QueueKeys.run`) if the run still has one,
     /// so a job outliving its run's tally does not bring back a tally that never expires; a job
     /// settled (`delta` > 0 to `verified` or `dead`) notes when, so the run's end is known (needs `clock`).

@@ -16,7 +16,7 @@ public struct SubscriptionJobs: Sendable {
 extension JobQueue {
     /// The most members of the delayed set a subscription's page looks through: after a pause of a
     /// large fleet it holds every postponed job, and a page must answer within its deadline.
-    static let waitingScanLimit = 200_000
+    public static let waitingScanLimit = 200_000
 
     /// The jobs of `subscriptionID` (at most `limit` of each kind) the queue holds now.
     public func jobs(ofSubscription subscriptionID: Int64, limit: Int = 20) throws(QueueError) -> SubscriptionJobs {

@@ -133,3 +133,24 @@ extension Ledger {
         try JSONDecoder().decode(type, from: try cell.jsonb() ?? Data("null".utf8))
     }
 }
+
+extension Ledger {
+    /// Ids looked up per query by `appsAndBackends(of:)`.
+    static let placesPage = 10_000
+
+    /// Each subscription's app and backend (nil: it follows the deployment's default), for those of
+    /// `ids` the ledger has: what the console's Queues page breaks the queued jobs down by.
+    public func appsAndBackends(of ids: some Collection<Int64>) throws -> [Int64: (app: String, backend: VerificationBackend?)] {
+        var found: [Int64: (app: String, backend: VerificationBackend?)] = [:]
+        let sorted = Array(Set(ids)).sorted()
+        for start in stride(from: 0, to: sorted.count, by: Self.placesPage) {
+            let page = Array(sorted[start..<min(start + Self.placesPage, sorted.count)])
+            let rows = try connection.query("SELECT id, app, backend FROM subscriptions WHERE id = ANY($1::bigint[])", [Self.idArray(page)])
+            for row in rows {
+                guard let id = try row["id"].int64(), let app = try row["app"].text() else { continue }
+                found[id] = (app, try row["backend"].text().flatMap(VerificationBackend.init(rawValue:)))
+            }
+        }
+        return found
+    }
+}

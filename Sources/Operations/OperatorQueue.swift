@@ -1,4 +1,5 @@
 import FleetConfiguration
+import Foundation
 import JobQueue
 import RedisClient
 
@@ -12,16 +13,36 @@ extension FleetSettings {
     }
 }
 
-/// Does `action` to the waiting jobs of `subscriptions`, or to the first 1,000 of all when none is
-/// named (`receiptfleet waiting retry|delete|bury`), audited; says what it did.
-public func actOnWaitingJobs(_ action: WaitingJobAction, subscriptions: [Int64], settings: FleetSettings) throws -> String {
+/// Does `action` at once to the waiting jobs of `subscriptions` that `filter` matches (`receiptfleet
+/// waiting retry|delete|bury --subscription ID…`), audited; says what it did.
+public func actOnWaitingJobs(
+    _ action: WaitingJobAction, subscriptions: [Int64], matching filter: WaitingJobFilter = .all, settings: FleetSettings
+) throws -> String {
     let queue = try settings.operatorQueue()
-    let jobs = try subscriptions.isEmpty ? queue.delayedJobs(limit: 1_000).compactMap(\.job)
-        : subscriptions.flatMap { try queue.jobs(ofSubscription: $0, limit: 1_000).waiting.compactMap(\.job) }
-    let target = subscriptions.isEmpty ? "all waiting jobs" : subscriptions.map { "subscription=\($0)" }.joined(separator: " ")
+    let jobs = try subscriptions.flatMap { try queue.jobs(ofSubscription: $0, limit: 1_000).waiting.compactMap(\.job) }.filter(filter.matches)
+    let target = ([filter.isEmpty ? nil : filter.description] + subscriptions.map { "subscription=\($0)" }).compactMap(\.self).joined(separator: " ")
     let acted = try audited("jobs.\(action.rawValue)", target: target, settings: settings, results: { ["acted": "\($0)"] }) {
         try queue.act(action, onWaiting: jobs, by: osUser())
     }
-    let more = subscriptions.isEmpty && jobs.count == 1_000 ? "; run it again for the next 1,000" : ""
-    return "\(acted) of \(jobs.count) waiting jobs \(action.done)\(more)."
+    return "\(acted) of \(jobs.count) waiting jobs \(action.done)."
+}
+
+/// Does `action` to every waiting job `filter` matches (`receiptfleet waiting retry|delete|bury
+/// --all`), a few hundred per Redis call, audited, once `confirmed`; before that, only says how many it
+/// would act on and how to go on.
+public func actOnAllWaitingJobs(
+    _ action: WaitingJobAction, matching filter: WaitingJobFilter, confirmed: Bool, settings: FleetSettings
+) throws -> String {
+    let queue = try settings.operatorQueue()
+    let matching = filter.isEmpty ? "" : " matching \(filter)"
+    guard confirmed else {
+        let count = try queue.countWaiting(matching: filter)
+        let jobs = count == 1 ? "1 waiting job" : "\(count.formatted()) waiting jobs"
+        return count == 0 ? "No waiting job\(matching)." : "\(jobs)\(matching): add --yes to \(action.doing(count == 1 ? "it" : "them"))."
+    }
+    let target = filter.isEmpty ? "all waiting jobs" : "all waiting jobs \(filter)"
+    let acted = try audited("jobs.\(action.rawValue)", target: target, settings: settings, results: { ["acted": "\($0)"] }) {
+        try queue.act(action, onWaitingMatching: filter, by: osUser())
+    }
+    return "\(acted.formatted()) waiting job\(acted == 1 ? "" : "s") \(action.done)" + (filter.isEmpty ? "." : " (all\(matching)).")
 }

@@ -116,6 +116,22 @@ def main():
         check_layout(driver, "overview")
         print(f"the queue matches status --json: {shown}")
 
+        # The queues one by one: the same dead letters as status --json, each ready stream's depth, and the
+        # queued jobs by app, backend and priority.
+        driver.get(URL + "/console/queues")
+        rows = {row.get_attribute("id"): row for row in driver.find_elements(By.CSS_SELECTOR, "#queues tbody tr")}
+        assert set(rows) == {"queue-high", "queue-normal", "queue-waiting", "queue-dead"}, set(rows)
+        dead_cell = rows["queue-dead"].find_element(By.CSS_SELECTOR, "td.jobs").text
+        assert dead_cell.replace(",", "") == str(queue["dead"]), f"the Queues page shows {dead_cell} dead letters, status --json {queue['dead']}"
+        normal_cell = rows["queue-normal"].find_element(By.CSS_SELECTOR, "td.jobs").text
+        assert int(normal_cell.replace(",", "")) == queue["ready"] - queue["readyHigh"], f"{normal_cell} ready at normal priority, status --json {queue}"
+        groups = driver.find_elements(By.CSS_SELECTOR, "#queue-breakdown tbody tr")
+        assert groups and all(row.get_attribute("data-app") for row in groups), "no breakdown by app and backend"
+        assert text(driver, "breakdown-scope").startswith("Every job in the queue"), text(driver, "breakdown-scope")
+        check_layout(driver, "queues")
+        driver.get(URL + "/console")
+        print(f"the queues: {normal_cell} ready at normal priority, {dead_cell} dead, {len(groups)} groups by app, backend and priority")
+
         # The history charts, with their axes and legends, over an hour and over a day.
         legend = [item.text for item in driver.find_elements(By.CSS_SELECTOR, "#jobs-chart .legend li")]
         assert legend == ["verified", "retried", "dead"], legend
@@ -197,17 +213,27 @@ def main():
         kinds = {row.get_attribute("data-kind"): row.text for row in driver.find_elements(By.CSS_SELECTOR, "#dead-kinds tbody tr")}
         assert set(kinds) == {"apple.21010", "timeout"}, kinds
         assert text(driver, "dead-count") == f"The oldest 100 of {os.environ['DEAD_LETTERS']} dead letters, oldest first.", text(driver, "dead-count")
-        # One line per letter, even at 375 px.
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 375, "height": 900, "deviceScaleFactor": 1, "mobile": True})
-        tallest = driver.execute_script("return Math.max(...[...document.querySelectorAll('#dead-letters li')].map(e => e.offsetHeight));")
+        # One compact line per letter at 1280 px and at 375 px: 100 of them take far less than the 3,540 px they took.
+        heights = {}
+        for width in WIDTHS:
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+            heights[width] = driver.execute_script("return [...document.querySelectorAll('#dead-letters li')].map(e => e.offsetHeight);")
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-        assert tallest <= 48, f"a dead letter's line is {tallest} px tall at 375 px"
+        for width, rows in heights.items():
+            assert len(rows) == 100 and max(rows) <= 26 and sum(rows) <= 2_600, \
+                f"at {width} px the 100 letters take {sum(rows)} px, the tallest {max(rows)} px"
+        tallest = max(heights[375])
         submit(driver, driver.find_element(By.ID, "next-page"))
         assert text(driver, "dead-count").startswith("5 more of "), text(driver, "dead-count")
         check_layout(driver, "dead-letters-next")
         driver.get(URL + "/console/dead")
-        print(f"dead letters by kind, one line each ({tallest} px at 375 px), paged")
+        print(f"dead letters by kind, one line each (100 take {sum(heights[1280])} px at 1280 px, {sum(heights[375])} px at 375 px), paged")
+        # A letter opens in place on its details and its own buttons.
         row = driver.find_element(By.CSS_SELECTOR, f"li[data-id=\"{os.environ['DEAD_LETTER_ID']}\"]")
+        row.find_element(By.TAG_NAME, "summary").click()
+        assert "the account was not found" in row.find_element(By.CSS_SELECTOR, ".full-message").text, row.text
+        check_layout(driver, "dead-letter-open")
         submit(driver, row.find_element(By.CSS_SELECTOR, "button.replay-one"))
         assert text(driver, "notice").startswith("Replayed 1 dead letter"), text(driver, "notice")
         after = status()["queue"]
@@ -248,16 +274,28 @@ def main():
         check_layout(driver, "workers")
         print("a stopped worker stays listed, marked silent, with its job's lease")
         # A waiting job ticked and retried now, after the page that says how many.
-        driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"]').click()
+        driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"][value^="6001|"]').click()
         submit(driver, driver.find_element(By.ID, "retry-waiting"))
         assert text(driver, "waiting-question").startswith("Retry 1 waiting job now"), text(driver, "waiting-question")
         check_layout(driver, "confirm-waiting")
         submit(driver, driver.find_element(By.ID, "confirm-waiting"))
         assert text(driver, "notice") == "1 waiting job retried now.", text(driver, "notice")
         print("retried a waiting job from the workers page")
+        # All the waiting jobs of a filter deleted, after the page that says how many.
+        driver.find_element(By.NAME, "run").send_keys("browser-bulk")
+        submit(driver, driver.find_element(By.ID, "filter-waiting"))
+        assert "matching run browser-bulk: 1–3" in text(driver, "delayed-count"), text(driver, "delayed-count")
+        check_layout(driver, "workers-filtered")
+        submit(driver, driver.find_element(By.ID, "delete-all-waiting"))
+        question = text(driver, "waiting-question")
+        assert question.startswith("Delete 3 waiting jobs matching run browser-bulk?"), question
+        check_layout(driver, "confirm-waiting-all")
+        submit(driver, driver.find_element(By.ID, "confirm-waiting"))
+        assert text(driver, "notice") == "3 waiting jobs deleted.", text(driver, "notice")
+        print("deleted all the waiting jobs of a run from the workers page")
         driver.get(URL + "/console/audit")
         actions = [row.find_elements(By.TAG_NAME, "td")[2].text for row in driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")]
-        assert "fleet.pause" in actions and "dead.replay" in actions and "subscriptions.verify" in actions, actions
+        assert "fleet.pause" in actions and "dead.replay" in actions and "subscriptions.verify" in actions and "jobs.delete" in actions, actions
         check_layout(driver, "audit")
         print(f"the audit trail shows {len(actions)} actions")
 

@@ -8,7 +8,8 @@ import Testing
 
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
 /// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
-/// the terminal showing on the open overview, replay a dead letter, look a subscription up (by its
+/// the terminal showing on the open overview, the queues one by one, dead letters one compact line each, replay one,
+/// delete the waiting jobs of a run all at once, look a subscription up (by its
 /// ids, an account id, and the order id on Apple's receipt email), the fleet's timings; every
 /// page at 1280 px and 375 px without sideways scrolling, with screenshots under
 /// .run/console-screenshots for review.
@@ -41,6 +42,11 @@ import Testing
                 try queue.enqueue(subscriptionIDs: [6_001], run: "browser-waiting", reason: .manual)
                 let job = try #require(try queue.reserve(count: 1, block: .zero).first)
                 _ = try queue.retry(job, after: JobFailure(errorClass: "timeout", message: "no answer"))
+                // Three more of one run, which the browser deletes all at once by their run.
+                try queue.enqueue(subscriptionIDs: [6_101, 6_102, 6_103], run: "browser-bulk", reason: .manual)
+                for job in try queue.reserve(count: 3, block: .zero) {
+                    _ = try queue.retry(job, after: JobFailure(errorClass: "timeout", message: "no answer"))
+                }
             }
             try await console.aSilentWorker(holding: 6_002)
             // A worker process's heartbeat, every 5 s while the browser looks (one 15 s late would read as silent).

@@ -29,7 +29,7 @@ import Testing
             }
             let gets: [(path: String, parameters: [String])] = [
                 ("/console", ["window"]), ("/console/dead", ["after", "error_class", "run", "subscription", "q"]),
-                ("/console/subscriptions", ["q"]), ("/console/workers", ["from"]), ("/console/audit", ["before", "action"]),
+                ("/console/subscriptions", ["q"]), ("/console/workers", ["from", "reason", "run", "tries"]), ("/console/queues", ["x"]), ("/console/audit", ["before", "action"]),
                 ("/console/webhooks", ["page"]),
             ]
             for value in Self.values {
@@ -49,6 +49,8 @@ import Testing
                     ("/console/dead/replay", ["subscription": value]), ("/console/dead/replay", ["error_class": value, "run": value, "q": value]),
                     ("/console/dead/replay", ["q": value, "confirm": "yes"]),
                     ("/console/workers/waiting", ["action": value, "job": value]), ("/console/workers/waiting", ["action": "delete", "job": value, "confirm": "yes"]),
+                    ("/console/workers/waiting", ["action": "retry", "scope": "all", "reason": value, "run": value, "tries": value]),
+                    ("/console/workers/waiting", ["action": "delete", "scope": "all", "run": value, "count": value, "confirm": "yes"]),
                 ]
                 for (path, form) in posts {
                     let reply = try await console.post(path, form.merging(["csrf": session.csrf]) { $1 }, session: session)
@@ -83,6 +85,7 @@ import Testing
             let pages = [
                 "/console", "/console/subscriptions/\(record.id)", "/console/subscriptions?account=\(account)",
                 "/console/subscriptions?q=\(account)", "/console/dead", "/console/dead?error_class=\(account)", "/console/workers",
+                "/console/workers?run=\(account)", "/console/queues",
                 "/console/audit", "/console/audit?action=\(account)",
             ]
             var shown = 0

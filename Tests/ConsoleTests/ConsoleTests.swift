@@ -618,6 +618,27 @@ import Testing
             #expect(replayed.location == "/console/dead?done=replayed&n=4")
             let left = try await console.onQueue { try $0.countDeadLetters() }
             #expect(left.byErrorClass == ["apple.21002": 103])
+
+            // Each letter one compact line that opens on its details and its own buttons.
+            #expect(first.body.components(separatedBy: "<details>").count - 1 == 100)
+            #expect(first.body.contains(#"<span class="kind">apple.21002</span><span class="muted">×1</span>"#))
+            #expect(first.body.contains(#"<div><dt>Run</dt><dd>paging</dd></div>"#))
+
+            // Ticked letters: replayed, or purged, after a page that says how many.
+            let ticked = try await console.onQueue { try $0.deadLetters(limit: 4).map(\.id) }
+            let replaying = [("csrf", session.csrf), ("id", ticked[0]), ("id", ticked[1])]
+            let askedTicked = try await console.post("/console/dead/replay", fields: replaying, session: session)
+            #expect(askedTicked.text(id: "replay-question")?.hasPrefix("Replay 2 dead letters (the ticked ones)?") == true, "\(askedTicked.body)")
+            #expect(try await console.onQueue { try $0.countDeadLetters() }.total == 103, "nothing replayed before the answer")
+            let replayedTicked = try await console.post("/console/dead/replay", fields: replaying + [("confirm", "yes")], session: session)
+            #expect(replayedTicked.location == "/console/dead?done=replayed&n=2")
+            let purging = [("csrf", session.csrf), ("id", ticked[2]), ("id", ticked[3])]
+            let askedPurge = try await console.post("/console/dead/purge", fields: purging, session: session)
+            #expect(askedPurge.text(id: "replay-question") == "Purge 2 dead letters (the ticked ones)? They are deleted for good.", "\(askedPurge.body)")
+            #expect(askedPurge.body.contains(#"<form method="post" action="/console/dead/purge">"#))
+            let purgedTicked = try await console.post("/console/dead/purge", fields: purging + [("confirm", "yes")], session: session)
+            #expect(purgedTicked.location == "/console/dead?done=purged&n=2")
+            #expect(try await console.onQueue { try $0.countDeadLetters() }.total == 99)
         }
     }
 
@@ -855,11 +876,107 @@ import Testing
                 "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "bury"), ("job", texts[2]), ("confirm", "yes")], session: session)
             #expect(buried.location == "/console/workers?done=waiting-bury&n=1")
             #expect(try await console.status().queue.dead == 1)
+            #expect(try await console.get("/console/dead", session: session).body.contains("an operator sent it here from the jobs waiting for a time"))
             let audit = try await console.get("/console/audit?action=jobs", session: session)
             #expect(audit.body.contains("jobs.delete") && audit.body.contains("jobs.bury"), "\(audit.body)")
             let unknown = try await console.post(
                 "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "explode"), ("job", texts[2])], session: session)
             #expect(unknown.status == 400)
+        }
+    }
+
+    /// Every waiting job a filter matches, after a page that says how many: changed, audited with the
+    /// filter and the count confirmed; a stale form changes nothing.
+    @Test func allWaitingJobsOfAFilterAreActedOnAfterAConfirmationThatSaysHowMany() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: Array(931...935), run: "bulk", reason: .nightly)
+                for reserved in try queue.reserve(count: 5, block: .zero) {
+                    _ = try queue.retry(reserved, after: JobFailure(errorClass: "timeout", message: "no answer"))
+                }
+                let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+                try queue.schedule(Job(subscriptionID: 936, runID: "push", reason: .notification, enqueuedAt: later), at: later)
+            }
+            let filtered = try await console.get("/console/workers?tries=retried&run=bulk", session: session)
+            #expect(filtered.text(id: "delayed-count")?.hasSuffix("matching run bulk, retries only: 1–5, the soonest due first.") == true,
+                    "\(filtered.text(id: "delayed-count") ?? filtered.body)")
+            #expect(filtered.body.contains(#"<option value="retried" selected>retries only</option>"#))
+            #expect(!filtered.body.contains(">936<"), "the notification is not a retry")
+            #expect(filtered.body.contains(#"<input type="hidden" name="tries" value="retried">"#), "the bulk actions keep the filter")
+
+            let fields = [("csrf", session.csrf), ("action", "delete"), ("scope", "all"), ("run", "bulk"), ("tries", "retried")]
+            let stale = try await console.post(
+                "/console/workers/waiting", fields: [("csrf", String(repeating: "0", count: 64))] + fields.dropFirst() + [("confirm", "yes")],
+                session: session)
+            #expect(stale.status == 403)
+            let asked = try await console.post("/console/workers/waiting", fields: fields, session: session)
+            #expect(asked.status == 200 && asked.text(id: "waiting-question")?.hasPrefix("Delete 5 waiting jobs matching run bulk, retries only?") == true,
+                    "\(asked.text(id: "waiting-question") ?? asked.body)")
+            #expect(asked.body.contains(#"<input type="hidden" name="count" value="5">"#))
+            // (A retry's jittered backoff may have run out meanwhile: due or later, each still waits.)
+            let waiting = { () async throws -> Int in let queue = try await console.status().queue; return queue.delayedDue + queue.delayedLater }
+            #expect(try await waiting() == 6, "nothing done before the answer, nor by the stale form")
+            let done = try await console.post("/console/workers/waiting", fields: fields + [("count", "5"), ("confirm", "yes")], session: session)
+            #expect(done.location == "/console/workers?done=waiting-delete&n=5")
+            #expect(try await waiting() == 1)
+            let trail = try await console.onLedger { try $0.auditTrail(action: "jobs") }
+            let entry = try #require(trail.first)
+            #expect(trail.count == 1 && entry.action == "jobs.delete" && entry.actor == "ops-alice" && entry.via == .console)
+            #expect(entry.target == "all waiting jobs run=bulk tries=retried" && entry.details["confirmed"] == "5" && entry.details["acted"] == "5",
+                    "\(entry)")
+
+            // Nothing matching: the page says so and offers no button.
+            let none = try await console.post(
+                "/console/workers/waiting", fields: [("csrf", session.csrf), ("action", "retry"), ("scope", "all"), ("run", "bulk")], session: session)
+            #expect(none.text(id: "waiting-question") == "No waiting job matching run bulk: nothing to do." && !none.body.contains("confirm-waiting"))
+            #expect(try await console.get("/console/workers?tries=sometimes", session: session).status == 400)
+            #expect(try await console.get("/console/workers?reason=nightly", session: session).status == 200)
+        }
+    }
+
+    /// The queues one by one, and the queued jobs by their subscription's app, backend and priority.
+    @Test func theQueuesPageShowsEachQueuesDepthAndTheJobsByAppAndBackend() async throws {
+        try await ConsoleHarness.with { console in
+            let session = try await console.logIn()
+            let empty = try await console.get("/console/queues", session: session)
+            #expect(empty.status == 200 && empty.text(id: "no-jobs") == "No job is queued.")
+            #expect(empty.body.contains(#"<a href="/console/queues" aria-current="page">Queues</a>"#))
+            let ids = try await console.onOwnDatabase { database in
+                try database.query("SELECT id FROM subscriptions ORDER BY id").compactMap { try $0["id"].int64() }
+            }
+            try #require(ids.count >= 3)
+            try await console.onOwnDatabase { database in
+                try database.execute("UPDATE subscriptions SET backend = 'server_api' WHERE id = $1", [.int64(ids[0])])
+            }
+            try await console.onQueue { queue in
+                // A manual check of a subscription the ledger does not have, held by a worker, and one of
+                // the second subscription, ready (so the sweep's enqueue skips it).
+                try queue.enqueue(subscriptionIDs: [999_999, ids[1]], run: "manual", reason: .manual)
+                _ = try queue.reserve(count: 1, block: .zero)
+                try queue.enqueue(subscriptionIDs: ids, run: "queues", reason: .nightly)
+            }
+            let page = try await console.get("/console/queues", session: session)
+            let normal = try #require(page.body.firstMatch(of: #/<tr id="queue-normal">.*?<td class="jobs">([^<]*)</td><td class="in-flight">([^<]*)</td><td class="oldest">([^<]*)</td>/#.dotMatchesNewlines()))
+            #expect(normal.1 == "\(ids.count - 1)" && normal.2 == "0" && normal.3.hasPrefix("waited "), "\(normal.0)")
+            let high = try #require(page.body.firstMatch(of: #/<tr id="queue-high">.*?<td class="jobs">([^<]*)</td><td class="in-flight">([^<]*)</td>/#.dotMatchesNewlines()))
+            #expect(high.1 == "1" && high.2 == "1", "\(high.0)")
+            #expect(page.text(id: "breakdown-scope")?.hasPrefix("Every job in the queue (\(ids.count + 1))") == true, "\(page.text(id: "breakdown-scope") ?? "")")
+            // Every job read: the oldest's own enqueue time, not its minute's.
+            let oldest = try #require(page.text(id: "oldest-job")?.firstMatch(of: /was first enqueued (\d+) s ago; retries/), "\(page.text(id: "oldest-job") ?? "")")
+            #expect(Int(oldest.1)! < 30, "enqueued a moment ago: \(oldest.0)")
+
+            /// The cells of the breakdown's row for an app, backend and priority.
+            func row(_ app: String, _ backend: String, _ priority: String) -> [String]? {
+                let marker = #"<tr data-app="\#(app)" data-backend="\#(backend)" data-priority="\#(priority)">"#
+                guard let start = page.body.range(of: marker), let end = page.body[start.upperBound...].range(of: "</tr>") else { return nil }
+                return page.body[start.upperBound..<end.lowerBound].matches(of: #/<td[^>]*>([^<]*)</td>/#).map { String($0.1) }
+            }
+            let breakdown = page.body.firstRange(of: "breakdown-h").map { String(page.body[$0.lowerBound...]) } ?? page.body
+            #expect(row("default", "server-api", "normal").map { Array($0[3...5]) } == ["1", "0", "0"], "\(breakdown)")
+            #expect(row("default", "verify-receipt", "normal")?[3] == "\(ids.count - 2)", "\(breakdown)")
+            #expect(row("default", "verify-receipt", "high").map { Array($0[3...4]) } == ["1", "0"], "the manual check, ready")
+            #expect(row("not in the ledger", "–", "high").map { Array($0[3...4]) } == ["0", "1"], "held by a worker")
         }
     }
 
