@@ -228,8 +228,7 @@ struct ConsoleHarness: Sendable {
         try await onOwnThread {
             let connection = try RedisConnection(fleet.redisConfiguration())
             let keys = try QueueKeys(prefix: fleet.keyPrefix)
-            let redisNowUs = (try connection.command("TIME").array ?? []).reduce(Int64(0)) { $0 * 1_000_000 + ($1.int ?? 0) }
-            try connection.command("SET", keys.drivenClock, redisNowUs - 40_000_000)
+            try connection.command("SET", keys.drivenClock, try connection.redisMicroseconds() - 40_000_000)
             let thread = try JobQueue(connection: connection, keys: keys, consumer: "box-9-77-q1-0", clock: .driven)
             try thread.enqueue(subscriptionIDs: [subscriptionID], run: "busy", reason: .manual)
             _ = try thread.reserve(count: 1, block: .zero)

@@ -198,7 +198,7 @@ import Testing
         }
     }
 
-    /// A worker process stopped for 4 s (SIGSTOP, as a starved container or a noisy neighbour
+    /// A worker process stopped for seconds (SIGSTOP, as a starved container or a noisy neighbour
     /// would) holds slots booked for up to 3.2 s ahead in its 64 threads. When it is continued, every
     /// slot has passed: firing them all would put about 64 calls in one second for a limit of 20.
     /// The threads give them up instead, book new ones, and `status` names the starved process.
@@ -208,10 +208,17 @@ import Testing
             // Three seconds of calls at the limit: every thread is up and has booked its slot (on a
             // loaded machine a fixed wait could stop the worker before all 64 threads started).
             try await eventually(every: .milliseconds(100)) { simulator.store.statistics.requestsTotal >= 60 }
-            // Stopped for four seconds: every slot it booked (up to 3.2 s ahead) passes meanwhile, each a call
-            // that would fire at once on waking. (Real time: the slots pass on Redis's clock while it is stopped.)
+            // Stopped until every slot it booked (up to 3.2 s ahead) has passed on Redis's clock, each a call
+            // that would fire at once on waking: the limiter's next token (its state) lies beyond them all.
             worker.send(SIGSTOP)
-            try await Task.sleep(for: .seconds(4))
+            let settings = setup.settings
+            let passed = try await onOwnThread { () -> Bool in
+                let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+                guard let beyondEverySlot = try redis.command("GET", QueueKeys(prefix: settings.keyPrefix).limiter).string.flatMap({ Int64($0) })
+                else { return false }
+                return try eventuallyOnThisThread(every: .milliseconds(50)) { try redis.redisMicroseconds() > beyondEverySlot + 500_000 }
+            }
+            try #require(passed, "the stopped worker's slots passed on Redis's clock")
             simulator.store.resetStatistics()
             worker.send(SIGCONT)
             // The two seconds' calls after it wakes are the ones measured.

@@ -104,12 +104,6 @@ extension RedisConnection {
     /// Redis's clock in ms, the clock the queue's scripts read in production.
     func redisNow() throws -> Int64 { try redisMicroseconds() / 1000 }
 
-    /// Redis's clock in µs.
-    func redisMicroseconds() throws -> Int64 {
-        let parts = try command("TIME").array ?? []
-        return (parts.first?.int ?? 0) * 1_000_000 + (parts.last?.int ?? 0)
-    }
-
     /// The members of a sorted set with their scores, lowest first.
     func sortedSet(_ key: String) throws -> [(member: String, score: Int64)] {
         let flat = try command("ZRANGE", key, 0, -1, "WITHSCORES").array ?? []
