@@ -42,6 +42,8 @@ public final class APIServer: NamedService {
     /// The ops console under /console, with its own login; nil when no operator token is configured.
     let console: OpsConsole?
     let onListening: @Sendable (Int) async -> Void
+    /// The process's: the "now" a notification's certificates and a registration's transaction are judged at.
+    let clock: any FleetClock
 
     /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
     /// Throws when the client rate limit is not a rate (see `RateLimit`).
@@ -56,6 +58,7 @@ public final class APIServer: NamedService {
         self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, metrics: fleetMetrics, logger: logger) }
         self.fleet = fleet
         self.logger = logger
+        clock = fleet.processClock()
         self.metrics = APIMetrics(factory: metrics)
         clientLimiter = FleetClientLimiter(
             fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
@@ -109,7 +112,7 @@ public final class APIServer: NamedService {
             consoleMounted: console != nil))
         console?.addRoutes(to: router)
         let registrar = Registrar(
-            fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger, redisRest: ServerRest.redis())
+            fleet: fleet, settings: settings, lanes: lanes, metrics: fleetMetrics, logger: logger, clock: clock, redisRest: ServerRest.redis())
         router.post("/v1/receipts") { request, context in
             try context.require(.register)
             let body = try await self.decode(RegistrationRequest.self, from: request)
@@ -160,7 +163,7 @@ public final class APIServer: NamedService {
                 // Claimed but not yet proven by Apple: listed as pending, without state or entitlement.
                 let pending = try ledger.pendingClaims(accountID: account, app: app).compactMap { try ledger.subscription(id: $0) }
                 return try ledger.subscriptions(accountID: account, app: app).map { SubscriptionView($0, now: now) }
-                    + pending.map(SubscriptionView.pending)
+                    + pending.map { SubscriptionView.pending($0, now: now) }
             }
             return try Self.json(["subscriptions": views])
         }
@@ -219,7 +222,7 @@ public final class APIServer: NamedService {
             fleet: fleet, verifier: settings.trustedRoots.isEmpty ? nil : SignedPayloadVerifier(trustedRoots: settings.trustedRoots))
         let notification: AppleNotification
         do throws(NotificationReader.Failure) {
-            notification = try await reader.read(Data(buffer: body), now: Date())
+            notification = try await reader.read(Data(buffer: body), now: clock.now())
         } catch .unauthenticated(let version, let reason) {
             try await clientLimiter.charge(address: address, counting: metrics)
             metrics.notification(version: version, "unauthenticated")

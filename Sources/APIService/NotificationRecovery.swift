@@ -36,7 +36,7 @@ public struct NotificationRecovery: Sendable {
     let replay: NotificationReplay
     /// The environments whose history is read, and whose notifications are taken: serve's.
     let environments: Set<AppStoreEnvironment>
-    let clock: any FleetClock = SystemClock()
+    let clock: any FleetClock
     /// How long a page may wait for the endpoint's budget and Apple's Retry-After: an operator's patience.
     let patience = AppleDoor.operatorPatience
 
@@ -48,6 +48,7 @@ public struct NotificationRecovery: Sendable {
             fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: environments, metrics: FleetMetrics(),
             logger: logger)
         self.fleet = fleet
+        clock = fleet.processClock()
     }
 
     /// How far a resumed run reaches back before the end of the last one: clocks drift, and Apple

@@ -25,7 +25,7 @@ public struct NotificationReplay: Sendable {
 
     /// A notification from the history, verified: its dedupe key (`v2:` + notificationUUID) and
     /// what it is about. Throws why it is not Apple's, or not readable.
-    public func read(signedPayload: String, now: Date = Date()) async throws -> Recovered {
+    public func read(signedPayload: String, now: Date) async throws -> Recovered {
         // A JWS is base64url text in three parts: nothing in it can change the JSON it is put in.
         guard !signedPayload.isEmpty, signedPayload.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }) else {
             throw NotificationReplayError(description: "the signed payload is not a JWS")

@@ -54,6 +54,7 @@ public struct NotificationTest: Sendable {
     }
 
     let fleet: FleetSettings
+    let clock: any FleetClock
     /// Reads the notification's signed payload as serve reads a delivered one, from either environment.
     let replay: NotificationReplay
 
@@ -63,6 +64,7 @@ public struct NotificationTest: Sendable {
             fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
             metrics: FleetMetrics(), logger: logger)
         self.fleet = fleet
+        clock = fleet.processClock()
     }
 
     /// Tests `app`'s server URL (nil: the only app's) in `environment`, waiting up to `wait`
@@ -87,11 +89,11 @@ public struct NotificationTest: Sendable {
         var status = try await askStatus()
         for waited in 1...wait where status.attempts.isEmpty {
             report(.waiting(seconds: waited))
-            try await SystemClock().sleep(for: .seconds(1))
+            try await clock.sleep(for: .seconds(1))
             status = try await askStatus()
         }
         report(.waited)
-        let recovered = try await replay.read(signedPayload: status.signedPayload)
+        let recovered = try await replay.read(signedPayload: status.signedPayload, now: clock.now())
         let recorded = try await lane.run { try $0.ledger.knowsNotification(dedupeKey: recovered.dedupeKey) }
         return Outcome(
             attempts: status.attempts, neverDelivered: status.neverDelivered, dedupeKey: recovered.dedupeKey, recorded: recorded, wait: wait)
@@ -99,6 +101,6 @@ public struct NotificationTest: Sendable {
 
     /// The door an operator's calls to Apple go through: each waits for its endpoint's budget.
     private static func door(_ connections: Connections, _ fleet: FleetSettings) -> AppleDoor {
-        AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: SystemClock(), patience: AppleDoor.operatorPatience)
+        AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: connections.clock, patience: AppleDoor.operatorPatience)
     }
 }

@@ -4,6 +4,7 @@ import Fleet
 import FleetConfiguration
 import Foundation
 import JobQueue
+import Lanes
 import Ledger
 import Logging
 import VerificationUseCase
@@ -102,6 +103,7 @@ struct Registrar: Sendable {
     /// Apple's answers, counted as the workers count theirs.
     let metrics: FleetMetrics
     let logger: Logger
+    let clock: any FleetClock
     let redisRest: ServerRest
 
     func register(_ request: RegistrationRequest) async throws -> (RegistrationResponse, pending: Bool) {
@@ -298,7 +300,7 @@ struct Registrar: Sendable {
         guard try ledger.claimSubscription(record.id, accountID: accountID, receipt: receipt) == .claimed else { return nil }
         try connections.queue.enqueue(subscriptionID: record.id, run: "registration", reason: .registration)
         let item = RegistrationResponse.Item(
-            subscription: .pending(record), account: accountID == nil ? "none" : "pending", created: existing == nil)
+            subscription: .pending(record, now: connections.clock.now()), account: accountID == nil ? "none" : "pending", created: existing == nil)
         return RegistrationResponse(verification: "pending", subscriptions: [item], purchases: [])
     }
 

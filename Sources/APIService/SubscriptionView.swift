@@ -29,8 +29,8 @@ struct SubscriptionView: Encodable, Sendable {
 
     /// A subscription an account claims and Apple has not yet shown to be its own: its id and
     /// nothing of its state or owner, no entitlement.
-    static func pending(_ record: SubscriptionRecord) -> SubscriptionView {
-        var view = SubscriptionView(record, now: Date())
+    static func pending(_ record: SubscriptionRecord, now: Date) -> SubscriptionView {
+        var view = SubscriptionView(record, now: now)
         view.accountID = nil
         view.status = "pending"
         (view.productID, view.expiresAt, view.autoRenew, view.autoRenewProductID) = (nil, nil, nil, nil)

@@ -85,7 +85,7 @@ extension Registrar {
                            "this deployment has no App Store Server API key; see docs/appstore-server-api.md")
         }
         let (originalTransactionID, environment, accountID, app) = try await request.validated(
-            by: serverAPI, apps: fleet.apps, named: try app(named: request.app), now: Date())
+            by: serverAPI, apps: fleet.apps, named: try app(named: request.app), now: clock.now())
         return try await redisRest.guarding {
             try await register(originalTransactionID: originalTransactionID, environment: environment, accountID: accountID, app: app)
         }

@@ -11,7 +11,7 @@ extension ServerAPIClient {
         let named = "HTTP \(answer.status)" + (error.map { " error \($0.code)" } ?? "")
         let status: ServerAPIStatus? = switch (answer.status, error?.code) {
         case (404, ServerAPIErrorBody.transactionIDNotFound): .notFound
-        case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first))
+        case (429, _): .rateLimited(retryAfter: Self.retryAfter(answer.headers.values(for: "Retry-After").first, now: now()))
         case (401, _): .unauthorized
         case (_, let code?): .failed(httpStatus: answer.status, code: code, retryable: answer.status >= 500 || Self.retryableCodes.contains(code))
         // No error body: a proxy's or a load balancer's answer.
@@ -25,7 +25,7 @@ extension ServerAPIClient {
     func statuses(_ answer: HTTPResponse, into exchange: inout VerificationExchange) -> SignedAnswer? {
         reading(into: &exchange) {
             let statuses = try SubscriptionStatusesResponse(body: answer.body, httpStatus: answer.status)
-            let now = Date()
+            let now = self.now()
             var signed = SignedAnswer(environment: statuses.environment)
             signed.transactions = try statuses.lastTransactions.map { try verified($0.signedTransactionInfo, at: now) }
             signed.renewals = try statuses.lastTransactions.compactMap(\.signedRenewalInfo).map { try verified($0, at: now) }
@@ -39,7 +39,7 @@ extension ServerAPIClient {
     ) -> TransactionHistoryPage? {
         reading(into: &exchange) {
             let page = try TransactionHistoryPage(body: answer.body, httpStatus: answer.status)
-            let now = Date()
+            let now = self.now()
             signed.transactions += try page.signedTransactions.map { try verified($0, at: now) }
             return page
         }
@@ -64,7 +64,7 @@ extension ServerAPIClient {
     }
 
     /// Retry-After as Apple or a proxy writes it: seconds to wait, or a UNIX time in milliseconds.
-    public static func retryAfter(_ value: String?, now: Date = Date()) -> Duration? {
+    public static func retryAfter(_ value: String?, now: Date) -> Duration? {
         guard let value, let number = Int64(value.trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
         guard number > 100_000_000_000 else { return .seconds(number) }
         let wait = Double(number) / 1000 - now.timeIntervalSince1970

@@ -65,7 +65,7 @@ extension ServerAPIClient {
         let answer: HTTPResponse
         do {
             let url = endpoints.base(for: environment) + path
-            let headers: HTTPHeaders = ["Authorization": "Bearer " + (try tokens.token())]
+            let headers: HTTPHeaders = ["Authorization": "Bearer " + tokens.token()]
             switch method {
             case .get: answer = try http.get(url: url, headers: headers)
             case .post(let body): answer = try http.post(url: url, json: body, headers: headers)

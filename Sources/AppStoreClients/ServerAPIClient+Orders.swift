@@ -23,7 +23,7 @@ extension ServerAPIClient {
                 retryAfter: nil)
         }
         do {
-            let now = Date()
+            let now = self.now()
             let payloads = try order.signedTransactions.map { try verified($0, at: now) }
             return try VerifyReceiptResponse(
                 signedTransactions: payloads, renewals: [], environment: .production, bundleID: tokens.key.bundleID,

@@ -32,14 +32,18 @@ public final class ServerAPIClient {
     let tokens: ServerAPITokens
     let signatures: SignedPayloadVerifier
     let http: HTTPClient
+    /// The fleet's now: what signed payloads are verified at, refunds fall due by and Retry-After
+    /// counts from.
+    let now: @Sendable () -> Date
 
     public init(
         endpoints: ServerAPIEndpoints, tokens: ServerAPITokens, signatures: SignedPayloadVerifier,
-        http configuration: HTTPClientConfiguration
+        http configuration: HTTPClientConfiguration, now: @escaping @Sendable () -> Date
     ) throws {
         self.endpoints = endpoints
         self.tokens = tokens
         self.signatures = signatures
+        self.now = now
         http = try HTTPClient(configuration: configuration)
     }
 
@@ -100,7 +104,7 @@ public final class ServerAPIClient {
             // statuses never show: the revoked transactions tell (usually an empty page).
             let statuses = try read(signed)
             let changed = latestTransactionID(in: statuses, of: originalTransactionID) != knownLatestTransactionID
-            guard changed || refunds.isDue(for: originalTransactionID, at: statuses.receipt?.requestDate ?? Instant(Date())) else {
+            guard changed || refunds.isDue(for: originalTransactionID, at: statuses.receipt?.requestDate ?? Instant(now())) else {
                 verification.response = statuses  // a quiet night: the statuses are the whole answer
                 return verification
             }

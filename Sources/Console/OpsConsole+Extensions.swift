@@ -20,9 +20,9 @@ extension OpsConsole {
         guard let reason = form["reason"].flatMap(ExtendReason.init(name:)) else {
             throw ConsoleProblem.badRequest("Choose a reason: \(ExtendReason.allCases.map(\.name).joined(separator: ", ")).")
         }
-        let (fleet, metrics) = (self.fleet, self.metrics)
+        let (fleet, metrics, clock) = (self.fleet, self.metrics, self.clock)
         let candidate: ExtensionCandidate = try await lanes.run { _ in
-            guard let candidate = try Self.extender(fleet, metrics).candidates(ids: [id]).first else {
+            guard let candidate = try Self.extender(fleet, metrics, clock).candidates(ids: [id]).first else {
                 throw ConsoleProblem.notFound("No subscription has id \(id).")
             }
             return candidate
@@ -41,7 +41,7 @@ extension OpsConsole {
         let outcome = try await audited(
             who, "subscriptions.extend", target: "subscription \(id)", details: ["days": "\(days)", "reason": reason.name],
             results: { ["result": "\($0)"] }
-        ) { _ in try Self.extender(fleet, metrics).extend(candidate, days: days, reason: reason) }
+        ) { _ in try Self.extender(fleet, metrics, clock).extend(candidate, days: days, reason: reason) }
         logger.notice("console: extended a renewal date", metadata: [
             "operator": "\(who.name)", "subscription": "\(id)", "days": "\(days)", "result": "\(outcome)",
         ])
@@ -57,9 +57,9 @@ extension OpsConsole {
     static let consolePatience = Duration.seconds(10)
 
     /// The extender, or the page that says the Server API's key is missing.
-    private static func extender(_ fleet: FleetSettings, _ metrics: FleetMetrics) throws -> RenewalExtender {
+    private static func extender(_ fleet: FleetSettings, _ metrics: FleetMetrics, _ clock: any FleetClock) throws -> RenewalExtender {
         do {
-            return try RenewalExtender(settings: fleet, metrics: metrics, clock: SystemClock(), patience: consolePatience)
+            return try RenewalExtender(settings: fleet, metrics: metrics, clock: clock, patience: consolePatience)
         } catch let error as ExtensionError {
             throw ConsoleProblem.badRequest(error.description)
         }

@@ -8,7 +8,7 @@ extension OpsConsole {
     func overview(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
         let window = request.uri.queryParameters["window"].flatMap { ChartWindow(rawValue: String($0)) } ?? .hour
-        let (now, interval) = (Date(), settings.sampleInterval)
+        let (now, interval) = (clock.now(), settings.sampleInterval)
         let (status, samples, minutes, nights) = try await lanes.run { desk in
             // The passes as their tallies say now: a finished pass's dead letters replayed later
             // are to go, then verified or dead again.

@@ -89,13 +89,13 @@ extension OpsConsole {
             throw ConsoleProblem.loginNeeded
         }
         let (groups, apps) = ([FleetSettings.serverAPIGroup], fleet.apps.names)
-        let banners = try await lanes.run { desk in
+        let banners = try await lanes.run { [clock] desk in
             let standing = try desk.gate.standing(groups: groups, apps: apps)
             // A halt an operator made names them: theirs is the latest recorded pause with its reason.
             let pausedBy = try standing.fleet.flatMap { halt in
                 try desk.ledger.latestAudited("fleet.pause").flatMap { $0.details["reason"] == halt.reason ? $0 : nil }
             }
-            return Banner.all(standing, pausedBy: pausedBy, now: Date())
+            return Banner.all(standing, pausedBy: pausedBy, now: clock.now())
         }
         return Operator(name: session.operatorName, csrf: session.csrfToken, sessionID: id, banners: banners)
     }

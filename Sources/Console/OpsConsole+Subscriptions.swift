@@ -57,12 +57,12 @@ extension OpsConsole {
 
     /// Apple's Look Up Order ID for each app, with the ledger's subscriptions and purchases of the order.
     private func lookUpOrder(_ orderID: String, apps: [String]) async throws -> [FoundOrder] {
-        try await lanes.run { [metrics] desk in
+        try await lanes.run { [metrics, clock] desk in
             do {
                 let door = AppleDoor(
-                    gate: desk.gate, settings: desk.settings, metrics: metrics, clock: SystemClock(), patience: Self.consolePatience)
+                    gate: desk.gate, settings: desk.settings, metrics: metrics, clock: clock, patience: Self.consolePatience)
                 return try OrderLookup.find(
-                    orderID, apps: apps, door: door, apple: try AppleClients(settings: desk.settings), ledger: desk.ledger)
+                    orderID, apps: apps, door: door, apple: try AppleClients(settings: desk.settings, clock: clock), ledger: desk.ledger)
             } catch let error as OrderLookupError {
                 throw ConsoleProblem.badRequest(error.description)
             }
@@ -79,7 +79,7 @@ extension OpsConsole {
         }
         guard let (detail, refundRequests, jobs) = found else { throw ConsoleProblem.notFound("No subscription has id \(id).") }
         var view = SubscriptionPageView(viewer: viewer, query: String(id), notice: Notice(request)?.text)
-        view.subscription = .init(detail, refundRequests: refundRequests, jobs: jobs, now: Date())
+        view.subscription = .init(detail, refundRequests: refundRequests, jobs: jobs, now: clock.now())
         return page("subscriptions", view)
     }
 

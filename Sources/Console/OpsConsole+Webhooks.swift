@@ -7,7 +7,7 @@ import Redaction
 extension OpsConsole {
     func webhooks(_ request: Request) async throws -> Response {
         let viewer = try await viewer(request)
-        let since = Date() - 86_400
+        let since = clock.now() - 86_400
         let health = try await lanes.run { desk in try desk.webhooks.health(since: since) }
         return page("webhooks", WebhooksView(viewer: viewer, health: health))
     }

@@ -29,7 +29,7 @@ extension OpsConsole {
         }
         var view = WorkersView(
             viewer: viewer, processes: processes, visibilityTimeout: fleet.visibilityTimeout, stats: stats, delayed: delayed, offset: offset,
-            filter: fields, lookedThroughAll: complete, now: Date())
+            filter: fields, lookedThroughAll: complete, now: clock.now())
         view.notice = Notice(request)?.text
         return page("workers", view)
     }

@@ -2,6 +2,7 @@ import AppStore
 import AppStoreClients
 import FleetConfiguration
 import HTTPClient
+import Lanes
 import VerificationUseCase
 
 /// One thread's clients for Apple's two services, chosen by what is asked: a receipt goes to
@@ -18,16 +19,18 @@ public final class AppleClients: AppleVerifier {
     private var serverAPI: [String: ServerAPIClient] = [:]
     private let http: HTTPClientConfiguration
     private let settings: FleetSettings
+    private let clock: any FleetClock
     /// The secrets to try for each app (the key nil: an app not known yet), the one that last
     /// worked first; filled from the settings on first use.
     private var sharedSecrets: [String?: [SharedSecret]] = [:]
 
-    public init(settings: FleetSettings) throws {
+    public init(settings: FleetSettings, clock: any FleetClock) throws {
         let http = HTTPClientConfiguration(
             connectTimeout: .seconds(10), totalTimeout: settings.appleTimeout, caFile: settings.appleCAFile)
         verifyReceipt = try AppStoreClient(endpoints: settings.endpoints, http: http)
         self.http = http
         self.settings = settings
+        self.clock = clock
     }
 
     public func verify(
@@ -77,7 +80,7 @@ public final class AppleClients: AppleVerifier {
         if let client = serverAPI[bundleID] { return client }
         let client = try ServerAPIClient(
             endpoints: configured.endpoints, tokens: ServerAPITokens(key: configured.key.forApp(bundleID: bundleID)),
-            signatures: configured.signatures, http: http)
+            signatures: configured.signatures, http: http, now: { [clock] in clock.now() })
         serverAPI[bundleID] = client
         return client
     }

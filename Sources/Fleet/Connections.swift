@@ -29,7 +29,8 @@ public final class Connections {
             connection: redis, keys: keys, limit: settings.rateLimit, pausePolicy: settings.pausePolicy, clock: settings.scriptClock)
         let postgres = try PostgresConnection(configuration: settings.postgresConfiguration())
         ledger = Ledger(postgres, schedule: settings.checkSchedule)
-        apple = try AppleClients(settings: settings)
-        self.clock = clock ?? settings.processClock()
+        let clock = clock ?? settings.processClock()
+        apple = try AppleClients(settings: settings, clock: clock)
+        self.clock = clock
     }
 }

@@ -57,10 +57,11 @@ public enum SubscriptionSelection: Sendable {
         guard case .order(let order, let app) = self else { return [] }
         if let app, settings.apps.app(named: app) == nil { throw OrderLookupError.noApp(named: app, apps: settings.apps.names) }
         let searched = app.map { [$0] } ?? settings.apps.names
+        let clock = settings.processClock()
         let door = AppleDoor(
-            gate: try FleetGate.connecting(settings), settings: settings, metrics: FleetMetrics(), clock: SystemClock(),
+            gate: try FleetGate.connecting(settings), settings: settings, metrics: FleetMetrics(), clock: clock,
             patience: AppleDoor.operatorPatience)
-        let found = try OrderLookup.find(order, apps: searched, door: door, apple: try AppleClients(settings: settings), ledger: ledger)
+        let found = try OrderLookup.find(order, apps: searched, door: door, apple: try AppleClients(settings: settings, clock: clock), ledger: ledger)
         guard !found.isEmpty else { throw OrderLookupError.unknown(order, apps: searched) }
         return found
     }

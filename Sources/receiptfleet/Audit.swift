@@ -35,7 +35,7 @@ struct Audit: ParsableCommand {
 
     func run() throws {
         let settings = try options.settings()
-        let from = try since.map { try sinceArgument($0) }
+        let from = try since.map { try sinceArgument($0, now: settings.processClock().now()) }
         let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
         let entries = try ledger.auditTrail(since: from, action: action, limit: limit)
         if entries.isEmpty, !json { print("No audit entries match.") }
@@ -45,7 +45,7 @@ struct Audit: ParsableCommand {
 
 /// A `--since` (or `--until`) argument: a day (2026-11-24, from its midnight UTC), a time
 /// (2026-11-24T02:00:00Z), or how long ago (90m, 72h, 7d).
-func sinceArgument(_ text: String, flag: String = "--since", now: Date = Date()) throws -> Date {
+func sinceArgument(_ text: String, flag: String = "--since", now: Date) throws -> Date {
     if let time = try? Date(text, strategy: .iso8601) { return time }
     if let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
     let units: [Character: Double] = ["m": 60, "h": 3_600, "d": 86_400]

@@ -89,7 +89,7 @@ struct Extend: ParsableCommand {
         let reason = ExtendReason(name: reason)!
         let extender: RenewalExtender
         do {
-            extender = try RenewalExtender(settings: settings, metrics: FleetMetrics(), clock: SystemClock())
+            extender = try RenewalExtender(settings: settings, metrics: FleetMetrics(), clock: settings.processClock())
         } catch let error as ExtensionError {
             throw ValidationError(error.description)
         }

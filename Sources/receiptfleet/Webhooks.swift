@@ -107,7 +107,7 @@ extension Webhooks {
 
         func run() throws {
             let settings = try options.settings()
-            let from = try sinceArgument(since)
+            let from = try sinceArgument(since, now: settings.processClock().now())
             let progress = ProgressLine()
             let replay = try WebhookAdministration(settings: settings).replay(endpoint: endpoint, since: from, eventTypes: eventType) {
                 progress.show("queued \($0.queued) deliveries")

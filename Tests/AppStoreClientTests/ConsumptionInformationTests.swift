@@ -30,7 +30,7 @@ import Testing
             let verifier = SignedPayloadVerifier(trustedRoots: [try SimulatorSigningChain().root])
             return try await onOwnThread {
                 let tokens = try ServerAPITokens(key: apiKey)
-                return try body(ServerAPIClient(endpoints: endpoints, tokens: tokens, signatures: verifier, http: HTTPClientConfiguration()),
+                return try body(ServerAPIClient(endpoints: endpoints, tokens: tokens, signatures: verifier, http: HTTPClientConfiguration(), now: { Date() }),
                          tokens, HTTPClientConfiguration(), simulator.serverAPIProductionURL)
             }
         }

@@ -22,7 +22,7 @@ import Testing
             let verifier = SignedPayloadVerifier(trustedRoots: [try SimulatorSigningChain().root])
             return try await onOwnThread {
                 try body(ServerAPIClient(endpoints: endpoints, tokens: try ServerAPITokens(key: apiKey), signatures: verifier,
-                                         http: HTTPClientConfiguration()), verifier)
+                                         http: HTTPClientConfiguration(), now: { Date() }), verifier)
             }
         }
     }

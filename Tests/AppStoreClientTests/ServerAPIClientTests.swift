@@ -47,7 +47,7 @@ import Testing
     /// Asks the server about subscription 1000 as a worker would, trusting `trusting`.
     static func ask(
         _ server: TestHTTPServer, trusting root: TestCA, key: ServerAPIKey? = nil, knownLatest: String? = "1001",
-        refundsDue: Bool = true, onlyIn: AppStoreEnvironment? = nil,
+        refundsDue: Bool = true, onlyIn: AppStoreEnvironment? = nil, now: @escaping @Sendable () -> Date = { Date() },
         leave: @escaping @Sendable (_ call: Int) -> Bool = { _ in true }
     ) async throws -> Verification {
         let key = try key ?? Self.key()
@@ -56,7 +56,7 @@ import Testing
         return try await onOwnThread {
             let client = try ServerAPIClient(
                 endpoints: endpoints, tokens: try ServerAPITokens(key: key),
-                signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)))
+                signatures: SignedPayloadVerifier(trustedRoots: [root.root]), http: HTTPClientConfiguration(totalTimeout: .seconds(5)), now: now)
             var calls = 0
             return client.verify(
                 originalTransactionID: "1000", knownLatestTransactionID: knownLatest,
@@ -139,6 +139,18 @@ import Testing
             #expect(verification.outcome == .serverAPI(.untrusted))
             #expect(verification.response == nil, "nothing unverified is passed on")
         }
+    }
+
+    /// Payloads are judged at the client's now, the fleet's clock: past the end of the chain that
+    /// signed them (2040 for the test's), nothing of the answer is believed.
+    @Test func signedAnswersAreJudgedAtTheClientsNow() async throws {
+        let ca = try Self.ca.get()
+        let server = try TestHTTPServer(.respond([.init(status: 200, body: try Self.statuses(signedBy: ca))]))
+        defer { server.stop() }
+        let afterTheChain = Date(timeIntervalSince1970: 2_209_075_200)  // 2040-01-02
+        let verification = try await Self.ask(server, trusting: ca, now: { afterTheChain })
+        #expect(verification.outcome == .serverAPI(.untrusted))
+        #expect(verification.response == nil)
     }
 
     @Test func rateLimitsBadKeysAndFailuresAreToldApart() async throws {

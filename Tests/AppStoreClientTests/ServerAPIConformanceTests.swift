@@ -60,7 +60,7 @@ import Testing
                 let receiptClient = try AppStoreClient(endpoints: verifyReceipt, http: HTTPClientConfiguration())
                 let signedClient = try ServerAPIClient(
                     endpoints: serverAPI, tokens: try ServerAPITokens(key: key),
-                    signatures: SignedPayloadVerifier(trustedRoots: [root]), http: HTTPClientConfiguration())
+                    signatures: SignedPayloadVerifier(trustedRoots: [root]), http: HTTPClientConfiguration(), now: { Date() })
                 var stored: [String: (receipt: SubscriptionState?, signed: SubscriptionState?)] = [:]
                 var differences: [String] = []
                 var (compared, events) = (0, 0)

@@ -23,7 +23,7 @@ func withSimulatedServerAPIClient<T: Sendable>(
         let verifier = SignedPayloadVerifier(trustedRoots: [try SimulatorSigningChain().root])
         return try await onOwnThread {
             try body(ServerAPIClient(endpoints: endpoints, tokens: try ServerAPITokens(key: apiKey), signatures: verifier,
-                                     http: HTTPClientConfiguration()))
+                                     http: HTTPClientConfiguration(), now: { Date() }))
         }
     }
 }

@@ -685,6 +685,38 @@ import Testing
         }
     }
 
+    /// The console reads its process's clock: on a deployment standing on a later day (a drill's
+    /// shifted clock), a subscription past its expiry by then is shown without entitlement, and a
+    /// job due before then as due since.
+    @Test func theConsoleShowsItsProcesssNotTheSystemsNow() async throws {
+        try await ConsoleHarness.with(configureFleet: { $0.scriptClock = .shifted }) { console in
+            let record = try await console.subscriptionWithHistory()
+            let until = try #require(record.entitlement(at: Date()).until)
+            let session = try await console.logIn()
+            let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+            try await console.onQueue { queue in
+                try queue.schedule(Job(subscriptionID: record.id, runID: "push", reason: .notification, enqueuedAt: later), at: later)
+            }
+            let today = try await console.get("/console/subscriptions/\(record.id)", session: session)
+            #expect(today.text(id: "subscription-entitlement")?.hasPrefix("active") == true)
+            #expect(today.body.contains(#"<span class="message">due "#))
+
+            let shift = (until.millisecondsSince1970 - Int64(Date().timeIntervalSince1970 * 1000) + 2 * 86_400_000) * 1_000
+            let fleet = console.fleet
+            try await onOwnThread {
+                let redis = try RedisConnection(RedisConfiguration(url: fleet.redisURL))
+                _ = try redis.command("SET", try QueueKeys(prefix: fleet.keyPrefix).timeShift, shift)
+            }
+            // The console reads the shift at most every tenth of a second.
+            var page = today
+            #expect(try await eventually(within: .seconds(10)) {
+                page = try await console.get("/console/subscriptions/\(record.id)", session: session)
+                return page.text(id: "subscription-entitlement") == "none"
+            }, "\(page.text(id: "subscription-entitlement") ?? "-")")
+            #expect(page.body.contains(#"<span class="message">due since "#))
+        }
+    }
+
     /// The customer's refund requests Apple asked about (CONSUMPTION_REQUEST) are on the
     /// subscription's page with what became of each: the answer Apple took, why none was sent, or
     /// that the deadline passed (issue 30, part 3).
