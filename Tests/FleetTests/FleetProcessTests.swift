@@ -24,11 +24,12 @@ import Testing
             try await LiveSimulator.with(startMs: monthAgo) { simulator in
                 let chaos = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 300, boughtBy: monthAgo)
                 _ = try await chaos.load(runID: "then")
-                #expect(try await chaos.work().isSettled)
-                simulator.store.clock.set(nowMs: Self.nowMs)
-                let due = Date().addingTimeInterval(400 * 86_400)  // everything is due by then
+                // The worker processes take the baseline too: they are up when the run begins.
                 let first = try FleetProcess(["worker"], environment: chaos.environment)
                 let second = try FleetProcess(["worker"], environment: chaos.environment)
+                #expect(try await chaos.status(within: .seconds(60)) { $0.isSettled }.isSettled)
+                simulator.store.clock.set(nowMs: Self.nowMs)
+                let due = Date().addingTimeInterval(400 * 86_400)  // everything is due by then
                 // 20 ms per answer from now on: the run takes long enough for a worker to die in the middle of it.
                 try simulator.store.setKnobs(FaultKnobs(latency: Latency(meanMs: 20)))
                 #expect(try await chaos.schedule(runID: "now", now: due).enqueued == chaos.subscriptions.count)
@@ -36,7 +37,7 @@ import Testing
                     status.queue.consumers > 0 && status.queue.reserved > 0
                 }
                 try #require(try await eventually(within: .seconds(60)) {
-                    try await chaos.verified(runID: "now") >= chaos.subscriptions.count / 4
+                    try await chaos.verified(runID: "now") >= chaos.subscriptions.count / 8
                 })
                 let (settings, pid) = (chaos.settings, first.pid)
                 let held = try await onOwnThread {
@@ -48,14 +49,15 @@ import Testing
                 first.send(SIGKILL)
                 #expect(held > 0, "the killed worker held jobs: they must be reclaimed")
                 #expect(try await first.exitStatus(within: .seconds(5)) != nil)
+                // The rest of the run needs no slow Apple: what is measured is that nothing is lost.
+                try simulator.store.setKnobs(FaultKnobs())
                 let replacement = try FleetProcess(["worker"], environment: chaos.environment)
                 let final = try await chaos.status(within: .seconds(90)) { $0.isSettled }
                 #expect(final.isSettled, "the killed worker's jobs were reclaimed and finished")
                 #expect(final.queue.dead == 0)
                 for process in [second, replacement] { process.send(SIGTERM) }
-                for process in [second, replacement] { #expect(try await process.exitStatus(within: .seconds(30)) == 0) }
-
                 try await chaos.expectTheTruth()
+                for process in [second, replacement] { #expect(try await process.exitStatus(within: .seconds(30)) == 0) }
                 let types = Set(try await chaos.eventsBySubscriptionAndType().keys.map { $0.split(separator: " ")[1] })
                 #expect(types.count >= 4, "the run found changes of several kinds: \(types)")
             }
@@ -205,19 +207,26 @@ import Testing
     @Test func aWorkerThatWakesLateGivesUpItsSlotsInsteadOfFiringThemTogether() async throws {
         try await Self.withACrowdedFleet { setup, simulator in
             let worker = try FleetProcess(["worker"], environment: setup.environment)
-            // Three seconds of calls at the limit: every thread is up and has booked its slot (on a
-            // loaded machine a fixed wait could stop the worker before all 64 threads started).
-            try await eventually(every: .milliseconds(100)) { simulator.store.statistics.requestsTotal >= 60 }
-            // Stopped until every slot it booked (up to 3.2 s ahead) has passed on Redis's clock, each a call
-            // that would fire at once on waking: the limiter's next token (its state) lies beyond them all.
-            worker.send(SIGSTOP)
-            let settings = setup.settings
-            let passed = try await onOwnThread { () -> Bool in
+            let (settings, pid) = (setup.settings, worker.pid)
+            let stopped = try await onOwnThread { () -> (booked: Bool, passed: Bool) in
                 let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
-                guard let beyondEverySlot = try redis.command("GET", QueueKeys(prefix: settings.keyPrefix).limiter).string.flatMap({ Int64($0) })
-                else { return false }
-                return try eventuallyOnThisThread(every: .milliseconds(50)) { try redis.redisMicroseconds() > beyondEverySlot + 500_000 }
+                let limiter = try QueueKeys(prefix: settings.keyPrefix).limiter
+                // The limiter's next token (its state) lies beyond every slot booked: 2.5 s ahead, 50 of
+                // the 64 threads wait for theirs (on a loaded machine a fixed wait could stop the
+                // worker before all its threads started).
+                func beyondEverySlot() throws -> Int64? { try redis.command("GET", limiter).string.flatMap { Int64($0) } }
+                let booked = try eventuallyOnThisThread(every: .milliseconds(10)) {
+                    try beyondEverySlot().map { $0 - (try redis.redisMicroseconds()) >= 2_500_000 } ?? false
+                }
+                guard booked else { return (false, false) }
+                // Stopped until every slot it booked has passed on Redis's clock, each a call that
+                // would fire at once on waking.
+                kill(pid, SIGSTOP)
+                guard let beyond = try beyondEverySlot() else { return (true, false) }
+                return (true, try eventuallyOnThisThread(every: .milliseconds(50)) { try redis.redisMicroseconds() > beyond + 500_000 })
             }
+            try #require(stopped.booked, "the worker's threads booked their slots")
+            let passed = stopped.passed
             try #require(passed, "the stopped worker's slots passed on Redis's clock")
             simulator.store.resetStatistics()
             worker.send(SIGCONT)
