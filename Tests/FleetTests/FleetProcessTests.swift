@@ -120,20 +120,23 @@ import Testing
     @Test func anAppleOutagePausesTheFleetAndTheRunCompletesAfterwards() async throws {
         let nowMs = Self.nowMs
         try await TestDatabase.with { database in
-            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 20)), startMs: nowMs) { simulator in
-                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 120, rateLimit: 200)
+            // 100 ms an answer: the 2 × 4 threads make 80 calls a second, and most of the run is left when Apple goes down.
+            try await LiveSimulator.with(knobs: FaultKnobs(latency: Latency(meanMs: 100)), startMs: nowMs) { simulator in
+                let setup = try FleetSetup(database: database, simulator: simulator, nowMs: nowMs, receipts: 120)
                 _ = try await setup.load()
                 let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
-                try #require(try await eventually { try await setup.verified(runID: "e2e") >= 30 })
-                simulator.store.startOutage(seconds: 5)
+                try #require(try await eventually { try await setup.verified(runID: "e2e") >= 10 })
+                // As long as the first pause (2 s): the probe after it finds Apple back.
+                simulator.store.startOutage(seconds: 2)
                 let paused = try await setup.status(within: .seconds(5)) { $0.queue.pausedUntil != nil }
                 #expect(paused.queue.pausedUntil != nil, "the fleet paused")
+                let waiting = paused.queue.ready + paused.queue.reserved + paused.queue.delayedDue + paused.queue.delayedLater
+                #expect(waiting >= setup.subscriptions.count / 3, "\(waiting) of \(setup.subscriptions.count) waited for Apple")
 
                 let final = try await setup.status(within: .seconds(90)) { $0.isSettled }
                 #expect(final.isSettled)
-                // Every call of the 5 s outage was answered 21005: the 8 threads' calls in flight when the
-                // pause began and about a probe a second. Without the pause, 8 threads at 20 ms an answer
-                // (and 200/s) would have made hundreds.
+                // Every call of the outage was answered 21005: the 8 threads' calls in flight when the
+                // pause began, and no more. Without the pause, the threads would have made 160.
                 let unavailable = simulator.store.statistics.byStatus["21005"] ?? 0
                 #expect(unavailable <= 20, "\(unavailable) calls answered 21005: only probes may go during a pause")
                 #expect(final.queue.dead == 0, "waiting for Apple charged no job an attempt")
