@@ -962,7 +962,7 @@ import Testing
             let high = try #require(page.body.firstMatch(of: #/<tr id="queue-high">.*?<td class="jobs">([^<]*)</td><td class="in-flight">([^<]*)</td>/#.dotMatchesNewlines()))
             #expect(high.1 == "1" && high.2 == "1", "\(high.0)")
             #expect(page.text(id: "breakdown-scope")?.hasPrefix("Every job in the queue (\(ids.count + 1))") == true, "\(page.text(id: "breakdown-scope") ?? "")")
-            // Every job read: the oldest's own enqueue time, not its minute's.
+            // The oldest job's age to the second, not counted from the start of its minute.
             let oldest = try #require(page.text(id: "oldest-job")?.firstMatch(of: /was first enqueued (\d+) s ago; retries/), "\(page.text(id: "oldest-job") ?? "")")
             #expect(Int(oldest.1)! < 30, "enqueued a moment ago: \(oldest.0)")
 
