@@ -1004,6 +1004,8 @@ import Testing
                 "\(page.body)")
             #expect(note.1.hasSuffix(" s") || note.1.contains("min"), "\(note.0)")
             #expect((visibility - 30...visibility).contains(Int(note.2)!), "\(note.0)")
+            // Above the table too, whole on a phone's width, with the subscriptions it holds.
+            #expect(page.body.firstMatch(of: #/<p class="gate halted silent-note" data-process="box-9-77-q1">box-9, pid 77: Silent for .*?In hand: <a href="/console/subscriptions/911">911</a>/#.dotMatchesNewlines()) != nil, "\(page.body)")
             let overview = try await console.get("/console", session: session)
             let silent = try #require(overview.text(id: "silent-box-9-77-q1")?.firstMatch(of: /has not reported for (\d+) s/), "\(overview.body)")
             #expect((40..<100).contains(Int(silent.1)!), "silent since the heartbeat 40 s ago: \(silent.0)")
