@@ -60,6 +60,7 @@ enum Assets {
         .passes tr.night { background: var(--bg); } .passes td.pass { padding-left: 1.5rem; color: var(--muted); }
         table + table, .scroll + table, table + .scroll { margin-top: 1.25rem; } .scroll + figure { margin-top: .75rem; }
         .scroll { overflow-x: auto; max-width: 100%; }
+        tr.silent .last-seen { color: var(--bad); font-weight: 600; }
         .message { overflow-wrap: anywhere; max-width: 28rem; }
         form.inline, .actions { display: inline-flex; flex-wrap: wrap; gap: .5rem; align-items: center; margin: 0 1rem .5rem 0; }
         .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; margin-bottom: 1rem; }

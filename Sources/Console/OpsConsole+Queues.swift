@@ -64,12 +64,8 @@ struct QueuesView {
         queues.append(Queue(
             id: "queue-dead", name: "Dead letters", what: "jobs that will not be retried", link: "/console/dead", jobs: Shown.count(depths.dead),
             inFlight: "–", oldest: depths.oldestDeadAge.map { "buried \(age($0)) ago" } ?? "none"))
-        // Every job read: its own enqueue time, to the millisecond (of a job due by now); else the minute counts'.
-        let firstEnqueued = depths.sample.complete
-            ? depths.sample.entries.map(\.job.enqueuedAt).filter { $0 <= depths.now }.min().map { Duration.milliseconds(depths.now - $0) } : nil
-        oldestJob = (firstEnqueued ?? depths.oldestJobAge).map {
-            "The oldest job in the queue (ready, in flight or waiting) was first enqueued \(age($0)) ago"
-                + (firstEnqueued == nil ? ", to the minute" : "") + "; retries and pauses do not restart it."
+        oldestJob = depths.oldestJobAge.map {
+            "The oldest job in the queue (ready, in flight or waiting) was first enqueued \(age($0)) ago; retries and pauses do not restart it."
         } ?? "The queue holds no job that is due."
 
         var groups: [GroupKey: (ready: Int, inFlight: Int, waiting: Int, firstEnqueued: Int64)] = [:]

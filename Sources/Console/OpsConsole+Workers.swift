@@ -220,6 +220,7 @@ struct WorkersView {
         /// Set when its heartbeat is late: what that means, and what becomes of the jobs it holds.
         var silent: String?
         var jobsDone: String
+        var holdsJobs: Bool
         var inHand: [Int64]
         var inHandMore: String?
     }
@@ -260,8 +261,9 @@ struct WorkersView {
             return Process(
                 name: process.name, host: process.host, pid: process.pid, threads: process.threads,
                 started: "\(Shown.time(Date(timeIntervalSince1970: Double(process.startedAt) / 1000))) (\(ago(process.startedAt)))",
-                lastSeen: ago(process.lastSeen), silent: silent, jobsDone: Shown.count(process.jobsDone),
-                inHand: Array(subscriptions.prefix(Self.inHandShown)), inHandMore: more > 0 ? "and \(more) more" : nil)
+                // By Redis's clock, as its silence is judged (the console's host may be skewed).
+                lastSeen: "\(Shown.duration(process.silentFor.seconds)) ago", silent: silent, jobsDone: Shown.count(process.jobsDone),
+                holdsJobs: !subscriptions.isEmpty, inHand: Array(subscriptions.prefix(Self.inHandShown)), inHandMore: more > 0 ? "and \(more) more" : nil)
         }
         hasProcesses = !processes.isEmpty
         let total = stats.delayedDue + stats.delayedLater

@@ -450,12 +450,14 @@ enum Templates {
           <h2 id="processes-h">Processes</h2>
           {{^hasProcesses}}<p id="no-processes">No worker process reported in the last 10 minutes, or each stopped cleanly.</p>{{/hasProcesses}}
           {{#hasProcesses}}
+          {{#processes}}{{#silent}}<p class="gate halted silent-note" data-process="{{name}}">{{host}}, pid {{pid}}: {{silent}}
+            {{#holdsJobs}}In hand: {{#inHand}}<a href="/console/subscriptions/{{.}}">{{.}}</a> {{/inHand}}{{inHandMore}}{{/holdsJobs}}</p>{{/silent}}{{/processes}}
           <div class="scroll">
           <table id="processes">
             <thead><tr><th>Host</th><th>Pid</th><th>Threads</th><th>Started</th><th>Last heartbeat</th><th>Jobs done</th><th>Subscriptions in hand</th></tr></thead>
             <tbody>
             {{#processes}}<tr data-process="{{name}}"{{#silent}} class="silent"{{/silent}}><td>{{host}}</td><td>{{pid}}</td><td>{{threads}}</td><td>{{started}}</td>
-              <td>{{lastSeen}}{{#silent}}<p class="gate halted silent-note">{{silent}}</p>{{/silent}}</td>
+              <td class="last-seen">{{lastSeen}}</td>
               <td class="jobs-done">{{jobsDone}}</td>
               <td class="in-hand">{{#inHand}}<a href="/console/subscriptions/{{.}}">{{.}}</a> {{/inHand}}{{^inHand}}none{{/inHand}} {{inHandMore}}</td></tr>{{/processes}}
             </tbody>

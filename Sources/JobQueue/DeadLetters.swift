@@ -105,8 +105,8 @@ extension JobQueue {
     /// A replayed job is its run's (its pass's) again: it leaves the run's dead for its replayed, the
     /// run has it to go again, and it counts once it is verified or dies again. A letter whose
     /// subscription a later pass queued stays among its run's dead (that job is the later pass's).
-    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
-    /// KEYS[5…] the letters' runs' tallies. ARGV[1] reason letter, ARGV[2…] quadruples of dead-letter
+    /// KEYS[1] dead stream, KEYS[2] ready stream, KEYS[3] queued bitmap, KEYS[4] queued per second,
+    /// KEYS[5] queued seconds, KEYS[6…] the letters' runs' tallies. ARGV[1] reason letter, ARGV[2…] quadruples of dead-letter
     /// id, subscription id, run id, index in KEYS of its run's tally. Returns the number of letters replayed.
     private static let replayScript = ClockedScript(
         ScriptPrologue.freshJob + ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
@@ -122,7 +122,7 @@ extension JobQueue {
                 replayed = replayed + 1
             end
         end
-        if added > 0 then countQueued(KEYS[4], now, added) end
+        if added > 0 then countQueued(KEYS[4], KEYS[5], now, added) end
         return replayed
         """)
 
@@ -139,11 +139,11 @@ extension JobQueue {
             let runs = Array(Set(jobs.map(\.1.runID))).sorted()
             var arguments: [any RedisArgument] = [Job.Reason.replay.rawValue]
             for (id, job) in jobs {
-                arguments += [id, job.subscriptionID, job.runID, runs.firstIndex(of: job.runID)! + 5]
+                arguments += [id, job.subscriptionID, job.runID, runs.firstIndex(of: job.runID)! + 6]
             }
             if !jobs.isEmpty {
                 let reply = try evaluate(
-                    Self.replayScript, keys: [keys.dead, keys.ready, keys.queued, keys.queuedSince] + runs.map(keys.run),
+                    Self.replayScript, keys: [keys.dead, keys.ready, keys.queued] + keys.queuedSince + runs.map(keys.run),
                     arguments: arguments)
                 replayed += Int(reply.int ?? 0)
             }

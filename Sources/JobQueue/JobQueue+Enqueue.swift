@@ -24,7 +24,7 @@ extension JobQueue {
 
     /// Adds one job per subscription unless the subscription is already queued (its bit is set),
     /// and sets the bit of each one added; the job's ack or burial clears it again.
-    /// KEYS[1] ready stream, KEYS[2] queued bitmap, KEYS[3] queued-since hash, KEYS[4] the run's tally.
+    /// KEYS[1] ready stream, KEYS[2] queued bitmap, KEYS[3] queued per second, KEYS[4] queued seconds, KEYS[5] the run's tally.
     /// ARGV[1] run id, ARGV[2] reason letter (a deduplicated reason), ARGV[3] the tally's lifetime in
     /// seconds, ARGV[4…] subscription ids. Returns the number added.
     private static let enqueueScript = ClockedScript(ScriptPrologue.freshJob + ScriptPrologue.countQueued + """
@@ -36,9 +36,9 @@ extension JobQueue {
             end
         end
         if added > 0 then
-            countQueued(KEYS[3], now, added)
-            redis.call('HINCRBY', KEYS[4], 'enqueued', added)
-            redis.call('EXPIRE', KEYS[4], ARGV[3])
+            countQueued(KEYS[3], KEYS[4], now, added)
+            redis.call('HINCRBY', KEYS[5], 'enqueued', added)
+            redis.call('EXPIRE', KEYS[5], ARGV[3])
         end
         return added
         """)
@@ -64,9 +64,8 @@ extension JobQueue {
         for id in subscriptionIDs { try Job.validate(subscriptionID: id) }
 
         let keys = [
-            reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.queued, self.keys.queuedSince,
-            self.keys.run(runID),
-        ]
+            reason.isHighPriority ? self.keys.readyHigh : self.keys.ready, self.keys.queued,
+        ] + self.keys.queuedSince + [self.keys.run(runID)]
         let header: [any RedisArgument] = [runID, reason.rawValue, Self.runMemory.wholeMilliseconds / 1000]
         var added = 0
         for pipelined in Array(subscriptionIDs).chunks(of: Self.enqueueBatch).chunks(of: Self.enqueuePipelineDepth) {
@@ -83,14 +82,14 @@ extension JobQueue {
 
     /// Adds one job now, whatever is queued: for a job that answers one event (a notification).
     /// Its reason is not deduplicated, so it neither reads nor sets the queued bitmap.
-    /// KEYS[1] ready stream, KEYS[2] queued-since hash, KEYS[3] (optional) the occurrence's once-key.
+    /// KEYS[1] ready stream, KEYS[2] queued per second, KEYS[3] queued seconds, KEYS[4] (optional) the occurrence's once-key.
     /// ARGV[1] subscription id, ARGV[2] run id, ARGV[3] reason letter, ARGV[4] the once-key's lifetime
     /// in seconds. Returns the job's text, or false when the once-key says the occurrence's job was enqueued.
     private static let enqueueOneScript = ClockedScript(ScriptPrologue.freshJob + ScriptPrologue.countQueued + """
-        if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX', 'EX', ARGV[4]) then return false end
+        if KEYS[4] and not redis.call('SET', KEYS[4], '1', 'NX', 'EX', ARGV[4]) then return false end
         local job = freshJob(ARGV[1], ARGV[2], ARGV[3])
         redis.call('XADD', KEYS[1], '*', 'j', job)
-        countQueued(KEYS[2], now, 1)
+        countQueued(KEYS[2], KEYS[3], now, 1)
         return job
         """)
 
@@ -111,7 +110,7 @@ extension JobQueue {
         try Self.refuseDeduplicated(reason)
         let stream = reason.isHighPriority ? keys.readyHigh : keys.ready
         let reply = try evaluate(
-            Self.enqueueOneScript, keys: [stream, keys.queuedSince] + (occurrence.map { [keys.once($0)] } ?? []),
+            Self.enqueueOneScript, keys: [stream] + keys.queuedSince + (occurrence.map { [keys.once($0)] } ?? []),
             arguments: [subscriptionID, runID, reason.rawValue, Self.onceMemory.wholeMilliseconds / 1000])
         if occurrence != nil, reply == .null { return nil }
         guard let text = reply.string else { throw .unexpectedReply(operation: "enqueue", reply: "\(reply)") }
@@ -129,15 +128,15 @@ extension JobQueue {
         try Job.validate(runID: job.runID)
         try Self.refuseDeduplicated(job.reason)
         let reply = try connection.evaluate(
-            Self.scheduleScript, keys: [keys.delayed, keys.queuedSince], arguments: [dueAt, job.encoded, job.enqueuedAt])
+            Self.scheduleScript, keys: [keys.delayed] + keys.queuedSince, arguments: [dueAt, job.encoded, job.enqueuedAt])
         return reply.int == 1
     }
 
-    /// KEYS[1] delayed set, KEYS[2] queued-since hash. ARGV[1] due time in ms, ARGV[2] job text,
+    /// KEYS[1] delayed set, KEYS[2] queued per second, KEYS[3] queued seconds. ARGV[1] due time in ms, ARGV[2] job text,
     /// ARGV[3] its enqueue time in ms. Returns 1 if the job was new to the delayed set, else 0.
     private static let scheduleScript = RedisScript(ScriptPrologue.countQueued + """
         if redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
-        countQueued(KEYS[2], ARGV[3], 1)
+        countQueued(KEYS[2], KEYS[3], ARGV[3], 1)
         return 1
         """)
 

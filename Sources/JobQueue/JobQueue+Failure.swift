@@ -62,8 +62,8 @@ extension JobQueue {
 
     /// Moves a reserved entry to the dead-letter stream. A dead letter is not queued: the
     /// subscription's queued bit (if the job holds it) is cleared, so the next pass may enqueue it.
-    /// KEYS[1] its ready stream, KEYS[2] dead stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
-    /// KEYS[5] settled counts, KEYS[6] (optional) its run's tally. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6]
+    /// KEYS[1] its ready stream, KEYS[2] dead stream, KEYS[3] queued bitmap, KEYS[4] queued per second,
+    /// KEYS[5] queued seconds, KEYS[6] settled counts, KEYS[7] (optional) its run's tally. ARGV[1] group, ARGV[2] consumer, ARGV[3] entry id, ARGV[4] job text, ARGV[5] error class, ARGV[6]
     /// message, ARGV[7] attempts, ARGV[8] first failure in ms ("" for now), ARGV[9] the subscription id
     /// whose queued bit the job holds, or "". Returns 1, or 0 if the entry is not (or no longer)
     /// reserved by this consumer.
@@ -74,9 +74,9 @@ extension JobQueue {
         redis.call('XDEL', KEYS[1], ARGV[3])
         releaseQueued(KEYS[3], ARGV[9])
         local enqueuedAt = enqueuedAtOf(ARGV[4])
-        if enqueuedAt then countQueued(KEYS[4], enqueuedAt, -1) end
-        redis.call('HINCRBY', KEYS[5], 'dead', 1)
-        if KEYS[6] then tallyRun(KEYS[6], 'dead', 1) end
+        if enqueuedAt then countQueued(KEYS[4], KEYS[5], enqueuedAt, -1) end
+        redis.call('HINCRBY', KEYS[6], 'dead', 1)
+        if KEYS[7] then tallyRun(KEYS[7], 'dead', 1) end
         local firstFailure = ARGV[8] ~= '' and ARGV[8] or nowText
         redis.call('XADD', KEYS[2], '*', 'job', ARGV[4], 'error', ARGV[5], 'message', ARGV[6],
             'attempts', ARGV[7], 'first_failure', firstFailure, 'last_failure', nowText, 'buried_at', nowText)
@@ -90,7 +90,7 @@ extension JobQueue {
         let job = try? Job(encoded: jobText)
         let reply = try evaluate(
             Self.buryScript,
-            keys: [stream, keys.dead, keys.queued, keys.queuedSince, keys.settledCounts] + (job?.tallyingRun.map { [keys.run($0)] } ?? []),
+            keys: [stream, keys.dead, keys.queued] + keys.queuedSince + [keys.settledCounts] + (job?.tallyingRun.map { [keys.run($0)] } ?? []),
             arguments: [
                 QueueKeys.group, consumer, entryID, String(jobText.prefix(500)), failure.errorClass, failure.message,
                 attempts, firstFailedAt.map(String.init) ?? "", job?.heldQueuedBit ?? "",

@@ -60,7 +60,7 @@ extension JobQueue {
 
     /// Acknowledges finished jobs and deletes them, so the streams do not grow without bound; each
     /// job has left the queue, so its subscription's queued bit (if the job holds it) is cleared.
-    /// KEYS[1] queued bitmap, KEYS[2] queued-since hash, KEYS[3] settled counts, KEYS[4…] the jobs'
+    /// KEYS[1] queued bitmap, KEYS[2] queued per second, KEYS[3] queued seconds, KEYS[4] settled counts, KEYS[5…] the jobs'
     /// ready streams, then their runs' tallies. ARGV[1] group, ARGV[2] consumer, then per job five: the index in KEYS of its
     /// stream, its entry id, the subscription id whose queued bit it holds ("" if none), its enqueue
     /// time in ms, the index in KEYS of its run's tally (0 if it counts in none).
@@ -68,10 +68,10 @@ extension JobQueue {
     /// is not (or no longer) reserved by this consumer.
     /// A batch costs a few commands, not four per job: one XPENDING per stream lists what this
     /// consumer holds (its own batch, a handful), then one XACK and one XDEL per stream, one
-    /// BITFIELD for every queued bit (the same bits SETBIT numbers), one HINCRBY per minute of
-    /// enqueue and two commands per run (a night's batch shares both).
+    /// BITFIELD for every queued bit (the same bits SETBIT numbers), one HINCRBY per second of
+    /// enqueue (and two more for a second that empties) and two commands per run (a night's batch shares both).
     private static let ackScript = ClockedScript(ScriptPrologue.countQueued + ScriptPrologue.tallyRun + """
-        local acked, owned, streams, minutes, runs = {}, {}, {}, {}, {}
+        local acked, owned, streams, seconds, runs = {}, {}, {}, {}, {}
         for i = 3, #ARGV, 5 do
             local index = tonumber(ARGV[i])
             streams[index] = streams[index] or {}
@@ -99,19 +99,19 @@ extension JobQueue {
                 bits[#bits + 1] = 'SET'; bits[#bits + 1] = 'u1'; bits[#bits + 1] = ARGV[i + 2]; bits[#bits + 1] = 0
             end
             if owned[i] then
-                local minute = math.floor(tonumber(ARGV[i + 3]) / 60000) * 60000
-                minutes[minute] = (minutes[minute] or 0) + 1
+                local second = math.floor(tonumber(ARGV[i + 3]) / 1000) * 1000
+                seconds[second] = (seconds[second] or 0) + 1
                 local run = tonumber(ARGV[i + 4])
                 if run > 0 then runs[run] = (runs[run] or 0) + 1 end
             end
             acked[#acked + 1] = owned[i] and math.max(0, now - tonumber(ARGV[i + 3])) or -1
         end
         if #bits > 0 then redis.call('BITFIELD', KEYS[1], unpack(bits)) end
-        for minute, count in pairs(minutes) do countQueued(KEYS[2], minute, -count) end
+        for second, count in pairs(seconds) do countQueued(KEYS[2], KEYS[3], second, -count) end
         for run, count in pairs(runs) do tallyRun(KEYS[run], 'verified', count) end
         local done = 0
         for _, age in ipairs(acked) do if age >= 0 then done = done + 1 end end
-        if done > 0 then redis.call('HINCRBY', KEYS[3], 'done', done) end
+        if done > 0 then redis.call('HINCRBY', KEYS[4], 'done', done) end
         return acked
         """)
 
@@ -125,12 +125,12 @@ extension JobQueue {
         var arguments: [any RedisArgument] = [QueueKeys.group, consumer]
         for job in jobs {
             arguments += [
-                streams.firstIndex(of: job.stream)! + 4, job.entryID, job.job.heldQueuedBit, job.job.enqueuedAt,
-                job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 4 + streams.count } ?? 0,
+                streams.firstIndex(of: job.stream)! + 5, job.entryID, job.job.heldQueuedBit, job.job.enqueuedAt,
+                job.job.tallyingRun.map { runs.firstIndex(of: $0)! + 5 + streams.count } ?? 0,
             ]
         }
         let reply = try evaluate(
-            Self.ackScript, keys: [keys.queued, keys.queuedSince, keys.settledCounts] + streams + runs.map(keys.run), arguments: arguments)
+            Self.ackScript, keys: [keys.queued] + keys.queuedSince + [keys.settledCounts] + streams + runs.map(keys.run), arguments: arguments)
         guard let acked = reply.array, acked.count == jobs.count else {
             throw .unexpectedReply(operation: "ack", reply: "\(reply)")
         }

@@ -32,7 +32,7 @@ public struct QueueDepths: Sendable {
     /// How long ago the oldest dead letter was buried. Nil when there is none.
     public var oldestDeadAge: Duration?
     /// How long ago the oldest job in the queue (ready, in flight or waiting) was first enqueued, to
-    /// the minute, as `QueueStats.oldestJobAge`: retries and pauses do not restart it.
+    /// the second, as `QueueStats.oldestJobAge`: retries and pauses do not restart it.
     public var oldestJobAge: Duration?
     /// The time the queue's scripts read as now (ms since the epoch), which a sampled job's
     /// `enqueuedAt` is on.
@@ -88,9 +88,9 @@ extension JobQueue {
     static let depthSamplePage = 1_000
 
     /// Everything `QueueDepths` shows but its sample, at one instant.
-    /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] queued-since hash.
+    /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] queued seconds.
     /// ARGV[1] group. Returns {lane, lane, due, later, soonest due time in ms | false, dead, the oldest dead
-    /// letter's buried_at | false, age in ms of the oldest job's minute of first enqueue (-1: none), now};
+    /// letter's buried_at | false, age in ms of the oldest job's second of first enqueue (-1: none), now};
     /// a lane is {ready, in flight, ms the next ready entry has waited (-1: none), the group's last delivered id}.
     /// A stream entry's id is its time on Redis's own clock (XADD stamps it), so a lane's wait is read
     /// against `TIME`, whatever clock the scripts run on; due and enqueue times against the scripts' `now`.
@@ -127,7 +127,7 @@ extension JobQueue {
     public func depths(sampleLimit: Int = JobQueue.depthSampleLimit) throws(QueueError) -> QueueDepths {
         guard (0...100_000).contains(sampleLimit) else { throw .invalidArgument("a queue sample is 0...100000 jobs a place") }
         let reply = try evaluate(
-            Self.depthsScript, keys: keys.readyStreams + [keys.delayed, keys.dead, keys.queuedSince], arguments: [QueueKeys.group])
+            Self.depthsScript, keys: keys.readyStreams + [keys.delayed, keys.dead, keys.queuedSeconds], arguments: [QueueKeys.group])
         let unexpected = QueueError.unexpectedReply(operation: "queue depths", reply: "\(reply)")
         guard let parts = reply.array, parts.count == 10, let high = DepthLane(parts[0]), let normal = DepthLane(parts[1]),
             let due = parts[2].int, let later = parts[3].int, let dead = parts[6].int, let oldest = parts[8].int, let now = parts[9].int

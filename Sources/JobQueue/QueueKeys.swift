@@ -37,10 +37,15 @@ public struct QueueKeys: Sendable, Hashable {
     /// indexed by subscription id, one for the whole deployment, so no pass of any run enqueues a
     /// subscription twice. Its size follows the highest id (10M ids: 1.25 MB), not the passes.
     public var queued: String { "\(prefix):queued" }
-    /// Jobs in the queue (ready, reserved or delayed) by the minute they were first enqueued: a hash
-    /// minute → count, so the oldest job's age survives retries and pauses (`ScriptPrologue.countQueued`).
-    /// It holds one field per minute that still has a job, not one per job.
-    public var queuedSince: String { "\(prefix):queued-since" }
+    /// Jobs in the queue (ready, reserved or delayed) by the second they were first enqueued: a hash
+    /// second → count, so the oldest job's age survives retries and pauses (`ScriptPrologue.countQueued`).
+    /// It holds one field per second that still has a job, not one per job.
+    public var queuedPerSecond: String { "\(prefix):queued-per-second" }
+    /// The seconds `queuedPerSecond` holds, each scored by its start in ms: a sorted set, so the oldest
+    /// job's second is found in O(log n), however many seconds a long outage leaves queued.
+    public var queuedSeconds: String { "\(prefix):queued-seconds" }
+    /// Both, as the scripts that count the queued jobs take them.
+    var queuedSince: [String] { [queuedPerSecond, queuedSeconds] }
     /// A sweep's run, a scheduler pass (its deduplicated jobs: nightly, manual and their replays): a
     /// hash of the jobs it `enqueued`, how many were `verified` (acked: their result is durable) or
     /// went `dead`, how many dead letters were `replayed` into it, and when a job was `last` settled.

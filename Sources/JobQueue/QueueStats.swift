@@ -34,7 +34,7 @@ public struct QueueStats: Sendable, Hashable {
     public subscript(dynamicMember count: KeyPath<JobCounts, Int>) -> Int { jobs[keyPath: count] }
 
     /// How long ago the oldest job in the queue (ready, reserved or delayed) was first enqueued,
-    /// to the minute: retries and pauses do not restart it. Nil when the queue holds no job that is due.
+    /// to the second: retries and pauses do not restart it. Nil when the queue holds no job that is due.
     public var oldestJobAge: Duration?
     public var consumers: [Consumer]
     /// Consumers that sent a heartbeat within the window asked for.
@@ -55,10 +55,10 @@ public struct QueueStats: Sendable, Hashable {
 extension JobQueue {
     /// Everything `QueueStats` shows, read at one instant.
     /// KEYS[1] high ready stream, KEYS[2] ready stream, KEYS[3] delayed, KEYS[4] dead, KEYS[5] workers,
-    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter, KEYS[9] queued-since hash, KEYS[10]
+    /// KEYS[6] paused, KEYS[7] halted, KEYS[8] granted counter, KEYS[9] queued seconds, KEYS[10]
     /// settled counts. ARGV[1] group, ARGV[2] live window ms.
     /// Returns {lane, lane, due, later, dead, live workers, paused until | nil, halted reason | nil,
-    /// granted | nil, age in ms of the oldest job's minute of first enqueue (-1: none), {done, retried,
+    /// granted | nil, age in ms of the oldest job's second of first enqueue (-1: none), {done, retried,
     /// dead} (each nil if none yet)}; a lane is
     /// {length, reserved, {{consumer, reserved, idle ms}, …}}. A job scheduled for later (its enqueue
     /// time is when it is due) counts only once that time has come.
@@ -90,7 +90,7 @@ extension JobQueue {
         let reply = try evaluate(
             Self.statsScript,
             keys: keys.readyStreams + [keys.delayed, keys.dead, keys.workers, keys.paused, keys.halted, keys.limiterGranted,
-                                           keys.queuedSince, keys.settledCounts],
+                                           keys.queuedSeconds, keys.settledCounts],
             arguments: [QueueKeys.group, liveWithin.wholeMilliseconds])
         let unexpected = QueueError.unexpectedReply(operation: "stats", reply: "\(reply)")
         guard let parts = reply.array, parts.count == 11,

@@ -76,15 +76,24 @@ enum ScriptPrologue {
 
         """
 
-    /// `countQueued(hash, enqueuedAt, delta)`: counts `delta` jobs first enqueued at `enqueuedAt` (ms)
-    /// into (or, negative, out of) `QueueKeys.queuedSince`, dropping a minute once it holds no job.
-    /// Every script that adds a job to the queue or lets one leave it for good calls it; moves
-    /// between the ready streams and the delayed set keep a job's minute.
+    /// `countQueued(counts, seconds, enqueuedAt, delta)`: counts `delta` jobs first enqueued at
+    /// `enqueuedAt` (ms) into (or, negative, out of) their second in `QueueKeys.queuedPerSecond`
+    /// (`counts`), and keeps that second in `QueueKeys.queuedSeconds` (`seconds`) while it holds a
+    /// job: added with its first, dropped with its last. Every script that adds a job to the queue or
+    /// lets one leave it for good calls it; moves between the ready streams and the delayed set keep a
+    /// job's second. Only a second's first job and its last touch the sorted set.
     /// `enqueuedAtOf(job)`: the enqueue time in a job's text, or nil if the text is not a job.
     static let countQueued = """
-        local function countQueued(hash, enqueuedAt, delta)
-            local minute = string.format('%d', math.floor(tonumber(enqueuedAt) / 60000))
-            if redis.call('HINCRBY', hash, minute, delta) <= 0 then redis.call('HDEL', hash, minute) end
+        local function countQueued(counts, seconds, enqueuedAt, delta)
+            local second = math.floor(tonumber(enqueuedAt) / 1000)
+            local field = string.format('%d', second)
+            local count = redis.call('HINCRBY', counts, field, delta)
+            if count <= 0 then
+                redis.call('HDEL', counts, field)
+                redis.call('ZREM', seconds, field)
+            elseif count == delta then
+                redis.call('ZADD', seconds, second * 1000, field)
+            end
         end
         local function enqueuedAtOf(job)
             return string.match(job, '^[^|]*|[^|]*|[^|]*|[^|]*|(%d+)|')
@@ -92,16 +101,13 @@ enum ScriptPrologue {
 
         """
 
-    /// `oldestQueuedAge(hash)`: ms since the start of the oldest minute in `QueueKeys.queuedSince` that
-    /// has begun (a job scheduled for later counts once its time has come), or -1 when none has (needs `clock`).
+    /// `oldestQueuedAge(seconds)`: ms since the start of the oldest second in `QueueKeys.queuedSeconds`
+    /// that has begun (a job scheduled for later counts once its time has come), or -1 when none has
+    /// (needs `clock`): the oldest job's age to the second, in one O(log n) read.
     static let oldestQueued = """
-        local function oldestQueuedAge(hash)
-            local oldest
-            for _, minute in ipairs(redis.call('HKEYS', hash)) do
-                local start = tonumber(minute) * 60000
-                if start <= now and (not oldest or start < oldest) then oldest = start end
-            end
-            return oldest and now - oldest or -1
+        local function oldestQueuedAge(seconds)
+            local oldest = redis.call('ZRANGE', seconds, '-inf', now, 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')[2]
+            return oldest and now - tonumber(oldest) or -1
         end
 
         """

@@ -31,10 +31,10 @@ public enum WaitingJobAction: String, Sendable, CaseIterable {
 
 extension JobQueue {
     /// Acts on waiting jobs, each only if it is still waiting (a promoter may have moved it meanwhile).
-    /// A deleted or buried job leaves the queue for good: its queued bit and minute go, and its
+    /// A deleted or buried job leaves the queue for good: its queued bit and second go, and its
     /// run's tally counts it out (deleted) or dead (buried).
-    /// KEYS[1] delayed set, KEYS[2] dead stream, KEYS[3] queued bitmap, KEYS[4] queued-since hash,
-    /// KEYS[5] settled counts, KEYS[6…] the jobs' runs' tallies. ARGV[1] action (or 'retry-later': retry only
+    /// KEYS[1] delayed set, KEYS[2] dead stream, KEYS[3] queued bitmap, KEYS[4] queued per second,
+    /// KEYS[5] queued seconds, KEYS[6] settled counts, KEYS[7…] the jobs' runs' tallies. ARGV[1] action (or 'retry-later': retry only
     /// jobs not due yet), ARGV[2] the dead
     /// letter's message, ARGV[3…] quintuples of member, its queued bit ('' none), the index in KEYS of
     /// its run's tally ('' none), its attempts, its first failure ('' none).
@@ -56,12 +56,12 @@ extension JobQueue {
                 acted = acted + 1
                 releaseQueued(KEYS[3], ARGV[i + 1])
                 local enqueuedAt = enqueuedAtOf(job)
-                if enqueuedAt then countQueued(KEYS[4], enqueuedAt, -1) end
+                if enqueuedAt then countQueued(KEYS[4], KEYS[5], enqueuedAt, -1) end
                 local tally = ARGV[i + 2] ~= '' and KEYS[tonumber(ARGV[i + 2])] or nil
                 if ARGV[1] == 'delete' then
                     if tally then tallyRun(tally, 'enqueued', -1) end
                 else
-                    redis.call('HINCRBY', KEYS[5], 'dead', 1)
+                    redis.call('HINCRBY', KEYS[6], 'dead', 1)
                     if tally then tallyRun(tally, 'dead', 1) end
                     local firstFailure = ARGV[i + 4] ~= '' and ARGV[i + 4] or nowText
                     redis.call('XADD', KEYS[2], '*', 'job', job, 'error', 'operator', 'message', ARGV[2],
@@ -83,7 +83,7 @@ extension JobQueue {
     private func act(_ action: WaitingJobAction, onWaiting jobs: [Job], by who: String, skippingDue: Bool) throws(QueueError) -> Int {
         guard !jobs.isEmpty else { return 0 }
         let runs = Array(Set(jobs.compactMap(\.tallyingRun))).sorted()
-        let firstTally = 6
+        let firstTally = 7
         var arguments: [any RedisArgument] = [
             action == .retryNow && skippingDue ? "retry-later" : action.rawValue, "sent to the dead letters by \(who.prefix(100))",
         ]
@@ -93,7 +93,7 @@ extension JobQueue {
         }
         let reply = try evaluate(
             Self.actOnWaitingScript,
-            keys: [keys.delayed, keys.dead, keys.queued, keys.queuedSince, keys.settledCounts] + runs.map(keys.run), arguments: arguments)
+            keys: [keys.delayed, keys.dead, keys.queued] + keys.queuedSince + [keys.settledCounts] + runs.map(keys.run), arguments: arguments)
         guard let acted = reply.int else { throw .unexpectedReply(operation: "waiting jobs", reply: "\(reply)") }
         return Int(acted)
     }

@@ -11,6 +11,9 @@ and passes what it set up in the environment:
   ORDER_ID, ORDER_SUBSCRIPTION_ID  an order id Apple's Look Up Order ID knows, and its subscription's id
   SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
   TIMED_CALLS, TIMED_JOBS_WEEK     verifyReceipt calls timed this minute; jobs timed this minute and a day ago
+  STOPPED_WORKER                   a worker process stopped (SIGSTOP) holding one job, as the fleet names it
+  STOPPED_SUBSCRIPTION             that job's subscription
+  LIVE_WORKER                      a worker process whose heartbeat is on time
   RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
   SCREENSHOTS                      where the screenshots go (one per page and width)
@@ -113,8 +116,13 @@ def main():
                     "delayed": queue["delayedDue"] + queue["delayedLater"], "dead": queue["dead"]}
         assert shown == expected, f"the page shows {shown}, status --json {expected}"
         assert queue["ready"] > 0 and queue["dead"] == int(os.environ["DEAD_LETTERS"]), queue
+        # The stopped worker, named as stopped on the overview, not as starved of CPU.
+        stopped = os.environ["STOPPED_WORKER"]
+        note = text(driver, f"silent-{stopped}")
+        assert note.startswith(f"Worker {stopped} has not reported for ") and "stopped, frozen" in note, note
+        assert not driver.find_elements(By.CSS_SELECTOR, '[id^="starved-"]'), "a stopped worker is called starved"
         check_layout(driver, "overview")
-        print(f"the queue matches status --json: {shown}")
+        print(f"the queue matches status --json: {shown}; {note}")
 
         # The queues one by one: the same dead letters as status --json, each ready stream's depth, and the
         # queued jobs by app, backend and priority.
@@ -268,11 +276,25 @@ def main():
 
         # The workers and what waits for a time; the audit trail of what was done above.
         driver.get(URL + "/console/workers")
-        assert driver.find_elements(By.CSS_SELECTOR, "#processes tr[data-process]"), "no worker process listed"
-        silent = driver.find_element(By.CSS_SELECTOR, '#processes tr.silent[data-process="box-9-77-q1"] .silent-note').text
-        assert silent.startswith("Silent for ") and "It holds 1 job, whose lease runs out " in silent, silent
+        # The worker process stopped with SIGSTOP stays listed, marked silent, with the job it holds and
+        # when its lease runs out; the live one beside it is not marked.
+        row = driver.find_element(By.CSS_SELECTOR, f'#processes tr.silent[data-process="{stopped}"]')
+        note = driver.find_element(By.CSS_SELECTOR, f'.silent-note[data-process="{stopped}"]')
+        silent = note.text
+        assert "Silent for " in silent and "stopped, frozen" in silent, silent
+        assert "It holds 1 job, whose lease runs out within " in silent, silent
+        for place in (row.find_elements(By.CSS_SELECTOR, ".in-hand a"), note.find_elements(By.TAG_NAME, "a")):
+            held = [link.text for link in place]
+            assert held == [os.environ["STOPPED_SUBSCRIPTION"]], f"the stopped worker holds {held}"
+        live = driver.find_element(By.CSS_SELECTOR, f'#processes tr[data-process="{os.environ["LIVE_WORKER"]}"]')
+        assert "silent" not in (live.get_attribute("class") or ""), "a live worker is marked silent"
         check_layout(driver, "workers")
-        print("a stopped worker stays listed, marked silent, with its job's lease")
+        # On a phone too, the note is read whole, not scrolled to inside the table.
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": 375, "height": 900, "deviceScaleFactor": 1, "mobile": True})
+        right = driver.execute_script("return arguments[0].getBoundingClientRect().right;", note)
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        assert right <= 375, f"at 375 px the stopped worker's note ends at {right} px"
+        print(f"a stopped worker stays listed with its job: {silent}")
         # A waiting job ticked and retried now, after the page that says how many.
         driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"][value^="6001|"]').click()
         submit(driver, driver.find_element(By.ID, "retry-waiting"))

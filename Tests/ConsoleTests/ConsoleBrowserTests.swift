@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import EventRelay
+import Fleet
 import Foundation
 import JobQueue
 import RedisClient
@@ -9,10 +10,14 @@ import Testing
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
 /// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
 /// the terminal showing on the open overview, the queues one by one, dead letters one compact line each, replay one,
-/// delete the waiting jobs of a run all at once, look a subscription up (by its
-/// ids, an account id, and the order id on Apple's receipt email), the fleet's timings; every
-/// page at 1280 px and 375 px without sideways scrolling, with screenshots under
-/// .run/console-screenshots for review.
+/// a worker process stopped with SIGSTOP holding a job, delete the waiting jobs of a run all at once,
+/// look a subscription up (by its ids, an account id, and the order id on Apple's receipt email), the
+/// fleet's timings; every page at 1280 px and 375 px without sideways scrolling, with screenshots
+/// under .run/console-screenshots for review.
+///
+/// The console reads its "now" from a driven clock (`QueueKeys.drivenClock`), which the test sets past
+/// the stopped worker's last heartbeat by more than the silence that marks a process stopped
+/// (`Heartbeat.silentAfter`), instead of waiting that long; every other process keeps Redis's clock.
 @Suite struct ConsoleBrowserTests {
     static var python: String {
         let environment = ProcessInfo.processInfo.environment
@@ -24,12 +29,21 @@ import Testing
         for program in [Self.python, "/usr/bin/chromium", "/usr/bin/chromedriver"] {
             try #require(FileManager.default.isExecutableFile(atPath: program), "\(program) is missing: run scripts/bootstrap")
         }
-        try await ConsoleHarness.with(sampleInterval: .seconds(1), serverAPI: true) { console in
+        try await ConsoleHarness.with(
+            sampleInterval: .seconds(1), serverAPI: true, consoleClock: .driven,
+            configureFleet: { $0.visibilityTimeout = .seconds(600) }  // the stopped worker's lease outlasts the browser's visit
+        ) { console in
+            // First, while the queue is empty: a real worker process, stopped while Apple kept its one job.
+            let held = try #require(try await console.onOwnDatabase { database in
+                try database.query("SELECT max(id) AS id FROM subscriptions").first.flatMap { try $0["id"].int64() }
+            })
+            let stopped = try await console.aStoppedWorker(holding: held)
+            defer { stopped.process.send(SIGKILL) }
             let (letter, _) = try await console.queueWithADeadLetter()
             let record = try await console.subscriptionWithHistory()
             try await console.onLedger { _ = try $0.linkAccount("browser-account-1", to: [record.id]) }
             let order = try #require(UInt64(record.originalTransactionID).flatMap(SimulatedOrder.orderID(ofTransactionID:)))
-            // More dead letters than a page holds, of another kind; and a worker process holding jobs.
+            // More dead letters than a page holds, of another kind.
             try await console.onQueue { queue in
                 // Manual jobs take the high-priority stream, which reserve reads first: these 104 alone.
                 try queue.enqueue(subscriptionIDs: Array(5_001...5_104), run: "browser-paging", reason: .manual)
@@ -37,7 +51,7 @@ import Testing
                     try queue.bury(job, failure: JobFailure(errorClass: "timeout", message: "no answer within 30 s, five times"))
                 }
             }
-            // A job waiting for its retry; and a worker process silent for 40 s holding a job, as one SIGSTOPped would be.
+            // A job waiting for its retry.
             try await console.onQueue { queue in
                 try queue.enqueue(subscriptionIDs: [6_001], run: "browser-waiting", reason: .manual)
                 let job = try #require(try queue.reserve(count: 1, block: .zero).first)
@@ -48,20 +62,6 @@ import Testing
                     _ = try queue.retry(job, after: JobFailure(errorClass: "timeout", message: "no answer"))
                 }
             }
-            try await console.aSilentWorker(holding: 6_002)
-            // A worker process's heartbeat, every 5 s while the browser looks (one 15 s late would read as silent).
-            let started = Int64(Date().timeIntervalSince1970 * 1000)
-            let heartbeat = Task {
-                while !Task.isCancelled {
-                    try await console.onQueue { queue in
-                        try queue.reportProcess(WorkerProcess(
-                            name: JobQueue.processName, host: JobQueue.hostName, pid: 4242, threads: 4, startedAt: started, jobsDone: 1_660))
-                    }
-                    // Real time: the browser reads the page on the wall clock, as an operator does.
-                    try await Task.sleep(for: .seconds(5))
-                }
-            }
-            defer { heartbeat.cancel() }
             _ = try await console.onOwnDatabase { database in
                 try WebhookRegistry.local(database).add(url: "http://127.0.0.1:9/hooks", eventTypes: ["renewed", "refunded"])
             }
@@ -78,12 +78,34 @@ import Testing
                 try timings.add(["verify_receipt": calls, "subscription_statuses": statuses, "jobs": jobs], at: now)
                 try timings.add(["jobs": older], at: now - 86_400_000)
             }
+            // The charts' last hour: a pass of 6,000 jobs queued 45 minutes ago, done at about 280 a minute.
+            _ = try await console.replaceMinuteSamples(60) { minute in
+                let verified = max(0, min(6_000, (minute - 14) * 280))
+                let waiting = minute < 15 ? 0 : 6_000 - verified
+                let (retried, died) = (verified / 40, verified / 1_000)
+                let held = waiting > 0 ? 16 : 0
+                return "\(waiting) \(held) \(held) \(died) \(verified + retried) \(verified) \(retried) \(died)|\(waiting > 0 ? "0:273,21005:7" : "")"
+            }
+            // The console's clock past the stopped worker's last heartbeat by more than a stopped process's
+            // silence; and a live worker process's heartbeat on that clock, which stands still: fresh however
+            // long the browser takes.
+            try await onOwnThread {
+                let redis = try RedisConnection(fleet.redisConfiguration())
+                let keys = try QueueKeys(prefix: fleet.keyPrefix)
+                let ahead = Int64((Heartbeat.silentAfter + .seconds(5)).components.seconds) * 1_000_000
+                try redis.command("SET", keys.drivenClock, try redis.redisMicroseconds() + ahead)
+                let live = try JobQueue(connection: redis, keys: keys, consumer: JobQueue.consumerName(thread: 91), clock: .driven)
+                try live.reportProcess(WorkerProcess(
+                    name: JobQueue.processName, host: JobQueue.hostName, pid: 4242, threads: 4,
+                    startedAt: Int64(Date().timeIntervalSince1970 * 1000) - 3_600_000, jobsDone: 1_660))
+            }
             var environment = ProcessInfo.processInfo.environment.merging(console.fleet.processEnvironment) { $1 }
             environment.merge([
                 "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
                 "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "105", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
                 "ACCOUNT_ID": "browser-account-1", "ORDER_ID": order, "ORDER_SUBSCRIPTION_ID": "\(record.id)",
                 "TIMED_CALLS": "120", "TIMED_JOBS_WEEK": "90",
+                "STOPPED_WORKER": stopped.name, "STOPPED_SUBSCRIPTION": "\(held)", "LIVE_WORKER": JobQueue.processName,
                 "RECEIPTFLEET_BINARY": FleetProcess.binary.path, "RECEIPTFLEET_LOG_LEVEL": "error",
                 "SCREENSHOTS": TestServers.repositoryRoot + "/.run/console-screenshots",
             ]) { $1 }

@@ -31,10 +31,13 @@ struct ConsoleHarness: Sendable {
     /// `log` receives what the consoles log; `secureCookies` is the setting for consoles behind TLS.
     /// `operators` gives each replica's console tokens, from its index and ops-alice's token.
     /// `serverAPI`: the fleet reaches the simulator's App Store Server API too, with the tests' key.
+    /// `consoleClock`: the clock the consoles' scripts read instead of the fleet's (Redis's): `.driven`
+    /// lets a test move the consoles' "now" (`QueueKeys.drivenClock`) while the fleet's processes keep Redis's.
     static func with<T: Sendable>(
         replicas: Int = 1, sampleInterval: Duration = .seconds(1_000_000), log: CapturedLog? = nil, secureCookies: Bool = false,
         operators: (_ replica: Int, _ aliceToken: String) -> String = { "ops-alice:\($1)" },
-        serverAPI: Bool = false, trustedProxies: String? = nil, configureFleet: (inout FleetSettings) -> Void = { _ in },
+        serverAPI: Bool = false, trustedProxies: String? = nil, consoleClock: ScriptClock? = nil,
+        configureFleet: (inout FleetSettings) -> Void = { _ in },
         _ body: (ConsoleHarness) async throws -> T
     ) async throws -> T {
         // A month and more ago: the subscriptions' first verification is a baseline, the next one has news.
@@ -56,6 +59,8 @@ struct ConsoleHarness: Sendable {
                     concurrency: 2, visibilityTimeout: .seconds(5))
                 if serverAPI { fleet.serverAPI = try SimulatedServerAPI.settings(simulator) }
                 configureFleet(&fleet)
+                var consoleFleet = fleet
+                if let consoleClock { consoleFleet.scriptClock = consoleClock }
                 let token = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
                 let logger = log.map { log in Logger(label: "console-test") { _ in log.handler } } ?? Logger(label: "console-test")
                 var ports: [Int] = []
@@ -70,7 +75,7 @@ struct ConsoleHarness: Sendable {
                     settings.sampleInterval = sampleInterval
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     let server = try ConsoleServer(
-                        settings: settings, fleet: fleet, host: "127.0.0.1", port: 0, logger: logger, onListening: { listening.yield($0) })
+                        settings: settings, fleet: consoleFleet, host: "127.0.0.1", port: 0, logger: logger, onListening: { listening.yield($0) })
                     running.append(RunningServices([server, server.sampler], logger: logger))
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
                     ports.append(port)
@@ -234,6 +239,45 @@ struct ConsoleHarness: Sendable {
             _ = try thread.reserve(count: 1, block: .zero)
             try thread.reportProcess(WorkerProcess(name: "box-9-77-q1", host: "box-9", pid: 77, threads: 2, startedAt: 0, jobsDone: 5))
         }
+    }
+
+    /// A real worker process (`receiptfleet worker`: one thread, a job at a time) stopped with SIGSTOP
+    /// in the middle of the job of `subscriptionID`, while Apple takes its time: it holds the job, its
+    /// heartbeat has ended and its lease runs down, as a frozen container's would. Call it before
+    /// anything else is ready in the queue, which its thread would take first; the caller kills the
+    /// process (`FleetProcess` does once it is dropped). Returns the process and its name in the fleet.
+    func aStoppedWorker(holding subscriptionID: Int64) async throws -> (process: FleetProcess, name: String) {
+        let store = simulator.store
+        let before = store.statistics.requestsTotal
+        // Far longer than it takes to see the call arrive and stop the worker in it.
+        try store.setKnobs(FaultKnobs(latency: Latency(meanMs: 20_000)))
+        let worker = try FleetProcess(["worker"], environment: fleet.processEnvironment.merging([
+            Settings.sharedSecret.variable: fleet.sharedSecret?.value ?? "", Settings.concurrency.variable: "1",
+            Settings.jobsPerBatch.variable: "1", Settings.visibilityTimeout.variable: "\(fleet.visibilityTimeout.components.seconds)",
+            Settings.metricsAddress.variable: "off",
+        ]) { $1 })
+        _ = try await onQueue { try $0.enqueue(subscriptionID: subscriptionID, run: "stopped", reason: .notification) }
+        let pid = Int(worker.pid)
+        var name: String?
+        try await eventually(within: .seconds(60), every: .milliseconds(50)) {
+            guard store.statistics.requestsTotal > before else { return false }
+            name = try await onQueue { queue in
+                try queue.processes().first { $0.pid == pid && $0.inHand.map(\.job.subscriptionID) == [subscriptionID] }?.name
+            }
+            return name != nil
+        }
+        guard let name else {
+            worker.send(SIGKILL)
+            throw WorkerDidNotTakeTheJob(log: worker.log)
+        }
+        worker.send(SIGSTOP)
+        try store.setKnobs(FaultKnobs())
+        return (worker, name)
+    }
+
+    struct WorkerDidNotTakeTheJob: Error, CustomStringConvertible {
+        let log: String
+        var description: String { "the worker did not call Apple with the job within 60 s:\n\(log.suffix(2_000))" }
     }
 
     /// Puts `count` minute samples, one a minute up to now by Redis's clock, in place of the

@@ -994,7 +994,7 @@ import Testing
             let high = try #require(page.body.firstMatch(of: #/<tr id="queue-high">.*?<td class="jobs">([^<]*)</td><td class="in-flight">([^<]*)</td>/#.dotMatchesNewlines()))
             #expect(high.1 == "1" && high.2 == "1", "\(high.0)")
             #expect(page.text(id: "breakdown-scope")?.hasPrefix("Every job in the queue (\(ids.count + 1))") == true, "\(page.text(id: "breakdown-scope") ?? "")")
-            // Every job read: the oldest's own enqueue time, not its minute's.
+            // The oldest job's age to the second, not counted from the start of its minute.
             let oldest = try #require(page.text(id: "oldest-job")?.firstMatch(of: /was first enqueued (\d+) s ago; retries/), "\(page.text(id: "oldest-job") ?? "")")
             #expect(Int(oldest.1)! < 30, "enqueued a moment ago: \(oldest.0)")
 
@@ -1036,6 +1036,8 @@ import Testing
                 "\(page.body)")
             #expect(note.1.hasSuffix(" s") || note.1.contains("min"), "\(note.0)")
             #expect((visibility - 30...visibility).contains(Int(note.2)!), "\(note.0)")
+            // Above the table too, whole on a phone's width, with the subscriptions it holds.
+            #expect(page.body.firstMatch(of: #/<p class="gate halted silent-note" data-process="box-9-77-q1">box-9, pid 77: Silent for .*?In hand: <a href="/console/subscriptions/911">911</a>/#.dotMatchesNewlines()) != nil, "\(page.body)")
             let overview = try await console.get("/console", session: session)
             let silent = try #require(overview.text(id: "silent-box-9-77-q1")?.firstMatch(of: /has not reported for (\d+) s/), "\(overview.body)")
             #expect((40..<100).contains(Int(silent.1)!), "silent since the heartbeat 40 s ago: \(silent.0)")

@@ -40,9 +40,9 @@ struct StatsTests {
         #expect(stats.delayedDue + stats.delayedLater == 3)
         #expect(stats.delayedDue >= 1 && stats.delayedLater >= 1)
         #expect(stats.dead == 1)
-        // Jobs 3, 4 and 5 were enqueued a minute ago, counted to their minute of enqueue.
+        // Jobs 3, 4 and 5 were enqueued a minute ago, counted to their second of enqueue.
         let age = try #require(stats.oldestJobAge)
-        #expect(age >= .seconds(60) && age < .seconds(120))
+        #expect(age >= .seconds(60) && age < .seconds(61))
         #expect(stats.consumers.map(\.name) == ["worker-1"])
         #expect(stats.consumers.first?.reserved == 2)
         #expect(stats.liveWorkers == 1)
@@ -93,15 +93,33 @@ struct StatsTests {
         #expect(ages["empty"] == .some(nil))
         #expect(ages["only a job due later"] == .some(nil), "a job scheduled for later is not waiting yet")
         let outage = try #require(ages["after two hours of retries and pauses"] ?? nil)
-        #expect(outage >= .seconds(600 + 4 * 1801) && outage < .seconds(600 + 4 * 1801 + 60))
+        #expect(outage >= .seconds(600 + 4 * 1801) && outage < .seconds(600 + 4 * 1801 + 1))
         let withRenewal = try #require(ages["with the renewal check due"] ?? nil)
         #expect(withRenewal >= outage + .seconds(3600))
         // The renewal check, due 405 s before, is the only job left.
         let dead = try #require(ages["once it is dead"] ?? nil)
-        #expect(dead >= .seconds(405) && dead < .seconds(465))
-        // A replay is a fresh job: it counts from now (to its minute), the renewal check from when it was due.
+        #expect(dead >= .seconds(405) && dead < .seconds(406))
+        // A replay is a fresh job: it counts from now (to its second), the renewal check from when it was due.
         #expect((ages["replayed"] ?? nil).map { $0 <= dead } == true)
         #expect(ages["all done"] == .some(nil))
+    }
+
+    @Test("the oldest job's age is exact to the second, not counted from the start of its minute")
+    func oldestJobAgeToTheSecond() async throws {
+        let (stats, depths, expected) = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("worker-1", on: connection)
+            let now = try deployment.clock.now(on: connection)
+            // First enqueued 59 s into a minute that began over two minutes ago: that minute began 59 s before it.
+            let enqueuedAt = (now - 120_000) / 60_000 * 60_000 + 59_000
+            try queue.schedule(Job(subscriptionID: 1, runID: "r", reason: .renewal, enqueuedAt: enqueuedAt), at: enqueuedAt)
+            // And a fresh one, 10 s on: the older is still the oldest.
+            try deployment.clock.advance(by: .seconds(10), on: connection)
+            try queue.enqueue(subscriptionIDs: [2], run: "night", reason: .nightly)
+            return (try queue.stats(), try queue.depths(), Duration.milliseconds(now + 10_000 - enqueuedAt))
+        }
+        let age = try #require(stats.oldestJobAge)
+        #expect(age >= expected && age < expected + .seconds(1), "\(age) for a job first enqueued \(expected) ago")
+        #expect(depths.oldestJobAge == age, "the Queues page reads the same age")
     }
 
     @Test("a run's tally counts its jobs verified and dead apart; a replayed job is the run's again; other jobs count in none")
