@@ -481,7 +481,7 @@ final class DemoStage {
         // redis-cli reads its password from REDISCLI_AUTH (its -u takes no URL without a user name).
         let redisPassword = try settings.redisConfiguration().password.map { ["REDISCLI_AUTH": $0] } ?? [:]
         let text = environment.environment.merging(redisPassword) { $1 }.sorted { $0.key < $1.key }.map { "\($0.key)='\($0.value.replacingOccurrences(of: "'", with: "'\\''"))'" }
-        FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
         try Data((text.joined(separator: "\n") + "\n").utf8).write(to: file)
         return file.path
     }
@@ -519,7 +519,7 @@ final class DemoStage {
     /// Starts `receiptfleet arguments…` with the demo's settings; its output goes to `name`.log.
     func start(_ name: String, _ arguments: [String], environment extra: SettingValues = [:]) throws {
         let log = logDirectory.appendingPathComponent(name + ".log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         process.arguments = arguments

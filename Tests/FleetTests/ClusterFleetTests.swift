@@ -21,9 +21,9 @@ import Testing
                 // the reshard once 10 subscriptions are verified, the failover 20 later.
                 let moves = Task {
                     try await eventually(every: .milliseconds(50)) { try await setup.verified(runID: "cluster") >= 10 }
-                    try await onOwnThread { try cluster.migrate(slot: slot) }
+                    _ = try await onOwnThread { try cluster.migrate(slot: slot) }
                     try await eventually(every: .milliseconds(50)) { try await setup.verified(runID: "cluster") >= 30 }
-                    try await onOwnThread { try cluster.failOver(slot: slot) }
+                    _ = try await onOwnThread { try cluster.failOver(slot: slot) }
                     return ContinuousClock.now
                 }
                 let settled = try await setup.work()

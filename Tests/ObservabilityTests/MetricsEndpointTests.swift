@@ -189,7 +189,7 @@ import Testing
                 let events = try await deployment.count("SELECT count(*) AS n FROM events")
                 #expect(events > 0)
 
-                try await RunningServices.relay(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
+                _ = try await RunningServices.relay(settings: deployment.settings, metrics: metrics, logger: quietLogger).whileRunning {
                     try await eventually(every: .milliseconds(100)) {
                         try await deployment.count("SELECT count(*) AS n FROM webhook_deliveries WHERE state = 'delivered'") >= events
                     }
