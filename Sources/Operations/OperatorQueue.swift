@@ -46,3 +46,17 @@ public func actOnAllWaitingJobs(
     }
     return "\(acted.formatted()) waiting job\(acted == 1 ? "" : "s") \(action.done)" + (filter.isEmpty ? "." : " (all\(matching)).")
 }
+
+/// The waiting jobs `filter` matches, at most `limit`, the soonest due first (`receiptfleet waiting
+/// list`), one line each, and how many match of all that wait.
+public func listWaitingJobs(matching filter: WaitingJobFilter, limit: Int, settings: FleetSettings) throws -> [String] {
+    let queue = try settings.operatorQueue()
+    guard !filter.isEmpty else {
+        let jobs = try queue.delayedJobs(limit: limit)
+        return jobs.isEmpty ? ["No job waits for a time."] : jobs.map(\.line)
+    }
+    let (jobs, complete) = try queue.delayedJobs(matching: filter, limit: limit)
+    let none = "No waiting job matching \(filter)\(complete ? "" : " among the \(JobQueue.waitingScanLimit) soonest due")."
+    return (jobs.isEmpty ? [none] : jobs.map(\.line))
+        + ["\(try queue.countWaiting(matching: filter)) of \(try queue.countWaiting()) waiting jobs match \(filter)."]
+}

@@ -50,7 +50,7 @@ struct Extend: ParsableCommand {
     var product: String?
 
     @Option(help: "With --all-active: Production or Sandbox.", completion: .list(["Production", "Sandbox"]))
-    var environment = "Production"
+    var environment = AppStoreEnvironment.production
 
     @Option(help: "How many days to add: 1 to 90.")
     var days: Int
@@ -100,29 +100,14 @@ struct Extend: ParsableCommand {
             if refused > 0 { throw ExitCode(1) }
             return
         }
-        guard let environment = AppStoreEnvironment(rawValue: environment.capitalized) else {
-            throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
-        }
         let progress = ProgressLine()
         let status = try extender.extendActiveSubscribers(
-            ofProduct: product ?? "", app: try productsApp(settings), environment: environment, days: days, reason: reason,
+            ofProduct: product ?? "", app: try settings.apps.owner(selector.app, of: "Products"), environment: environment, days: days, reason: reason,
             poll: .seconds(poll), asking: yes, settings: settings, say: { print($0) }, progress: { progress.show($0) })
         if let status {
             progress.finish()
             print("Apple extended \(status.succeededCount ?? 0) subscription(s); \(status.failedCount ?? 0) failed. "
                   + "The checks of the ledger's eligible subscribers are queued: the workers announce renewal_extended.")
-        }
-    }
-
-    /// The app --all-active extends a product of: a product is one app's own.
-    private func productsApp(_ settings: FleetSettings) throws -> String {
-        do {
-            guard let app = try settings.apps.resolve(selector.app) else {
-                throw ValidationError("Products are each app's own: name the app with --app (\(settings.apps.names.joined(separator: ", "))).")
-            }
-            return app
-        } catch let error as AppCatalogError {
-            throw ValidationError("\(error)")
         }
     }
 }

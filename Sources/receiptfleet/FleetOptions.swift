@@ -1,3 +1,4 @@
+import AppStore
 import ArgumentParser
 import FleetConfiguration
 import FleetFlags
@@ -56,10 +57,43 @@ struct ListenOptions: SettingFlags {
 extension FleetOptions {
     /// What a command that logs starts from: its logger, at the log-level setting's level (`unset`
     /// where the command has a default of its own), the configuration with its own flags (`group`),
-    /// and the fleet's settings in it.
-    func setUp(_ group: (any SettingFlags)? = nil, unset: Logger.Level = .info) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
+    /// and the fleet's settings in it. A command that only the App Store Server API can do says what
+    /// it does there (`serverAPIFor`), for the error without a key.
+    func setUp(
+        _ group: (any SettingFlags)? = nil, unset: Logger.Level = .info, serverAPIFor what: String? = nil
+    ) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
         let resolved = try group.map { try ResolvedConfiguration(flags: self, $0) } ?? ResolvedConfiguration(flags: self)
         let logger = ProcessLogging.bootstrap(level: try resolved.isSet(Settings.logLevel) ? resolved[Settings.logLevel] : unset)
-        return (logger, resolved, try FleetSettings(resolved))
+        let settings = try FleetSettings(resolved)
+        if let what, settings.serverAPI == nil {
+            throw ValidationError("\(what) through the App Store Server API: configure its key "
+                                  + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
+        }
+        return (logger, resolved, settings)
     }
+}
+
+/// `--environment Production` (or Sandbox, whatever the case): anything else is refused with the choices.
+extension AppStoreEnvironment: ExpressibleByArgument {
+    public init?(argument: String) { self.init(rawValue: argument.capitalized) }
+}
+
+extension AppCatalog {
+    /// The app --app names, checked against apps-file, or the only one; nil when there are several and none is named.
+    func named(_ app: String?) throws -> String? {
+        do { return try resolve(app) } catch { throw ValidationError("\(error)") }
+    }
+
+    /// As `named`, for what is each app's own (`owned`): with several apps, --app must name one.
+    func owner(_ app: String?, of owned: String) throws -> String {
+        guard let owner = try named(app) else {
+            throw ValidationError("\(owned) are each app's own: name the app with --app (\(names.joined(separator: ", "))).")
+        }
+        return owner
+    }
+}
+
+/// A time given as ISO 8601 (2026-11-23T09:00:00Z).
+extension Instant: ExpressibleByArgument {
+    public init?(argument: String) { self.init(iso8601: argument) }
 }

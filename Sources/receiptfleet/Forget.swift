@@ -48,13 +48,10 @@ struct Forget: ParsableCommand {
 
     /// What to forget; an account is each app's own, so it needs the app when there are several.
     private func target(in apps: AppCatalog) throws -> ForgetTarget {
-        let resolved = try apps.resolve(app)
+        _ = try apps.named(app)
         if let id = named.id { return .subscription(id: id) }
         if let originalTransactionID = named.originalTransactionID { return .originalTransaction(id: originalTransactionID, app: app) }
-        guard let app = resolved else {
-            throw ValidationError("Accounts are each app's own: name the app with --app (\(apps.names.joined(separator: ", "))).")
-        }
-        return .account(id: named.account ?? "", app: app)
+        return .account(id: named.account ?? "", app: try apps.owner(app, of: "Accounts"))
     }
 
     func run() throws {

@@ -42,8 +42,8 @@ struct Inspect: AsyncParsableCommand {
     @Option(name: .customLong("original-transaction-id"), help: "Analyse only this subscription.")
     var originalTransactionID: String?
 
-    @Option(help: "The time to judge the state at, ISO 8601 (default: now).")
-    var now: String?
+    @Option(help: "The time to judge the state at, ISO 8601 such as 2026-11-23T09:00:00Z (default: now).")
+    var now: Instant?
 
     @Option(help: "A stored subscription state (JSON) to compare with.")
     var state: String?
@@ -62,7 +62,7 @@ struct Inspect: AsyncParsableCommand {
 
     func run() async throws {
         let body = try read(file)
-        let moment = try now.map(parseDate) ?? Date()
+        let moment = now?.date ?? Date()
         let stored = try state.map { path in
             try JSONDecoder().decode(SubscriptionState.self, from: Data(read(path)))
         }
@@ -83,12 +83,5 @@ struct Inspect: AsyncParsableCommand {
             throw ValidationError("Cannot read \(path): check that the file exists and is readable.")
         }
         return Array(data)
-    }
-
-    private func parseDate(_ text: String) throws -> Date {
-        guard let instant = Instant(iso8601: text) else {
-            throw ValidationError("--now \(text) is not an ISO 8601 time such as 2026-11-23T09:00:00Z.")
-        }
-        return instant.date
     }
 }

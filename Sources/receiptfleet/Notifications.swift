@@ -4,7 +4,6 @@ import ArgumentParser
 import Fleet
 import FleetConfiguration
 import Foundation
-import Logging
 import Operations
 import Terminal
 
@@ -14,26 +13,6 @@ struct Notifications: ParsableCommand {
         abstract: "App Store Server Notifications that never reached serve, from Apple's history.",
         discussion: "See docs/appstore-server-api.md.",
         subcommands: [Recover.self, Test.self])
-
-    /// The logger and the settings of a command that talks to Apple about notifications, which
-    /// only the App Store Server API can (`what` it does there, for the error without a key).
-    static func setUp(_ options: FleetOptions, _ what: String) throws -> (Logger, ResolvedConfiguration, FleetSettings) {
-        let (logger, resolved, fleet) = try options.setUp(unset: .warning)
-        guard fleet.serverAPI != nil else {
-            throw ValidationError("\(what) through the App Store Server API: configure its key "
-                                  + "(server-api-key-file, server-api-key-id, server-api-issuer-id; docs/appstore-server-api.md).")
-        }
-        return (logger, resolved, fleet)
-    }
-
-    /// The app --app names, checked against apps-file; nil: every app (or the only one).
-    static func resolve(_ app: String?, in fleet: FleetSettings) throws -> String? {
-        do {
-            return try app.map { try fleet.apps.resolve($0) ?? $0 }
-        } catch {
-            throw ValidationError("\(error)")
-        }
-    }
 
     struct Recover: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -70,12 +49,12 @@ struct Notifications: ParsableCommand {
         @Flag(help: "Start where the last recorded run that read as much ended, an hour before, if after --since.") var resume = false
 
         func run() async throws {
-            let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple's notification history is read")
+            let (logger, resolved, fleet) = try options.setUp(unset: .warning, serverAPIFor: "Apple's notification history is read")
             let now = fleet.processClock().now()
             let start = try sinceArgument(since, now: now)
             let end = try until.map { try sinceArgument($0, flag: "--until", now: now) } ?? now
             guard start < end else { throw ValidationError("--since must be before --until.") }
-            let app = try Notifications.resolve(app, in: fleet)
+            let app = try fleet.apps.named(app)
             let recovery = try NotificationRecovery(fleet: fleet, configuration: resolved, logger: logger)
             var progress = ProgressLine()
             let tally = try await recovery.run(
@@ -116,16 +95,13 @@ extension Notifications {
 
         @OptionGroup var options: FleetOptions
         @Option(help: "The app (its name in apps-file); the only one by default.") var app: String?
-        @Option(help: "Production or Sandbox: whose server URL is tested.") var environment = "Production"
+        @Option(help: "Production or Sandbox: whose server URL is tested.") var environment = AppStoreEnvironment.production
         @Option(help: "Seconds to wait for Apple's first attempt.") var wait = 60
 
         func run() async throws {
-            let (logger, resolved, fleet) = try Notifications.setUp(options, "Apple is asked for a test notification")
-            guard let environment = AppStoreEnvironment.allCases.first(where: { $0.rawValue.lowercased() == environment.lowercased() }) else {
-                throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
-            }
+            let (logger, resolved, fleet) = try options.setUp(unset: .warning, serverAPIFor: "Apple is asked for a test notification")
             guard wait > 0 else { throw ValidationError("--wait must be at least 1 second.") }
-            let app = try Notifications.resolve(app, in: fleet)
+            let app = try fleet.apps.named(app)
             let test = try NotificationTest(fleet: fleet, configuration: resolved, logger: logger)
             let progress = ProgressLine()
             let outcome = try await test.run(app: app, environment: environment, wait: wait) { event in

@@ -43,15 +43,12 @@ struct Schedule: AsyncParsableCommand {
     var limit: Int?
 
     @Option(help: "Only subscriptions of this environment: Production or Sandbox.")
-    var environment: String?
+    var environment: AppStoreEnvironment?
 
     @Option(help: "Keep running: a pass every this many seconds.")
     var every: Int?
 
     func validate() throws {
-        if let environment, AppStoreEnvironment(rawValue: environment) == nil {
-            throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
-        }
         if let every, every < 1 { throw ValidationError("--every must be at least 1 second.") }
         if let limit, limit < 1 { throw ValidationError("--limit must be at least 1.") }
         if let runID, !SchedulerPassID.isValid(night: runID) {
@@ -85,6 +82,6 @@ struct Schedule: AsyncParsableCommand {
     /// The passes the flags ask for.
     private var plan: SchedulePlan {
         SchedulePlan(night: runID, dryRun: dryRun, limit: limit,
-                     environment: environment.flatMap(AppStoreEnvironment.init(rawValue:)))
+                     environment: environment)
     }
 }

@@ -2,7 +2,6 @@ import AppStore
 import ArgumentParser
 import Ledger
 import Operations
-import PostgresClient
 import Terminal
 
 /// `receiptfleet subscriptions set-backend`
@@ -47,7 +46,7 @@ struct SetBackend: ParsableCommand {
     var app: String?
 
     @Option(help: "Only subscriptions of this environment: Production or Sandbox.", completion: .list(["Production", "Sandbox"]))
-    var environment: String?
+    var environment: AppStoreEnvironment?
 
     @Option(help: "Only subscriptions on this backend now: verify-receipt, server-api, or default.", completion: .list(Self.backends))
     var from: String?
@@ -64,47 +63,24 @@ struct SetBackend: ParsableCommand {
     /// The subscriptions chosen, as the audit trail names them.
     private var selectionDescription: String {
         let parts = [id.map { "id=\($0)" }, originalTransactionID.map { "original_transaction_id=\($0)" }, all ? "all" : nil,
-                     app.map { "app=\($0)" }, environment.map { "environment=\($0)" }, from.map { "from=\($0)" }]
+                     app.map { "app=\($0)" }, environment.map { "environment=\($0.rawValue)" }, from.map { "from=\($0)" }]
         return parts.compactMap(\.self).joined(separator: " ")
     }
 
     func run() throws {
         let target = try Self.parse(backend, "the backend")
-        let settings = try options.settings()
-        if target == .serverAPI || (target == nil && settings.defaultBackend == .serverAPI), settings.serverAPI == nil, !dryRun {
-            throw ValidationError("""
-                The Server API has no key configured here, and workers without one halt on these subscriptions: set \
-                server-api-issuer-id, server-api-key-id, server-api-key-file and apple-bundle-id first \
-                (docs/appstore-server-api.md), and check them with `receiptfleet config check`.
-                """)
-        }
         var selection = BackendSelection(app: app, currentBackend: try from.map { try Self.parse($0, "--from") })
-        if let environment {
-            guard let named = AppStoreEnvironment(rawValue: environment.capitalized) else {
-                throw ValidationError("--environment must be Production or Sandbox, not '\(environment)'.")
-            }
-            selection.environment = named
-        }
-        let ledger = Ledger(try PostgresConnection(configuration: settings.postgresConfiguration()))
+        selection.environment = environment
         if let id { selection.ids = [id] }
-        if let originalTransactionID {
-            selection.ids = try ledger.subscriptions(originalTransactionID: originalTransactionID).map(\.id)
-            guard selection.ids?.isEmpty == false else { throw NotFound("No subscription has that original_transaction_id.") }
-        }
         let progress = ProgressLine()
-        let move = try dryRun ? moveBackend() : audited(
-            "subscriptions.set-backend", target: selectionDescription, details: ["backend": backend], settings: settings,
-            results: { ["moved": "\($0.moved)", "without_receipt": "\($0.withoutReceipt)"] }, moveBackend)
-        func moveBackend() throws -> BackendMove {
-            try ledger.moveBackend(to: target, selection, dryRun: dryRun) { total in
-                progress.show("\(dryRun ? "would move" : "moved") \(total.moved)")
-            }
-        }
-        progress.finish()
-        let verb = dryRun ? "Would move" : "Moved"
-        print("\(verb) \(move.moved) subscription(s) to \(target.map { "\($0)" } ?? "the default (\(settings.defaultBackend))").")
-        if move.withoutReceipt > 0 {
-            print("\(move.withoutReceipt) have no stored receipt and stay on the Server API: verifyReceipt could not ask about them.")
+        do {
+            let lines = try moveSubscriptionsBackend(
+                to: target, selection, originalTransactionID: originalTransactionID, described: selectionDescription, dryRun: dryRun,
+                settings: options.settings()) { total in progress.show("\(dryRun ? "would move" : "moved") \(total.moved)") }
+            progress.finish()
+            for line in lines { print(line) }
+        } catch let refused as BackendChangeRefused {
+            throw ValidationError(refused.description)
         }
     }
 

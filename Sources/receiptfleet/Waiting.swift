@@ -61,19 +61,8 @@ struct Waiting: ParsableCommand {
         @Option(help: "At most this many.") var limit = 100
 
         func run() throws {
-            let queue = try options.settings().operatorQueue()
-            let limit = min(max(limit, 1), 1_000)
-            let filter = filter.value
-            if filter.isEmpty {
-                let jobs = try queue.delayedJobs(limit: limit)
-                if jobs.isEmpty { print("No job waits for a time.") }
-                for item in jobs { print(item.line) }
-                return
-            }
-            let (jobs, complete) = try queue.delayedJobs(matching: filter, limit: limit)
-            if jobs.isEmpty { print("No waiting job matching \(filter)\(complete ? "" : " among the \(JobQueue.waitingScanLimit) soonest due").") }
-            for item in jobs { print(item.line) }
-            print("\(try queue.countWaiting(matching: filter)) of \(try queue.countWaiting()) waiting jobs match \(filter).")
+            let lines = try listWaitingJobs(matching: filter.value, limit: min(max(limit, 1), 1_000), settings: options.settings())
+            for line in lines { print(line) }
         }
     }
 }

@@ -102,8 +102,10 @@ import Testing
                 _ = try await setup.load()
                 let moved = try await Self.moveHalf(setup)
                 let onReceipts = setup.subscriptions.count - moved
+                // Nothing left but the Server API's postponed jobs (a retry of verifyReceipt's waits a moment too).
                 let stalled = try await setup.work { status in
-                    status.serverAPI.haltedReason != nil && status.queue.ready + status.queue.reserved == 0
+                    status.serverAPI.haltedReason != nil && status.queue.ready + status.queue.reserved + status.queue.delayedDue == 0
+                        && status.queue.delayedLater == moved
                 }
                 #expect(stalled.queue.haltedReason == nil, "verifyReceipt is not halted")
                 #expect(stalled.serverAPI.haltedReason?.contains("REVOKED1") == true, "\(String(describing: stalled.serverAPI.haltedReason))")

@@ -55,7 +55,7 @@ import Testing
     @Test func pruneAppliesTheRetentionSettings() async throws {
         try await Deployment.with(receipts: 1) { deployment in
             let database = deployment.database
-            try await onOwnThread {
+            _ = try await onOwnThread {
                 try database.connect().execute("""
                     INSERT INTO verifications (subscription_id, attempted_at, outcome)
                     SELECT id, now() - (d || ' days')::interval, 'verified' FROM subscriptions, unnest(ARRAY[40, 5]) AS d
