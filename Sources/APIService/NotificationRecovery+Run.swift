@@ -28,6 +28,7 @@ extension NotificationRecovery {
     ) async throws -> Tally {
         let lane = Lane(name: "recover") { [fleet] in try Connections(settings: fleet, consumer: "notifications-recover", enqueueOnly: true) }
         defer { lane.shutdown() }
+        defer { TimingsReporter.reportOnce(metrics, settings: fleet, logger: logger) }
         var start = start
         if resume, let resumed = try await lane.run({ try Self.resumePoint(in: $0.ledger, app: app, onlyFailures: onlyFailures) }),
            resumed > start {

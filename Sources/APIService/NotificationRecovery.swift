@@ -37,6 +37,10 @@ public struct NotificationRecovery: Sendable {
     /// The environments whose history is read, and whose notifications are taken: serve's.
     let environments: Set<AppStoreEnvironment>
     let clock: any FleetClock
+    /// Its calls to Apple and the notifications it takes, counted and timed; the calls join the
+    /// fleet's timings as a run ends.
+    let metrics = FleetMetrics()
+    let logger: Logger
     /// How long a page may wait for the endpoint's budget and Apple's Retry-After: an operator's patience.
     let patience = AppleDoor.operatorPatience
 
@@ -45,9 +49,10 @@ public struct NotificationRecovery: Sendable {
     public init(fleet: FleetSettings, configuration: ResolvedConfiguration, logger: Logger) throws {
         environments = try configuration[Settings.notificationEnvironments]
         replay = NotificationReplay(
-            fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: environments, metrics: FleetMetrics(),
+            fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: environments, metrics: metrics,
             logger: logger)
         self.fleet = fleet
+        self.logger = logger
         clock = fleet.processClock()
     }
 
@@ -85,9 +90,9 @@ public struct NotificationRecovery: Sendable {
         var pages = 0
         repeat {
             let asked = token
-            let read = try await lane.run { [fleet, clock, patience] connections in
+            let read = try await lane.run { [fleet, clock, patience, metrics] connections in
                 let client = try connections.apple.serverAPIClient(forApp: app)
-                let door = AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: clock, patience: patience)
+                let door = AppleDoor(gate: connections.gate, settings: fleet, metrics: metrics, clock: clock, patience: patience)
                 return try door.call(.notificationHistory, forApp: app) {
                     try client.notificationHistory(in: environment, from: start, until: end, onlyFailures: onlyFailures, after: asked)
                 }

@@ -55,6 +55,9 @@ public struct NotificationTest: Sendable {
 
     let fleet: FleetSettings
     let clock: any FleetClock
+    /// Its calls to Apple, counted and timed; they join the fleet's timings as a test ends.
+    let metrics = FleetMetrics()
+    let logger: Logger
     /// Reads the notification's signed payload as serve reads a delivered one, from either environment.
     let replay: NotificationReplay
 
@@ -62,8 +65,9 @@ public struct NotificationTest: Sendable {
     public init(fleet: FleetSettings, configuration: ResolvedConfiguration, logger: Logger) throws {
         replay = NotificationReplay(
             fleet: fleet, trustedRoots: try configuration.trustedRoots(), acceptedEnvironments: [.production, .sandbox],
-            metrics: FleetMetrics(), logger: logger)
+            metrics: metrics, logger: logger)
         self.fleet = fleet
+        self.logger = logger
         clock = fleet.processClock()
     }
 
@@ -73,15 +77,16 @@ public struct NotificationTest: Sendable {
     public func run(app: String?, environment: AppStoreEnvironment, wait: Int, report: (Event) -> Void) async throws -> Outcome {
         let lane = Lane(name: "test") { [fleet] in try Connections(settings: fleet, consumer: "notifications-test", enqueueOnly: true) }
         defer { lane.shutdown() }
-        let token = try await lane.run { [fleet] connections in
+        defer { TimingsReporter.reportOnce(metrics, settings: fleet, logger: logger) }
+        let token = try await lane.run { [fleet, metrics] connections in
             let client = try connections.apple.serverAPIClient(forApp: app)
-            return try Self.door(connections, fleet).call(.testNotification, forApp: app) { try client.requestTestNotification(in: environment) }
+            return try Self.door(connections, fleet, metrics).call(.testNotification, forApp: app) { try client.requestTestNotification(in: environment) }
         }
         report(.requested(token: token))
         let askStatus = {
-            try await lane.run { [fleet] connections in
+            try await lane.run { [fleet, metrics] connections in
                 let client = try connections.apple.serverAPIClient(forApp: app)
-                return try Self.door(connections, fleet).call(.testNotificationStatus, forApp: app) {
+                return try Self.door(connections, fleet, metrics).call(.testNotificationStatus, forApp: app) {
                     try client.testNotificationStatus(token, in: environment)
                 }
             }
@@ -100,7 +105,7 @@ public struct NotificationTest: Sendable {
     }
 
     /// The door an operator's calls to Apple go through: each waits for its endpoint's budget.
-    private static func door(_ connections: Connections, _ fleet: FleetSettings) -> AppleDoor {
-        AppleDoor(gate: connections.gate, settings: fleet, metrics: FleetMetrics(), clock: connections.clock, patience: AppleDoor.operatorPatience)
+    private static func door(_ connections: Connections, _ fleet: FleetSettings, _ metrics: FleetMetrics) -> AppleDoor {
+        AppleDoor(gate: connections.gate, settings: fleet, metrics: metrics, clock: connections.clock, patience: AppleDoor.operatorPatience)
     }
 }

@@ -3,6 +3,7 @@ import FleetConfiguration
 import JobQueue
 import Lanes
 import Ledger
+import Logging
 
 /// Which subscriptions an operator names (`subscriptions show`, `extend`, `verify`): one by its
 /// id, every one with an original_transaction_id (it repeats across apps and environments), every
@@ -57,9 +58,10 @@ public enum SubscriptionSelection: Sendable {
         guard case .order(let order, let app) = self else { return [] }
         if let app, settings.apps.app(named: app) == nil { throw OrderLookupError.noApp(named: app, apps: settings.apps.names) }
         let searched = app.map { [$0] } ?? settings.apps.names
-        let clock = settings.processClock()
+        let (clock, metrics) = (settings.processClock(), FleetMetrics())
+        defer { TimingsReporter.reportOnce(metrics, settings: settings, logger: Logger(label: "receiptfleet")) }
         let door = AppleDoor(
-            gate: try FleetGate.connecting(settings), settings: settings, metrics: FleetMetrics(), clock: clock,
+            gate: try FleetGate.connecting(settings), settings: settings, metrics: metrics, clock: clock,
             patience: AppleDoor.operatorPatience)
         let found = try OrderLookup.find(order, apps: searched, door: door, apple: try AppleClients(settings: settings, clock: clock), ledger: ledger)
         guard !found.isEmpty else { throw OrderLookupError.unknown(order, apps: searched) }

@@ -4,6 +4,7 @@ import Fleet
 import FleetConfiguration
 import Lanes
 import Ledger
+import Logging
 import Operations
 import PostgresClient
 import Terminal
@@ -87,9 +88,11 @@ struct Extend: ParsableCommand {
     func run() throws {
         let settings = try options.settings()
         let reason = ExtendReason(name: reason)!
+        let metrics = FleetMetrics()
+        defer { TimingsReporter.reportOnce(metrics, settings: settings, logger: Logger(label: "receiptfleet")) }
         let extender: RenewalExtender
         do {
-            extender = try RenewalExtender(settings: settings, metrics: FleetMetrics(), clock: settings.processClock())
+            extender = try RenewalExtender(settings: settings, metrics: metrics, clock: settings.processClock())
         } catch let error as ExtensionError {
             throw ValidationError(error.description)
         }

@@ -1,3 +1,4 @@
+import AppStore
 import AppStoreSimulator
 import Fleet
 import Foundation
@@ -357,6 +358,12 @@ import Testing
                 ) { try $0["status"].text() }
                 #expect(stored == [truth])
                 #expect(simulator.store.statistics.requestsTotal >= 1)
+                // The command's calls joined the fleet's timings (the Timings page), as a worker's do.
+                let redis = try RedisConnection(RedisConfiguration(url: setup.settings.redisURL))
+                let hours = try FleetTimings(connection: redis, keys: try QueueKeys(prefix: setup.settings.keyPrefix))
+                    .read(.hour, last: 2, at: Int64(Date().timeIntervalSince1970 * 1000))
+                let timed = hours.compactMap { $0.timings[AppleEndpoint.verifyReceipt.rawValue]?.count }.reduce(0, +)
+                #expect(timed >= 1, "verify's call to Apple is in the fleet's timings")
             }
         }
     }

@@ -20,7 +20,7 @@ public final class FleetProcess {
             throw MissingBinary(path: Self.binary.path)
         }
         output = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("receiptfleet") + ".log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         process = Process()
         process.executableURL = Self.binary

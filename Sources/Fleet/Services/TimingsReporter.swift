@@ -1,3 +1,4 @@
+import FleetConfiguration
 import Foundation
 import JobQueue
 import Lanes
@@ -32,6 +33,17 @@ public struct TimingsReporter: ProcessDuty {
             } catch {
                 logger.warning("could not report the process's last timings", metadata: ["error": "\(error)"])
             }
+        }
+    }
+
+    /// What a one-shot command timed (its calls to Apple), added to the fleet's timings as it ends:
+    /// it runs no reporter. Not reported when Redis cannot be reached: the command did its work.
+    public static func reportOnce(_ metrics: FleetMetrics, settings: FleetSettings, logger: Logger) {
+        do {
+            let timings = FleetTimings(connection: try RedisConnection(settings.redisConfiguration()), keys: try QueueKeys(prefix: settings.keyPrefix))
+            try report(metrics, to: timings, at: settings.processClock().now())
+        } catch {
+            logger.warning("could not add the command's timings to the fleet's", metadata: ["error": "\(error)"])
         }
     }
 
