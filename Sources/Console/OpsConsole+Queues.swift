@@ -26,9 +26,12 @@ struct QueuesView {
 
     /// One queue: what waits in it, what workers hold from it, and how old its oldest is.
     struct Queue {
+        /// `queue-high`, `queue-normal`, `queue-waiting` or `queue-dead`: the row's id.
         var id: String
         var name: String
+        /// What the queue holds, in a few words.
         var what: String
+        /// The page that lists its jobs, where there is one.
         var link: String?
         var jobs: String
         var inFlight: String
@@ -38,6 +41,7 @@ struct QueuesView {
     /// The sampled jobs of one app, backend and priority.
     struct Group {
         var app: String
+        /// The subscriptions' backend, the deployment's default spelled out.
         var backend: String
         var priority: String
         var ready: String

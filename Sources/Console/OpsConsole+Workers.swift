@@ -211,11 +211,14 @@ struct WorkersView {
     var previousPage: String?
 
     struct Process {
+        /// As the queue names its consumers: host, pid and a random part.
         var name: String
         var host: String
         var pid: Int
+        /// Its processors (`concurrency`).
         var threads: Int
         var started: String
+        /// Its last heartbeat, by Redis's clock.
         var lastSeen: String
         /// Set when its heartbeat is late: what that means, and what becomes of the jobs it holds.
         var silent: String?

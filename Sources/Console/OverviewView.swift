@@ -12,6 +12,7 @@ struct OverviewView {
     var notice: String?
     var queue: FleetStatus.Queue
     var delayed: Int
+    /// The oldest job's age since its first enqueue, to the second.
     var oldestAge: String
     var gateText: String
     var gateClass: String

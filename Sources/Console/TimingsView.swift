@@ -11,7 +11,9 @@ import Lanes
 struct TimingsView {
     let chrome: Chrome
     var windowTitle: String
+    /// The hour, day and week links, the shown one marked.
     var windows: [WindowLink]
+    /// Jobs from first enqueue to done: their table, chart and distribution.
     var jobs: Table
     var jobsChart: Chart
     var jobsDistribution: Distribution?
@@ -52,7 +54,9 @@ struct TimingsView {
         var series: String
         var name: String
         var label: String
+        /// The tallest bar's count: the axis's top.
         var most: String
+        /// The axis's ends: the first bar's lower bound, the last one's upper.
         var shortest: String
         var longest: String
         var bars: [Bar]
