@@ -158,6 +158,8 @@ struct SubscriptionPageView {
             var reason: String
             var detail: String
             var deadLink: String?
+            /// A waiting job's text: what its retry, delete and bury buttons act on (as on the workers page).
+            var waitingJob: String?
         }
 
         struct Event {
@@ -238,7 +240,8 @@ struct SubscriptionPageView {
             let waiting = jobs.waiting.map { item in
                 QueueJob(place: "waiting", reason: item.job.map { "\($0.reason)" } ?? "not a job",
                          detail: (item.dueAt <= nowMs ? "due since " : "due ") + time(item.dueAt)
-                             + (item.job.map { $0.attempt > 0 ? ", attempt \($0.attempt)" : ", not tried yet" } ?? ""))
+                             + (item.job.map { $0.attempt > 0 ? ", attempt \($0.attempt)" : ", not tried yet" } ?? ""),
+                         waitingJob: item.job?.encoded)
             }
             let dead = jobs.dead.map { letter in
                 QueueJob(place: "dead", reason: letter.failure.errorClass,

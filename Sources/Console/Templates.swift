@@ -617,7 +617,11 @@ enum Templates {
         {{#hasQueueJobs}}
         <ul id="queue-jobs" class="letters">
           {{#queueJobs}}<li data-where="{{place}}"><span class="kind">{{place}}</span><span class="muted">{{reason}}</span><span class="message">{{detail}}</span>
-            {{#deadLink}}<a href="{{deadLink}}">dead letters</a>{{/deadLink}}</li>{{/queueJobs}}
+            {{#deadLink}}<a href="{{deadLink}}">dead letters</a>{{/deadLink}}
+            {{#waitingJob}}<form method="post" action="/console/workers/waiting" class="job-actions">
+              <input type="hidden" name="csrf" value="{{chrome.csrf}}"><input type="hidden" name="job" value="{{waitingJob}}">
+              <button type="submit" name="action" value="retry">Retry now</button> <button type="submit" name="action" value="delete">Delete</button>
+              <button type="submit" name="action" value="bury" class="danger">Send to the dead letters</button></form>{{/waitingJob}}</li>{{/queueJobs}}
         </ul>
         {{/hasQueueJobs}}
         {{#hasRefundRequests}}

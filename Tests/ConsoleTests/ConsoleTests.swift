@@ -662,6 +662,18 @@ import Testing
             #expect(page.body.contains(", not tried yet</span>"))
             #expect(page.body.contains(#"<span class="muted">apple.21002</span><span class="message">the receipt data was malformed (×1, "#))
             #expect(page.body.contains(#"<a href="/console/dead?subscription=\#(record.id)">dead letters</a>"#))
+
+            // Its waiting job is acted on from there, through the same confirmation as on the workers page.
+            let waiting = try await console.onQueue { queue in try queue.jobs(ofSubscription: record.id, limit: 10).waiting.compactMap(\.job) }
+            let text = try #require(waiting.first).encoded
+            #expect(page.body.contains(#"<input type="hidden" name="job" value="\#(text.replacingOccurrences(of: "|", with: "&#124;"))">"#)
+                    || page.body.contains(#"<input type="hidden" name="job" value="\#(text)">"#), "\(page.body)")
+            let retry = [("csrf", session.csrf), ("job", text), ("action", "retry")]
+            let asked = try await console.post("/console/workers/waiting", fields: retry, session: session)
+            #expect(asked.text(id: "waiting-question")?.hasPrefix("Retry 1 waiting job now") == true, "\(asked.body)")
+            let done = try await console.post("/console/workers/waiting", fields: retry + [("confirm", "yes")], session: session)
+            #expect(done.location == "/console/workers?done=waiting-retry&n=1")
+            #expect(try await console.status().queue.delayedLater == 0, "the job waits no more")
         }
     }
 
@@ -694,7 +706,7 @@ import Testing
             let until = try #require(record.entitlement(at: Date()).until)
             let session = try await console.logIn()
             let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
-            try await console.onQueue { queue in
+            _ = try await console.onQueue { queue in
                 try queue.schedule(Job(subscriptionID: record.id, runID: "push", reason: .notification, enqueuedAt: later), at: later)
             }
             let today = try await console.get("/console/subscriptions/\(record.id)", session: session)
@@ -978,7 +990,7 @@ import Testing
                 try database.query("SELECT id FROM subscriptions ORDER BY id").compactMap { try $0["id"].int64() }
             }
             try #require(ids.count >= 3)
-            try await console.onOwnDatabase { database in
+            _ = try await console.onOwnDatabase { database in
                 try database.execute("UPDATE subscriptions SET backend = 'server_api' WHERE id = $1", [.int64(ids[0])])
             }
             try await console.onQueue { queue in
@@ -1136,7 +1148,7 @@ import Testing
             let now = try await console.replaceMinuteSamples(180) { minute in
                 "3 1 0 0 0 \(1_000 + minute * 120) \(minute * 6) \(minute / 10)|0:120,21005:6"
             }
-            try await onOwnThread {
+            _ = try await onOwnThread {
                 // A counter that fell (Redis lost it) draws no rate for that step.
                 try RedisConnection(fleet.redisConfiguration()).command(
                     "ZADD", "\(fleet.keyPrefix):console:minutes", now - 30_000, "\(now - 30_000)|3 1 0 0 0 5 0 0|0:120,21005:6")
