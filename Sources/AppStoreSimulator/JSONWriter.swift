@@ -24,8 +24,10 @@ struct JSONWriter {
 
     mutating func endArray() { close(UInt8(ascii: "]")) }
 
-    /// `"name":"value"`; escapes what JSON requires.
-    mutating func string(_ name: StaticString, _ value: String) {
+    /// `"name":"value"`; escapes what JSON requires. Nothing when `value` is nil: Apple leaves such a
+    /// field out (as for `numberString` and `date`).
+    mutating func string(_ name: StaticString, _ value: String?) {
+        guard let value else { return }
         key(name)
         quoted(value)
         comma()
@@ -39,7 +41,8 @@ struct JSONWriter {
     }
 
     /// `"name":"123"`: Apple sends most numbers as strings.
-    mutating func numberString(_ name: StaticString, _ value: some BinaryInteger) {
+    mutating func numberString<Number: BinaryInteger>(_ name: StaticString, _ value: Number?) {
+        guard let value else { return }
         key(name)
         bytes.append(UInt8(ascii: "\""))
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
@@ -69,7 +72,8 @@ struct JSONWriter {
     }
 
     /// Apple's three spellings of one moment: `name` (GMT), `name_ms`, `name_pst` (Pacific time).
-    mutating func date(_ name: StaticString, _ milliseconds: Int64) {
+    mutating func date(_ name: StaticString, _ milliseconds: Int64?) {
+        guard let milliseconds else { return }
         key(name)
         bytes.append(UInt8(ascii: "\""))
         AppleDate.appendGMT(milliseconds, to: &bytes)

@@ -83,15 +83,9 @@ enum ResponseRenderer {
         json.numberString("web_order_line_item_id", transaction.webOrderLineItemID)
         json.boolString("is_trial_period", transaction.isTrial)
         json.boolString("is_in_intro_offer_period", false)
-        if let offer = transaction.offerCode {
-            json.string("offer_code_ref_name", offer)
-        }
-        if let cancellation = transaction.cancellationMs {
-            json.date("cancellation_date", cancellation)
-        }
-        if let reason = transaction.cancellationReason {
-            json.numberString("cancellation_reason", reason)
-        }
+        json.string("offer_code_ref_name", transaction.offerCode)
+        json.date("cancellation_date", transaction.cancellationMs)
+        json.numberString("cancellation_reason", transaction.cancellationReason)
         // Apple documents is_upgraded only in latest_receipt_info; in_app entries go without it.
         if transaction.isUpgraded, inLatestReceiptInfo {
             json.boolString("is_upgraded", true)
@@ -105,25 +99,15 @@ enum ResponseRenderer {
 
     private static func write(_ renewal: PendingRenewal, to json: inout JSONWriter) {
         json.beginObject()
-        if let intent = renewal.expirationIntent {
-            json.numberString("expiration_intent", intent)
-        }
+        json.numberString("expiration_intent", renewal.expirationIntent)
         json.string("auto_renew_product_id", renewal.autoRenewProductID)
-        if let retrying = renewal.isInBillingRetry {
-            json.numberString("is_in_billing_retry_period", retrying ? 1 : 0)
-        }
+        json.numberString("is_in_billing_retry_period", renewal.isInBillingRetry.map { $0 ? 1 : 0 })
         json.numberString("original_transaction_id", renewal.originalTransactionID)
         json.string("product_id", renewal.productID)
         json.numberString("auto_renew_status", renewal.autoRenewOn ? 1 : 0)
-        if let grace = renewal.graceExpiresMs {
-            json.date("grace_period_expires_date", grace)
-        }
-        if let consent = renewal.priceConsentStatus {
-            json.numberString("price_consent_status", consent)
-        }
-        if let offer = renewal.offerCode {
-            json.string("offer_code_ref_name", offer)
-        }
+        json.date("grace_period_expires_date", renewal.graceExpiresMs)
+        json.numberString("price_consent_status", renewal.priceConsentStatus)
+        json.string("offer_code_ref_name", renewal.offerCode)
         json.endObject()
     }
 }
