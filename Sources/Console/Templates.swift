@@ -335,8 +335,8 @@ enum Templates {
           <label>Error class <input name="error_class" value="{{filter.errorClass}}" placeholder="apple.21002"></label>
           <label>Night or pass <input name="run" value="{{filter.run}}" placeholder="2026-11-24 or 2026-11-24/2"></label>
           <label>Subscription <input name="subscription" value="{{filter.subscription}}" inputmode="numeric"></label>
-          <label>Text <input name="q" value="{{filter.text}}" placeholder="timed out" maxlength="200"></label>
-          <button type="submit">Filter</button>
+          <label>Text <input name="q" value="{{filter.text}}" placeholder="timed out" maxlength="200" id="dead-text"></label>
+          <button type="submit" id="filter-dead">Filter</button>
         </form>
         {{#hasKinds}}
         <div class="scroll">

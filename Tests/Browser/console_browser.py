@@ -6,13 +6,17 @@ and passes what it set up in the environment:
   CONSOLE_URL, CONSOLE_TOKEN       where the console is, an operator token
   CONSOLE_OPERATOR                 and its name
   DEAD_LETTER_ID                   a dead letter whose subscription is not queued
-  DEAD_LETTERS                     how many dead letters there are (more than a page, of two kinds)
+  DEAD_LETTERS                     how many dead letters there are (more than a page, of four kinds)
+  SEARCHED_LETTERS                 the ids of the three letters that say "Service Unavailable", comma-separated
+  PASS_DUE, PASS_JOBS              the due and the jobs of each of night console-test's two passes (the first's
+                                   all verified, the second's first dead: DEAD_LETTER_ID)
   ACCOUNT_ID                       an account id linked to the subscription below
   ORDER_ID, ORDER_SUBSCRIPTION_ID  an order id Apple's Look Up Order ID knows, and its subscription's id
-  SUBSCRIPTION_OTID                the original_transaction_id of a subscription with events
+  SUBSCRIPTION_ID, SUBSCRIPTION_OTID  the id and original_transaction_id of a subscription with events, a nightly
+                                   job, a dead letter (apple.21002) and a check waiting for a time
   TIMED_CALLS, TIMED_JOBS_WEEK     verifyReceipt calls timed this minute; jobs timed this minute and a day ago
   STOPPED_WORKER                   a worker process stopped (SIGSTOP) holding one job, as the fleet names it
-  STOPPED_SUBSCRIPTION             that job's subscription
+  STOPPED_SUBSCRIPTION             that job's subscription: SUBSCRIPTION_ID's
   LIVE_WORKER                      a worker process whose heartbeat is on time
   RECEIPTFLEET_BINARY              the receiptfleet binary, for `status --json`, `pause` and `resume`
   RECEIPTFLEET_*                   the fleet's settings, as every receiptfleet process reads them
@@ -81,11 +85,39 @@ def submit(driver, button):
         lambda d: d.execute_script("return window.rfBeforeSubmit === undefined && document.readyState === 'complete';"))
 
 
-def check_layout(driver, name):
-    """At each width: nothing wider than the screen (no horizontal scrolling), and a screenshot."""
+def confirmed(driver, button, page, question, name, notice):
+    """Clicks an action's button, whose page (page: replay or waiting) asks first, with a question that
+    starts with question, at both widths (screenshots name); answers it, and checks the notice it ends with."""
+    submit(driver, driver.find_element(By.ID, button))
+    asked = text(driver, f"{page}-question")
+    assert asked.startswith(question), asked
+    check_layout(driver, name)
+    submit(driver, driver.find_element(By.ID, f"confirm-{page}"))
+    assert text(driver, "notice") == notice, text(driver, "notice")
+
+
+def search_dead_letters(driver, words):
+    """Types words into the dead letters' text search; returns the ids of the letters listed."""
+    driver.get(URL + "/console/dead")
+    driver.find_element(By.ID, "dead-text").send_keys(words)
+    submit(driver, driver.find_element(By.ID, "filter-dead"))
+    return [row.get_attribute("data-id") for row in driver.find_elements(By.CSS_SELECTOR, "#dead-letters li")]
+
+
+def queue_line(driver, where):
+    """A line of a subscription's "In the queue" list (where: waiting, dead, in hand): its place, reason or kind, detail."""
+    row = driver.find_element(By.CSS_SELECTOR, f'#queue-jobs li[data-where="{where}"]')
+    return [row.find_element(By.CSS_SELECTOR, f".{part}").text for part in ("kind", "muted", "message")]
+
+
+def check_layout(driver, name, shown=None):
+    """At each width: nothing wider than the screen (no horizontal scrolling), and a screenshot; of the
+    element with the id shown, scrolled to at that width, when given."""
     for width in WIDTHS:
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+        if shown:
+            driver.execute_script("document.getElementById(arguments[0]).scrollIntoView();", shown)
         overflow = driver.execute_script(
             "return document.documentElement.scrollWidth - document.documentElement.clientWidth;")
         assert overflow <= 0, f"{name} at {width} px scrolls sideways by {overflow} px"
@@ -159,13 +191,20 @@ def main():
         assert text(driver, "run-dead") == "1 dead", text(driver, "run")
         assert "paused" in driver.find_element(By.ID, "run").get_attribute("class"), "a pass with a dead job is not amber"
         print(f"the latest pass: {text(driver, 'run')}")
-        # Its night's row over it in the table of passes by night, at both widths.
-        night = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#passes tr[data-night="console-test"] > *')]
-        passed = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, '#passes tr[data-run="console-test/1"] > *')]
-        assert night[0] == "console-test: 1 pass" and passed[0] == "pass 1" and night[2:7] == passed[2:7] and passed[5] == "1", (night, passed)
-        driver.execute_script("document.getElementById('passes').scrollIntoView();")
-        check_layout(driver, "passes")
-        print(f"the night's row over its pass: {night}")
+        # The table of passes by night: the night's totals, then a row per pass, latest first, at both widths.
+        # Read in one script: the live overview replaces its rows every 5 s.
+        rows = driver.execute_script(
+            "return [...document.querySelectorAll('#passes tbody tr')].map(row =>"
+            " [row.dataset.night || row.dataset.run, ...[...row.children].map(cell => cell.innerText.trim())]);")
+        assert [row[0] for row in rows] == ["console-test", "console-test/2", "console-test/1"], rows
+        night, second, first = (row[1:] for row in rows)
+        due, jobs = os.environ["PASS_DUE"], int(os.environ["PASS_JOBS"])
+        assert second[0] == "pass 2" and second[2:7] == [due, str(jobs), "0", "1", "0"] and second[7].startswith(f"{jobs - 1} to go, "), second
+        assert first[0] == "pass 1" and first[2:7] == [due, str(jobs), str(jobs), "0", "0"] and first[7].endswith(" s"), first
+        assert night[0] == "console-test: 2 passes" and night[2:7] == [due, str(2 * jobs), str(jobs), "1", "0"], night
+        assert night[7].startswith(f"{jobs - 1} to go, "), night
+        check_layout(driver, "passes", shown="passes")
+        print(f"a night of two passes, each a row under the night's totals: {night[:7]}")
 
         # A form whose CSRF token is not the session's does nothing, and says so.
         driver.execute_script("document.querySelector('form[action=\"/console/gate/pause\"] input[name=csrf]').value = 'stale';")
@@ -219,7 +258,7 @@ def main():
         driver.get(URL + "/console/dead")
         check_layout(driver, "dead-letters")
         kinds = {row.get_attribute("data-kind"): row.text for row in driver.find_elements(By.CSS_SELECTOR, "#dead-kinds tbody tr")}
-        assert set(kinds) == {"apple.21010", "timeout"}, kinds
+        assert set(kinds) == {"apple.21010", "timeout", "http.503", "apple.21002"}, kinds
         assert text(driver, "dead-count") == f"The oldest 100 of {os.environ['DEAD_LETTERS']} dead letters, oldest first.", text(driver, "dead-count")
         # One compact line per letter at 1280 px and at 375 px: 100 of them take far less than the 3,540 px they took.
         heights = {}
@@ -233,7 +272,7 @@ def main():
                 f"at {width} px the 100 letters take {sum(rows)} px, the tallest {max(rows)} px"
         tallest = max(heights[375])
         submit(driver, driver.find_element(By.ID, "next-page"))
-        assert text(driver, "dead-count").startswith("5 more of "), text(driver, "dead-count")
+        assert text(driver, "dead-count").startswith(f"{int(os.environ['DEAD_LETTERS']) - 100} more of "), text(driver, "dead-count")
         check_layout(driver, "dead-letters-next")
         driver.get(URL + "/console/dead")
         print(f"dead letters by kind, one line each (100 take {sum(heights[1280])} px at 1280 px, {sum(heights[375])} px at 375 px), paged")
@@ -248,6 +287,30 @@ def main():
         assert after["dead"] == before["dead"] - 1 and after["ready"] == before["ready"] + 1, f"{before} -> {after}"
         print("replayed a dead letter; it is queued")
 
+        # The text search: only the letters that say so, whatever the case typed.
+        searched = os.environ["SEARCHED_LETTERS"].split(",")
+        found = search_dead_letters(driver, "service UNAVAILABLE")
+        assert found == searched, f"the search found {found}, not the letters that say Service Unavailable: {searched}"
+        assert text(driver, "dead-count") == "All 3 dead letters matching the filter, oldest first.", text(driver, "dead-count")
+        check_layout(driver, "dead-letters-search", shown="dead-count")
+        # Two of them ticked and replayed, after the page that says how many.
+        before = status()["queue"]
+        for letter in found[:2]:
+            driver.find_element(By.CSS_SELECTOR, f'#dead-letters li[data-id="{letter}"] input[name="id"]').click()
+        confirmed(driver, "replay-selected", "replay", "Replay 2 dead letters (the ticked ones)?", "confirm-replay-ticked",
+                  "Replayed 2 dead letters: they are queued again.")
+        after = status()["queue"]
+        assert after["dead"] == before["dead"] - 2 and after["ready"] == before["ready"] + 2, f"{before} -> {after}"
+        assert search_dead_letters(driver, "Service Unavailable") == searched[2:], "the replayed letters are still listed"
+        # The one left ticked and purged, after its own page.
+        driver.find_element(By.CSS_SELECTOR, f'#dead-letters li[data-id="{searched[2]}"] input[name="id"]').click()
+        confirmed(driver, "purge-selected", "replay", "Purge 1 dead letter (the ticked ones)? They are deleted for good.",
+                  "confirm-purge-ticked", "Purged 1 dead letter.")
+        assert status()["queue"]["dead"] == after["dead"] - 1, "the purged letter is still counted"
+        assert search_dead_letters(driver, "service unavailable") == [] and text(driver, "dead-count") == "No dead letters matching the filter.", \
+            text(driver, "dead-count")
+        print("found dead letters by their text; replayed two ticked, purged the third")
+
         # Look a subscription up by its original_transaction_id and see its events; verify it now.
         driver.get(URL + "/console/subscriptions")
         driver.find_element(By.ID, "q").send_keys(os.environ["SUBSCRIPTION_OTID"])
@@ -256,6 +319,18 @@ def main():
         assert events, "no events on the subscription's page"
         assert text(driver, "subscription-entitlement").startswith("active"), text(driver, "subscription-entitlement")
         check_layout(driver, "subscription")
+        # What the queue holds for it: its nightly job, the job the stopped worker holds, the check waiting for a
+        # time, its dead letter with a link to it.
+        assert text(driver, "queue-summary") == "A job for it is queued:", text(driver, "queue-summary")
+        in_hand = queue_line(driver, "in hand")
+        assert in_hand[:2] == ["in hand", "notification"] and in_hand[2].startswith(f"held by {stopped}-"), in_hand
+        waiting = queue_line(driver, "waiting")
+        assert waiting[:2] == ["waiting", "notification"] and waiting[2].startswith("due ") and waiting[2].endswith(", not tried yet"), waiting
+        dead = queue_line(driver, "dead")
+        assert dead[:2] == ["dead", "apple.21002"] and dead[2].startswith("the receipt data was malformed (×1, "), dead
+        link = driver.find_element(By.CSS_SELECTOR, '#queue-jobs li[data-where="dead"] a').get_attribute("href")
+        assert link.endswith("/console/dead?subscription=" + os.environ["SUBSCRIPTION_ID"]), link
+        check_layout(driver, "subscription-queue", shown="queue-jobs")
         submit(driver, driver.find_element(By.ID, "verify-now"))
         assert text(driver, "notice") == "Verified with Apple just now.", text(driver, "notice")
         print(f"looked up a subscription: {', '.join(events)}")
@@ -297,27 +372,37 @@ def main():
         print(f"a stopped worker stays listed with its job: {silent}")
         # A waiting job ticked and retried now, after the page that says how many.
         driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"][value^="6001|"]').click()
-        submit(driver, driver.find_element(By.ID, "retry-waiting"))
-        assert text(driver, "waiting-question").startswith("Retry 1 waiting job now"), text(driver, "waiting-question")
-        check_layout(driver, "confirm-waiting")
-        submit(driver, driver.find_element(By.ID, "confirm-waiting"))
-        assert text(driver, "notice") == "1 waiting job retried now.", text(driver, "notice")
+        confirmed(driver, "retry-waiting", "waiting", "Retry 1 waiting job now", "confirm-waiting", "1 waiting job retried now.")
         print("retried a waiting job from the workers page")
         # All the waiting jobs of a filter deleted, after the page that says how many.
         driver.find_element(By.NAME, "run").send_keys("browser-bulk")
         submit(driver, driver.find_element(By.ID, "filter-waiting"))
         assert "matching run browser-bulk: 1–3" in text(driver, "delayed-count"), text(driver, "delayed-count")
         check_layout(driver, "workers-filtered")
-        submit(driver, driver.find_element(By.ID, "delete-all-waiting"))
-        question = text(driver, "waiting-question")
-        assert question.startswith("Delete 3 waiting jobs matching run browser-bulk?"), question
-        check_layout(driver, "confirm-waiting-all")
-        submit(driver, driver.find_element(By.ID, "confirm-waiting"))
-        assert text(driver, "notice") == "3 waiting jobs deleted.", text(driver, "notice")
+        confirmed(driver, "delete-all-waiting", "waiting", "Delete 3 waiting jobs matching run browser-bulk?", "confirm-waiting-all",
+                  "3 waiting jobs deleted.")
         print("deleted all the waiting jobs of a run from the workers page")
+        # A waiting job sent to the dead letters, after the page that says how many; there it is a letter of kind operator.
+        before = status()["queue"]
+        driver.find_element(By.CSS_SELECTOR, '#delayed input[name="job"][value^="6201|"]').click()
+        confirmed(driver, "bury-waiting", "waiting", "Send 1 waiting job to the dead letters (subscriptions 6201)?", "confirm-bury",
+                  "1 waiting job sent to the dead letters.")
+        assert not driver.find_elements(By.CSS_SELECTOR, '#delayed input[value^="6201|"]'), "the buried job still waits"
+        after = status()["queue"]
+        assert after["dead"] == before["dead"] + 1, f"{before} -> {after}"
+        submit(driver, driver.find_element(By.LINK_TEXT, "Dead letters"))
+        submit(driver, driver.find_element(By.CSS_SELECTOR, '#dead-kinds tr[data-kind="operator"] a'))
+        letters = driver.find_elements(By.CSS_SELECTOR, "#dead-letters li")
+        assert [row.find_element(By.CSS_SELECTOR, ".subject").text for row in letters] == ["6201"], [row.text for row in letters]
+        assert letters[0].find_element(By.CSS_SELECTOR, ".kind").text == "operator", letters[0].text
+        message = letters[0].find_element(By.CSS_SELECTOR, ".message").text
+        assert message == f"sent to the dead letters by {os.environ['CONSOLE_OPERATOR']}", message
+        check_layout(driver, "dead-letters-operator")
+        print("sent a waiting job to the dead letters; it is listed there as an operator's")
         driver.get(URL + "/console/audit")
         actions = [row.find_elements(By.TAG_NAME, "td")[2].text for row in driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")]
-        assert "fleet.pause" in actions and "dead.replay" in actions and "subscriptions.verify" in actions and "jobs.delete" in actions, actions
+        expected = {"fleet.pause", "dead.replay", "dead.purge", "subscriptions.verify", "jobs.retry", "jobs.delete", "jobs.bury"}
+        assert expected <= set(actions), f"the audit trail lacks {expected - set(actions)}: {actions}"
         check_layout(driver, "audit")
         print(f"the audit trail shows {len(actions)} actions")
 

@@ -8,11 +8,13 @@ import TestSupport
 import Testing
 
 /// The console in Debian's chromium, driven by Selenium (Tests/Browser/console_browser.py): log in,
-/// the queue as `receiptfleet status --json` reads it, pause and resume with the buttons, a halt from
-/// the terminal showing on the open overview, the queues one by one, dead letters one compact line each, replay one,
-/// a worker process stopped with SIGSTOP holding a job, delete the waiting jobs of a run all at once,
-/// look a subscription up (by its ids, an account id, and the order id on Apple's receipt email), the
-/// fleet's timings; every page at 1280 px and 375 px without sideways scrolling, with screenshots
+/// the queue as `receiptfleet status --json` reads it, a night's two scheduler passes under its totals,
+/// pause and resume with the buttons, a halt from the terminal showing on the open overview, the queues
+/// one by one, dead letters one compact line each, replay one, find some by their text, replay two
+/// ticked and purge one, a worker process stopped with SIGSTOP holding a job, retry a waiting job, send
+/// one to the dead letters, delete the waiting jobs of a run all at once, look a subscription up (by its
+/// ids, an account id, and the order id on Apple's receipt email) and see what the queue holds for it,
+/// the fleet's timings; every page at 1280 px and 375 px without sideways scrolling, with screenshots
 /// under .run/console-screenshots for review.
 ///
 /// The console reads its "now" from a driven clock (`QueueKeys.drivenClock`), which the test sets past
@@ -33,13 +35,28 @@ import Testing
             sampleInterval: .seconds(1), serverAPI: true, consoleClock: .driven,
             configureFleet: { $0.visibilityTimeout = .seconds(600) }  // the stopped worker's lease outlasts the browser's visit
         ) { console in
-            // First, while the queue is empty: a real worker process, stopped while Apple kept its one job.
-            let held = try #require(try await console.onOwnDatabase { database in
-                try database.query("SELECT max(id) AS id FROM subscriptions").first.flatMap { try $0["id"].int64() }
-            })
+            // First, while the queue is empty: a real worker process, stopped while Apple kept its one job, of the
+            // subscription the browser looks up.
+            let original = console.firstOriginalTransactionID
+            let held = try await console.onLedger { try $0.subscriptions(originalTransactionID: original)[0].id }
             let stopped = try await console.aStoppedWorker(holding: held)
             defer { stopped.process.send(SIGKILL) }
-            let (letter, _) = try await console.queueWithADeadLetter()
+            // A night of two scheduler passes: the first's jobs all verified, so the second queues their
+            // subscriptions again, and its first job dead, as a worker buries a receipt Apple rejects for good.
+            let fleet = console.fleet
+            let first = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(night: "console-test"), now: Date()) }
+            try await console.onQueue { queue in
+                let reserved = try queue.reserve(count: first.enqueued, block: .zero)
+                try #require(reserved.count == first.enqueued && reserved.allSatisfy { $0.job.runID == first.passID })
+                _ = try queue.ack(reserved)
+            }
+            let second = try await onOwnThread { try Scheduler(settings: fleet).run(Scheduler.Options(night: "console-test"), now: Date()) }
+            try #require(second.passID == "console-test/2" && second.found == first.found && second.enqueued == first.enqueued && second.enqueued > 1)
+            let letter = try await console.onQueue { queue in
+                try queue.bury(try queue.reserve(count: 1, block: .zero)[0],
+                               failure: JobFailure(errorClass: "apple.21010", message: "the account was not found"))
+                return try queue.deadLetters()[0].id
+            }
             let record = try await console.subscriptionWithHistory()
             try await console.onLedger { _ = try $0.linkAccount("browser-account-1", to: [record.id]) }
             let order = try #require(UInt64(record.originalTransactionID).flatMap(SimulatedOrder.orderID(ofTransactionID:)))
@@ -51,11 +68,32 @@ import Testing
                     try queue.bury(job, failure: JobFailure(errorClass: "timeout", message: "no answer within 30 s, five times"))
                 }
             }
+            // Three letters that say Apple was unavailable, which the browser finds by that text whatever its case.
+            let searched = try await console.onQueue { queue in
+                try queue.enqueue(subscriptionIDs: [7_001, 7_002, 7_003], run: "browser-search", reason: .manual)
+                for job in try queue.reserve(count: 3, block: .zero) {
+                    try queue.bury(job, failure: JobFailure(errorClass: "http.503", message: "Apple answered 503 Service Unavailable, five times"))
+                }
+                return try queue.deadLetters(matching: DeadLetterFilter(runID: "browser-search")).map(\.id)
+            }
+            // What the queue holds for the looked-up subscription beside its nightly job: a notification's job
+            // dead, a check due in an hour.
+            try await console.onQueue { queue in
+                try queue.enqueue(subscriptionID: record.id, run: "browser-subscription", reason: .notification)
+                try queue.bury(try queue.reserve(count: 1, block: .zero)[0],
+                               failure: JobFailure(errorClass: "apple.21002", message: "the receipt data was malformed"))
+                let later = Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000
+                try queue.schedule(Job(subscriptionID: record.id, runID: "push", reason: .notification, enqueuedAt: later), at: later)
+            }
             // A job waiting for its retry.
             try await console.onQueue { queue in
                 try queue.enqueue(subscriptionIDs: [6_001], run: "browser-waiting", reason: .manual)
                 let job = try #require(try queue.reserve(count: 1, block: .zero).first)
                 _ = try queue.retry(job, after: JobFailure(errorClass: "timeout", message: "no answer"))
+                // One more, which the browser sends to the dead letters.
+                try queue.enqueue(subscriptionIDs: [6_201], run: "browser-bury", reason: .manual)
+                let another = try #require(try queue.reserve(count: 1, block: .zero).first)
+                _ = try queue.retry(another, after: JobFailure(errorClass: "timeout", message: "no answer"))
                 // Three more of one run, which the browser deletes all at once by their run.
                 try queue.enqueue(subscriptionIDs: [6_101, 6_102, 6_103], run: "browser-bulk", reason: .manual)
                 for job in try queue.reserve(count: 3, block: .zero) {
@@ -66,7 +104,6 @@ import Testing
                 try WebhookRegistry.local(database).add(url: "http://127.0.0.1:9/hooks", eventTypes: ["renewed", "refunded"])
             }
             // The fleet's timings as the processes report them: this minute, and a day ago.
-            let fleet = console.fleet
             try await onOwnThread {
                 let timings = FleetTimings(connection: try RedisConnection(fleet.redisConfiguration()), keys: try QueueKeys(prefix: fleet.keyPrefix))
                 var (calls, statuses, jobs, older) = (TimingHistogram(), TimingHistogram(), TimingHistogram(), TimingHistogram())
@@ -102,7 +139,9 @@ import Testing
             var environment = ProcessInfo.processInfo.environment.merging(console.fleet.processEnvironment) { $1 }
             environment.merge([
                 "CONSOLE_URL": console.baseURL(), "CONSOLE_TOKEN": console.operatorToken, "CONSOLE_OPERATOR": "ops-alice",
-                "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "105", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
+                "DEAD_LETTER_ID": letter, "DEAD_LETTERS": "109", "SEARCHED_LETTERS": searched.joined(separator: ","),
+                "PASS_DUE": "\(first.found)", "PASS_JOBS": "\(first.enqueued)",
+                "SUBSCRIPTION_ID": "\(record.id)", "SUBSCRIPTION_OTID": console.firstOriginalTransactionID,
                 "ACCOUNT_ID": "browser-account-1", "ORDER_ID": order, "ORDER_SUBSCRIPTION_ID": "\(record.id)",
                 "TIMED_CALLS": "120", "TIMED_JOBS_WEEK": "90",
                 "STOPPED_WORKER": stopped.name, "STOPPED_SUBSCRIPTION": "\(held)", "LIVE_WORKER": JobQueue.processName,
