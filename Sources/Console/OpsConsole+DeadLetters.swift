@@ -170,6 +170,9 @@ struct DeadLettersView {
         var meaning: String
         var count: String
         var link: String
+        /// Its replay button's words: the kind's count, or, under a night, subscription or text
+        /// filter (which the replay keeps), those the filter matches (the confirmation counts them).
+        var replay: String
     }
 
     struct Row {
@@ -189,9 +192,11 @@ struct DeadLettersView {
     init(viewer: OpsConsole.Operator, fields: DeadLetterFields, counts: DeadLetterCounts, after: String?, letters: [DeadLetter], more: Bool,
          notice: String?) {
         (chrome, self.notice, filter) = (Chrome("Dead letters", tab: .dead, viewer: viewer), notice, fields)
+        let narrowed = !(fields.run.isEmpty && fields.subscription.isEmpty && fields.text.isEmpty)
         kinds = counts.byKind.map { errorClass, count in
             Kind(errorClass: errorClass, meaning: Self.meaning(of: errorClass), count: Shown.count(count),
-                 link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription, text: fields.text)))
+                 link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription, text: fields.text)),
+                 replay: narrowed ? "Replay those matching…" : "Replay \(Shown.count(count))")
         }
         hasKinds = !kinds.isEmpty
         let matching = fields.isEmpty ? "" : " matching the filter"

@@ -347,7 +347,7 @@ enum Templates {
           {{#kinds}}<tr data-kind="{{errorClass}}"><td><a href="{{link}}">{{errorClass}}</a> <span class="muted meaning">{{meaning}}</span></td><td>{{count}}</td>
             <td><form method="post" action="/console/dead/replay" class="inline"><input type="hidden" name="csrf" value="{{chrome.csrf}}">
               <input type="hidden" name="error_class" value="{{errorClass}}"><input type="hidden" name="run" value="{{filter.run}}"><input type="hidden" name="subscription" value="{{filter.subscription}}"><input type="hidden" name="q" value="{{filter.text}}">
-              <button type="submit" class="replay-kind">Replay {{count}}</button></form></td></tr>{{/kinds}}
+              <button type="submit" class="replay-kind">{{replay}}</button></form></td></tr>{{/kinds}}
           </tbody>
         </table>
         </div>

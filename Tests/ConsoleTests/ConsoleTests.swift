@@ -607,6 +607,10 @@ import Testing
             let found = try await console.get("/console/dead?q=NO+ANSWER", session: session)
             #expect(found.text(id: "dead-count") == "All 4 dead letters matching the filter, oldest first.")
             #expect(found.body.contains(#"<input type="hidden" name="q" value="NO ANSWER">"#), "the bulk actions keep the search")
+            // A kind's replay then takes only the matching letters: its button does not promise the kind's whole count.
+            #expect(first.body.contains(#"<button type="submit" class="replay-kind">Replay 103</button>"#))
+            #expect(found.body.contains(#"<button type="submit" class="replay-kind">Replay those matching…</button>"#))
+            #expect(!found.body.contains(#"class="replay-kind">Replay 103<"#))
 
             // A kind's replay asks first, saying how many.
             let asked = try await console.post("/console/dead/replay", ["csrf": session.csrf, "error_class": "timeout"], session: session)
