@@ -71,6 +71,7 @@ enum Assets {
                       white-space: nowrap; min-width: 0; }
         .letters .message { flex: 1; min-width: 0; overflow: hidden; text-overflow: ellipsis; max-width: none; }
         .letters form { margin: 0; } .letters button { padding: .1rem .5rem; font-size: .85rem; }
+        .letters form.job-actions { display: flex; flex-wrap: wrap; gap: .25rem; }
         .letters .kind { font-family: ui-monospace, monospace; font-size: .85rem; }
         .letters.compact li { padding: 0 .5rem; font-size: .85rem; line-height: 1.4; align-items: start; }
         .letters.compact li > input { margin: .2rem 0 0; }
@@ -94,6 +95,7 @@ enum Assets {
           .logout { margin-left: 0; }
           main { padding: .5rem; }
           .letters .when { display: none; }
+          .letters li:has(> form.job-actions) { flex-wrap: wrap; white-space: normal; }
         }
         """
 
