@@ -10,11 +10,8 @@ import ServiceLifecycle
 /// (`sampler`) is a service of its own, run beside this one.
 public struct ConsoleServer: NamedService {
     let console: OpsConsole
-    let trustedProxies: TrustedProxies
-    let requestDeadline: Duration
-    let maxConnections: Int?
-    let host: String
-    let port: Int
+    let settings: ConsoleSettings
+    let address: ListenAddress
     let logger: Logger
     let onListening: @Sendable (Int) async -> Void
 
@@ -24,8 +21,8 @@ public struct ConsoleServer: NamedService {
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         console = try OpsConsole(settings: settings, fleet: fleet, metrics: FleetMetrics(), logger: logger)
-        (trustedProxies, requestDeadline, maxConnections) = (settings.trustedProxies, settings.requestDeadline, settings.maxConnections)
-        (self.host, self.port, self.logger, self.onListening) = (host, port, logger, onListening)
+        (self.settings, address) = (settings, ListenAddress(host: host, port: port))
+        (self.logger, self.onListening) = (logger, onListening)
     }
 
     public var sampler: ConsoleSampler { console.sampler }
@@ -36,14 +33,14 @@ public struct ConsoleServer: NamedService {
     /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
     public func run() async throws {
         let router = Router(context: ConsoleServerContext.self)
-        router.add(middleware: CallerMiddleware(trustedProxies: trustedProxies))
+        router.add(middleware: CallerMiddleware(trustedProxies: settings.trustedProxies))
         router.get("/") { _, _ in OpsConsole.redirect(to: "/console") }
         console.addRoutes(to: router)
         let onListening = onListening
         let app = Application(
             router: router,
-            server: BoundedServer.http1(deadline: requestDeadline, maxConnections: maxConnections),
-            configuration: .init(address: .hostname(host, port: port), serverName: "receiptfleet"),
+            server: BoundedServer.http1(deadline: settings.requestDeadline, maxConnections: settings.maxConnections),
+            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "receiptfleet"),
             onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         var failure: (any Error)?

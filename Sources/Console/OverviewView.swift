@@ -14,11 +14,7 @@ struct OverviewView {
     var delayed: Int
     /// The oldest job's age since its first enqueue, to the second.
     var oldestAge: String
-    var gateText: String
-    var gateClass: String
-    /// The fleet is halted or paused: the gate section offers Resume, not Pause.
-    var fleetStopped: Bool
-    var serverAPIHalt: String?
+    var gate: Gate
     /// When `notifications recover` last brought in what serve missed, and what it found.
     var notificationRecovery: String
     var requestRate: String
@@ -37,6 +33,28 @@ struct OverviewView {
     var jobsChart: Chart
     var rateChart: Chart
     var answersChart: Chart
+
+    /// The fleet's gate: the Apple section's line, and the Pause or Resume the gate section offers.
+    struct Gate {
+        var text: String
+        /// "halted" (red), "paused" (amber) or "open".
+        var cssClass: String
+        /// "halted" or "paused" while the fleet stops (the gate section offers Resume, not Pause); nil while it runs.
+        var stopped: String?
+        var serverAPIHalt: String?
+
+        init(_ status: FleetStatus) {
+            if let reason = status.queue.haltedReason {
+                (text, cssClass, stopped) = ("Halted: \(reason)", "halted", "halted")
+            } else if let until = status.queue.pausedUntil {
+                text = "Paused until \(Shown.time(until)): Apple is unavailable; one probe per period finds out when it is back"
+                (cssClass, stopped) = ("paused", "paused")
+            } else {
+                (text, cssClass, stopped) = ("Open: workers call Apple", "open", nil)
+            }
+            serverAPIHalt = status.serverAPI.haltedReason
+        }
+    }
 
     /// One row of the scheduler's table: a night's totals, or one of its passes.
     struct PassRow {
@@ -137,15 +155,7 @@ struct OverviewView {
         queue = status.queue
         delayed = status.queue.delayedDue + status.queue.delayedLater
         oldestAge = status.queue.oldestJobAgeSeconds.map(Shown.duration) ?? "none waiting"
-        if let reason = status.queue.haltedReason {
-            (gateText, gateClass) = ("Halted: \(reason)", "halted")
-        } else if let until = status.queue.pausedUntil {
-            (gateText, gateClass) = ("Paused until \(Shown.time(until)): Apple is unavailable; one probe per period finds out when it is back", "paused")
-        } else {
-            (gateText, gateClass) = ("Open: workers call Apple", "open")
-        }
-        fleetStopped = status.queue.haltedReason != nil || status.queue.pausedUntil != nil
-        serverAPIHalt = status.serverAPI.haltedReason
+        gate = Gate(status)
         notificationRecovery = status.lastNotificationRecovery.map { run in
             "Last recovered \(Shown.time(run.at)): \(run.found) in Apple's history, \(run.new) new"
                 + (run.outcome == "ok" ? "." : " (\(run.outcome)).")
@@ -156,12 +166,11 @@ struct OverviewView {
         rateLimit = Shown.number(status.rateLimit.perSecond)
         verifiedLastMinute = status.verifiedLastMinute
         // An app is only as running as the fleet: while the fleet stops, its apps wait.
-        let fleetStopped = status.queue.haltedReason != nil ? "halted" : status.queue.pausedUntil != nil ? "paused" : nil
-        apps = status.apps.map { app in
+        apps = status.apps.map { [gate] app in
             let (state, stateClass) = if let reason = app.haltedReason {
                 ("Halted: \(reason)", "halted")
-            } else if let fleetStopped {
-                ("Waiting: the fleet is \(fleetStopped)", "paused")
+            } else if let stopped = gate.stopped {
+                ("Waiting: the fleet is \(stopped)", "paused")
             } else {
                 ("Running", "open")
             }

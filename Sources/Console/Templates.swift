@@ -144,8 +144,8 @@ enum Templates {
 
         <section aria-labelledby="apple-h">
           <h2 id="apple-h">Apple</h2>
-          <p id="gate" class="gate {{gateClass}}">{{gateText}}</p>
-          {{#serverAPIHalt}}<p class="gate halted" id="server-api-gate">App Store Server API halted: {{serverAPIHalt}}</p>{{/serverAPIHalt}}
+          <p id="gate" class="gate {{gate.cssClass}}">{{gate.text}}</p>
+          {{#gate.serverAPIHalt}}<p class="gate halted" id="server-api-gate">App Store Server API halted: {{gate.serverAPIHalt}}</p>{{/gate.serverAPIHalt}}
           <p id="notification-recovery">Missed notifications: {{notificationRecovery}}</p>
           <dl class="figures">
             <div><dt>Requests per second</dt><dd id="apple-rate">{{requestRate}}</dd></div>
@@ -186,7 +186,7 @@ enum Templates {
 
         <section aria-labelledby="gate-h">
           <h2 id="gate-h">Pause and resume</h2>
-          {{^fleetStopped}}
+          {{^gate.stopped}}
           <form method="post" action="/console/gate/pause" class="inline">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <label for="reason">Reason</label>
@@ -194,14 +194,14 @@ enum Templates {
             <button type="submit" id="pause">Pause the fleet</button>
           </form>
           <p class="hint">Pausing halts every worker, as <code>receiptfleet pause</code> does; jobs wait, uncharged, until you resume.</p>
-          {{/fleetStopped}}
-          {{#fleetStopped}}
+          {{/gate.stopped}}
+          {{#gate.stopped}}
           <form method="post" action="/console/gate/resume" class="inline">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             <button type="submit" id="resume">Resume</button>
           </form>
           <p class="hint">The fleet is stopped (see the banner above); jobs wait, uncharged, until it runs again.</p>
-          {{/fleetStopped}}
+          {{/gate.stopped}}
         </section>
         {{/main}}{{/layout}}
         """

@@ -17,7 +17,7 @@ public struct ListenAddress: Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    private init(host: String, port: Int) {
+    public init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
