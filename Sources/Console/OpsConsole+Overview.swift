@@ -49,11 +49,12 @@ extension OpsConsole {
         if form["confirm"] != "yes", let halt = who.banners.first(where: { $0.canResume && $0.app == app }) {
             return page("confirm-resume", ConfirmResumeView(chrome: Chrome("Resume from a halt?", viewer: who), halt: halt))
         }
-        let replayed = try await audited(who, "fleet.resume", target: app.map { "app:\($0)" }, results: { ["replayed": "\($0)"] }) { _ in
+        let resumed = try await audited(who, "fleet.resume", target: app.map { "app:\($0)" }, results: \.results) { _ in
             try resumeFleet(settings: fleet, app: app)
         }
         logger.notice(app == nil ? "console: resumed the fleet" : "console: resumed one app",
-                      metadata: ["operator": "\(who.name)", "app": "\(app ?? "all")", "replayed": "\(replayed)"])
+                      metadata: ["operator": "\(who.name)", "app": "\(app ?? "all")", "replayed": "\(resumed.replayed)",
+                                 "brought_forward": "\(resumed.broughtForward)"])
         return Self.redirect(to: "/console?done=resumed")
     }
 }

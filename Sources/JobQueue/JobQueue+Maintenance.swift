@@ -40,6 +40,31 @@ extension JobQueue {
         return Int(moved)
     }
 
+    /// Makes the delayed jobs due within the window due now, a batch at a time.
+    /// KEYS[1] delayed set. ARGV[1] the window in ms, ARGV[2] batch size.
+    /// Returns how many it made due; none of them is due later any more, so a next call finds others.
+    private static let bringForwardScript = ClockedScript("""
+        local soon = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, now + tonumber(ARGV[1]), 'LIMIT', 0, tonumber(ARGV[2]))
+        for _, job in ipairs(soon) do redis.call('ZADD', KEYS[1], 'XX', now, job) end
+        return #soon
+        """)
+
+    /// Makes due now every delayed job due within `window`, which the promoter then moves to its
+    /// stream: on `resume`, the jobs a halt postponed (each by its wait) go at once, not a wait later.
+    /// Retries a moment from their time go with them; jobs due further off keep their time.
+    /// Returns how many it made due.
+    @discardableResult
+    public func bringForward(dueWithin window: Duration) throws(QueueError) -> Int {
+        let batch = 1_000
+        var moved = 0
+        while true {
+            let reply = try evaluate(Self.bringForwardScript, keys: [keys.delayed], arguments: [window.wholeMilliseconds, batch])
+            guard let count = reply.int else { throw .unexpectedReply(operation: "bringForward", reply: "\(reply)") }
+            moved += Int(count)
+            if count < batch { return moved }
+        }
+    }
+
     /// Claims for this consumer the jobs reserved more than `visibilityTimeout` ago and never
     /// settled (their worker probably died), following XAUTOCLAIM's cursor through both streams
     /// until it has looked at everything or claimed `limit` entries.

@@ -35,8 +35,9 @@ struct Resume: ParsableCommand {
         discussion: """
             Without --app it lifts everything: the fleet's halt, the Server API's, and every app's. \
             With --app it lifts that app's halt alone (a 21004: its shared secret was refused), once \
-            its secret is fixed. Either way the dead letters of receipts that answered the halt's \
-            error alone, before it was certain, go back to the queue.
+            its secret is fixed. Either way the jobs the halt postponed go at once (not up to 30 s \
+            later), and the dead letters of receipts that answered the halt's error alone, before it \
+            was certain, go back to the queue.
 
             Examples:
               receiptfleet resume
@@ -51,11 +52,11 @@ struct Resume: ParsableCommand {
     func run() throws {
         let settings = try options.settings()
         if let app { _ = try settings.apps.resolve(app) }
-        let replayed = try audited("fleet.resume", target: app.map { "app:\($0)" }, settings: settings,
-                                   results: { ["replayed": "\($0)"] }) {
+        let resumed = try audited("fleet.resume", target: app.map { "app:\($0)" }, settings: settings, results: \.results) {
             try resumeFleet(settings: settings, app: app)
         }
         print(app.map { "The app \($0) is running." } ?? "The fleet is running.")
-        if replayed > 0 { print("Replayed \(replayed) dead letters of receipts that answered the halt's error alone before it.") }
+        if resumed.broughtForward > 0 { print("\(resumed.broughtForward) waiting jobs the halt postponed go now.") }
+        if resumed.replayed > 0 { print("Replayed \(resumed.replayed) dead letters of receipts that answered the halt's error alone before it.") }
     }
 }

@@ -114,7 +114,11 @@ import Testing
                         == onReceipts)
 
                 setup.settings.serverAPI = good
-                _ = try await onOwnThread { [settings = setup.settings] in try resumeFleet(settings: settings) }
+                let resumed = try await onOwnThread { [settings = setup.settings] in try resumeFleet(settings: settings) }
+                // No worker runs between the two readings: what the halt postponed is due now, not a wait later.
+                let afterResume = try await setup.status(within: .seconds(5)) { _ in true }
+                #expect(afterResume.queue.delayedLater == 0 && resumed.broughtForward > 0,
+                        "\(afterResume.queue.delayedLater) jobs still wait; \(resumed.broughtForward) brought forward")
                 let final = try await setup.work()
                 #expect(final.isSettled && final.queue.dead == 0 && final.serverAPI.haltedReason == nil)
                 try await setup.expectTheTruth()

@@ -37,6 +37,23 @@ struct DelayedTests {
         #expect(due.0 == 1 && due.1 == [4])
     }
 
+    @Test("bringing forward makes due now what is due within the window (a halt's postponements), and leaves later jobs their time")
+    func bringForwardWithinTheWindow() async throws {
+        let (moved, dues, now) = try await withDeployment(clock: .driven) { deployment, connection in
+            let queue = try deployment.queue("a", on: connection)
+            let now = try deployment.clock.now(on: connection)
+            // 1 is due already, 2 and 3 within the 30 s window (3 at its very end), 4 a second after it.
+            for (id, due) in [(1, now - 1_000), (2, now + 5_000), (3, now + 30_000), (4, now + 31_000)] as [(Int64, Int64)] {
+                try queue.schedule(Job(subscriptionID: id, runID: "later", reason: .renewal, enqueuedAt: now), at: due)
+            }
+            let moved = try queue.bringForward(dueWithin: .seconds(30))
+            let dues = try connection.sortedSet(deployment.keys.delayed).map { (try Job(encoded: $0.member).subscriptionID, $0.score) }
+            return (moved, Dictionary(uniqueKeysWithValues: dues), now)
+        }
+        #expect(moved == 2, "only the jobs not yet due within the window count")
+        #expect(dues == [1: now - 1_000, 2: now, 3: now, 4: now + 31_000])
+    }
+
     @Test("a page of delayed jobs from any offset a caller sends is a page, empty past the end, never a trap")
     func anyOffsetIsAPage() async throws {
         let pages = try await withDeployment(clock: .driven) { deployment, connection in
