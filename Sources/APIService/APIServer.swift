@@ -45,20 +45,24 @@ public final class APIServer: NamedService {
     /// The process's: the "now" a notification's certificates and a registration's transaction are judged at.
     let clock: any FleetClock
 
-    /// - Parameter metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
+    /// - Parameters:
+    ///   - metrics: where the counters go (see `APIMetrics`); the process's bootstrapped backend by default.
+    ///   - clock: the process's, which its lanes and its console read too; the settings' by default.
     /// Throws when the client rate limit is not a rate (see `RateLimit`).
     public init(
         settings: APISettings, fleet: FleetSettings, console: ConsoleSettings? = nil, logger: Logger,
-        metrics: any MetricsFactory = MetricsSystem.factory, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        metrics: any MetricsFactory = MetricsSystem.factory, clock: (any FleetClock)? = nil,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         self.settings = settings
         self.onListening = onListening
+        let clock = clock ?? fleet.processClock()
+        self.clock = clock
         let fleetMetrics = FleetMetrics(factory: metrics)
         self.fleetMetrics = fleetMetrics
-        self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, metrics: fleetMetrics, logger: logger) }
+        self.console = try console.map { try OpsConsole(settings: $0, fleet: fleet, metrics: fleetMetrics, logger: logger, clock: clock) }
         self.fleet = fleet
         self.logger = logger
-        clock = fleet.processClock()
         self.metrics = APIMetrics(factory: metrics)
         clientLimiter = FleetClientLimiter(
             fleet: fleet, limit: try RateLimit(perSecond: settings.clientRateLimit, burst: settings.clientRateBurst), logger: logger)
@@ -67,8 +71,8 @@ public final class APIServer: NamedService {
         var laneFleet = fleet
         laneFleet.redisTimeout = min(fleet.redisTimeout, Self.redisDeadline)
         laneFleet.postgresTimeout = min(fleet.postgresTimeout, Self.postgresDeadline)
-        lanes = APILanes(size: settings.lanes) { [laneFleet] in
-            try Connections(settings: laneFleet, consumer: consumer, enqueueOnly: true)
+        lanes = APILanes(size: settings.lanes) { [laneFleet, clock] in
+            try Connections(settings: laneFleet, consumer: consumer, enqueueOnly: true, clock: clock)
         }
     }
 

@@ -41,14 +41,16 @@ public final class OpsConsole: Sendable {
     /// Samples the fleet for the charts while the server runs: add it to the application's services.
     public let sampler: ConsoleSampler
 
-    public init(settings: ConsoleSettings, fleet: FleetSettings, metrics: FleetMetrics, logger: Logger) throws {
+    /// `clock`: the process's; the settings' by default.
+    public init(settings: ConsoleSettings, fleet: FleetSettings, metrics: FleetMetrics, logger: Logger, clock: (any FleetClock)? = nil) throws {
         self.settings = settings
         self.fleet = fleet
         self.metrics = metrics
         self.logger = logger
         pages = try Templates.library()
         lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet) }
-        clock = fleet.processClock()
+        let clock = clock ?? fleet.processClock()
+        self.clock = clock
         sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, clock: clock, logger: logger)
     }
 

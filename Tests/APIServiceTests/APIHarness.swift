@@ -8,6 +8,7 @@ import FleetConfiguration
 import Foundation
 import HTTPClient
 import JobQueue
+import Lanes
 import Ledger
 import Logging
 import MetricsTestKit
@@ -39,10 +40,11 @@ struct APIHarness: Sendable {
     /// `replicas` of them; it logs into `log` when given; with `console`, `/console` is the ops
     /// console's. With `serverAPI`, the simulator serves
     /// the App Store Server API too and the fleet has its key; `serverAPIFleet` receipts send notifications.
+    /// With `clock`, the servers read it (as a process reads the one its composition root gives it).
     static func with<T: Sendable>(
         configure: (inout APISettings) -> Void = { _ in }, configureFleet: (inout FleetSettings) -> Void = { _ in },
         replicas: Int = 1, log: CapturedLog? = nil, serverAPI: Bool = false, serverAPIFleet: Int = 0, console: ConsoleSettings? = nil,
-        _ body: (APIHarness) async throws -> T
+        clock: (any FleetClock)? = nil, _ body: (APIHarness) async throws -> T
     ) async throws -> T {
         let ca = try TestCA()
         // Whole seconds, as the Server API's simulation draws the receipts' lifecycles.
@@ -77,7 +79,8 @@ struct APIHarness: Sendable {
                 for _ in 0..<replicas {
                     let (bound, listening) = AsyncStream.makeStream(of: Int.self)
                     let server = try APIServer(
-                        settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics, onListening: { listening.yield($0) })
+                        settings: settings, fleet: fleet, console: console, logger: logger, metrics: metrics, clock: clock,
+                        onListening: { listening.yield($0) })
                     running.append(RunningServices([server] + (server.consoleSampler.map { [$0] } ?? []), logger: logger))
                     guard let port = await bound.first(where: { _ in true }) else { throw ServerDidNotStart() }
                     ports.append(port)
@@ -111,7 +114,8 @@ struct APIHarness: Sendable {
         var code: String? { json["code"] as? String }
     }
 
-    enum Auth: Sendable { case token, none, bearer(String) }
+    /// The API's token, none, another bearer token, or a console session's cookie (`name=value`).
+    enum Auth: Sendable { case token, none, bearer(String), cookie(String) }
 
     func post(_ path: String, _ object: [String: Any], auth: Auth = .token) async throws -> Reply {
         try await post(path, bytes: Array(try JSONSerialization.data(withJSONObject: object)), auth: auth)
@@ -162,6 +166,7 @@ struct APIHarness: Sendable {
         case .token: ["Authorization": "Bearer \(token)"]
         case .bearer(let value): ["Authorization": "Bearer \(value)"]
         case .none: [:]
+        case .cookie(let cookie): ["Cookie": cookie]
         }
     }
 

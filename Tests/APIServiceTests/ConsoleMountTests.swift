@@ -1,6 +1,7 @@
 import AccessTokens
 import Console
 import FleetConfiguration
+import Lanes
 import Foundation
 import Testing
 
@@ -29,6 +30,33 @@ import Testing
             // The API still wants its token.
             #expect(try await api.get("/v1/subscriptions/1", auth: .none).status == 401)
             #expect(try await api.get("/v1/subscriptions/1").status == 404)
+        }
+    }
+
+    /// serve's lanes and its console read the one clock the process was given: a subscription's
+    /// entitlement, in the API's answer and on the console's page, follows it, not the system's.
+    @Test func serveReadsOneClockForItsAPIAndItsConsole() async throws {
+        let console = try #require(try ConsoleSettings(.given([Settings.consoleTokens: "night-ops:\(Self.operatorToken)"], command: .serve)))
+        let clock = DrivenClock()
+        try await APIHarness.with(console: console, clock: clock) { api in
+            let (_, id) = try await api.registered()
+            func entitled() async throws -> Bool? {
+                let subscription = try await api.get("/v1/subscriptions/\(id)").json
+                return (subscription["entitlement"] as? [String: Any])?["active"] as? Bool
+            }
+            #expect(try await entitled() == true)
+            let login = try await api.post(
+                "/console/login", bytes: Array("token=\(Self.operatorToken)".utf8), auth: .none,
+                contentType: "application/x-www-form-urlencoded")
+            let cookie = try #require(login.headers["Set-Cookie"]?.split(separator: ";").first.map(String.init))
+            func shown() async throws -> String {
+                String(decoding: try await api.get("/console/subscriptions/\(id)", auth: .cookie(cookie)).body, as: UTF8.self)
+            }
+            #expect(try await shown().contains(#"<dd id="subscription-entitlement">active"#))
+
+            clock.advance(by: .seconds(100 * 86_400))  // far past the month it was bought for
+            #expect(try await entitled() == false, "the API's lanes read the process's clock")
+            #expect(try await shown().contains(#"<dd id="subscription-entitlement">none</dd>"#), "so does its console")
         }
     }
 
