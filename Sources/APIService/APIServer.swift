@@ -91,22 +91,14 @@ public final class APIServer: NamedService {
     /// Serves until graceful shutdown (or the task is cancelled), then closes the lanes.
     /// `onListening` (given to `init`) receives the bound port (useful with port 0).
     public func run() async throws {
-        let onListening = onListening
-        let app = Application(
-            router: router(),
-            server: BoundedServer.http1(deadline: settings.requestDeadline, maxConnections: settings.maxConnections),
-            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "receiptfleet"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
-            logger: logger)
-        var failure: (any Error)?
-        do { try await app.run() } catch { failure = error }
-        // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
-        _ = try? await onNewThread(named: "rf-api-stop") { [lanes, clientLimiter, console] in
+        try await BoundedServer.serve(
+            router(), host: settings.host, port: settings.port, deadline: settings.requestDeadline, maxConnections: settings.maxConnections,
+            logger: logger, onListening: onListening, closingOn: "rf-api-stop"
+        ) { [lanes, clientLimiter, console] in
             lanes.shutdown()
             clientLimiter.shutdown()
             console?.shutdown()
         }
-        if let failure { throw failure }
     }
 
     func router() -> Router<APIRequestContext> {

@@ -36,18 +36,10 @@ public struct ConsoleServer: NamedService {
         router.add(middleware: CallerMiddleware(trustedProxies: settings.trustedProxies))
         router.get("/") { _, _ in OpsConsole.redirect(to: "/console") }
         console.addRoutes(to: router)
-        let onListening = onListening
-        let app = Application(
-            router: router,
-            server: BoundedServer.http1(deadline: settings.requestDeadline, maxConnections: settings.maxConnections),
-            configuration: .init(address: .hostname(address.host, port: address.port), serverName: "receiptfleet"),
-            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
-            logger: logger)
-        var failure: (any Error)?
-        do { try await app.run() } catch { failure = error }
-        // Waits for the lanes' work in hand on a thread of its own, not on the cooperative pool.
-        _ = try? await onNewThread(named: "rf-console-stop") { [console] in console.shutdown() }
-        if let failure { throw failure }
+        try await BoundedServer.serve(
+            router, host: address.host, port: address.port, deadline: settings.requestDeadline, maxConnections: settings.maxConnections,
+            logger: logger, onListening: onListening, closingOn: "rf-console-stop"
+        ) { [console] in console.shutdown() }
     }
 }
 

@@ -2,6 +2,8 @@ import FleetConfiguration
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
+import Lanes
+import Logging
 import NIOCore
 import NIOHTTPTypes
 
@@ -16,6 +18,26 @@ public enum BoundedServer {
         return .http1(configuration: HTTP1Channel.Configuration(
             additionalChannelHandlers: [ConnectionCap(count), RequestDeadline(deadline: TimeAmount(deadline))],
             idleTimeout: nil))
+    }
+
+    /// Serves `router` at `host`:`port` until graceful shutdown (or the task is cancelled), telling
+    /// `onListening` the bound port (useful with port 0); then runs `close` on a thread of its own,
+    /// as waiting for lanes' work in hand must not block the cooperative pool; rethrows the
+    /// server's failure after that.
+    public static func serve<Context: RequestContext>(
+        _ router: Router<Context>, host: String, port: Int, deadline: Duration, maxConnections: Int?, logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void, closingOn thread: String, _ close: @escaping @Sendable () -> Void
+    ) async throws where Context.Source == ApplicationRequestContextSource {
+        let app = Application(
+            router: router,
+            server: http1(deadline: deadline, maxConnections: maxConnections),
+            configuration: .init(address: .hostname(host, port: port), serverName: "receiptfleet"),
+            onServerRunning: { channel in await onListening(channel.localAddress?.port ?? 0) },
+            logger: logger)
+        var failure: (any Error)?
+        do { try await app.run() } catch { failure = error }
+        _ = try? await onNewThread(named: thread, close)
+        if let failure { throw failure }
     }
 }
 
