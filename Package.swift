@@ -192,7 +192,7 @@ let package = Package(
         .executableTarget(name: "receiptfleet", dependencies: [
             "AccessTokens", "APIService", "Console", "AppStore", "BuildInfo", "AppStoreClients", "AppStoreSimulator", "Demo",
             "EventRelay",
-            "Fleet", "FleetConfiguration", "FleetFlags", "JobQueue", "Lanes",
+            "Fleet", "FleetConfiguration", "FleetFlags", "HTTPClient", "JobQueue", "Lanes",
             "Ledger", "Observability", "Operations", "PostgresClient", "ProcessRoot", "Redaction", "RedisClient", "Terminal",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

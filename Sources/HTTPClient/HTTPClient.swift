@@ -196,6 +196,6 @@ extension HTTPClient: Sendable {}
 
 /// curl_global_init must run once per process before any other curl call, and is not
 /// thread-safe. Swift runs a global's initialiser exactly once, under a lock, on first use.
-private enum CurlGlobal {
+enum CurlGlobal {
     static let initialized: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 }

@@ -45,7 +45,8 @@ public final class Lane<Resource>: Sendable {
     }
 
     /// Lets queued work finish, then stops the thread and releases the resource. Later `run`
-    /// calls throw `LaneError.shutDown`. Blocks until the thread is gone.
+    /// calls throw `LaneError.shutDown`. Blocks until the resource is released; the thread's own
+    /// teardown (its C libraries' thread-local state) may still run after (`CLibraries.prepare`).
     public func shutdown() {
         if mailbox.close() { mailbox.finished.wait() }
     }

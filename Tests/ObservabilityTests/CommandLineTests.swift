@@ -421,3 +421,52 @@ import Testing
         }
     }
 }
+
+/// Every process starts without OpenSSL's exit handler (`CLibraries.prepare`): it freed OpenSSL's
+/// global state while a lane's thread that had just closed its connections freed its own, and a
+/// `notifications recover` aborted with a corrupt heap. A preloaded shim lists the exit handlers
+/// a command registers.
+@Suite struct ProcessExitTests {
+    /// Logs the name of each function registered to run at exit, then registers it.
+    static let shim = """
+        #define _GNU_SOURCE
+        #include <dlfcn.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        int __cxa_atexit(void (*function)(void *), void *argument, void *dso) {
+            int (*next)(void (*)(void *), void *, void *) = dlsym(RTLD_NEXT, "__cxa_atexit");
+            Dl_info info;
+            if (dladdr((void *)function, &info) && info.dli_sname) {
+                char line[256];
+                int length = snprintf(line, sizeof line, "at exit: %s\\n", info.dli_sname);
+                if (length > 0) write(2, line, (size_t)length);
+            }
+            return next(function, argument, dso);
+        }
+        """
+
+    @Test func openSSLDoesNotCleanUpAtExit() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(uniqueName("atexit"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (source, library) = (directory.appendingPathComponent("shim.c"), directory.appendingPathComponent("shim.so"))
+        try Self.shim.write(to: source, atomically: true, encoding: .utf8)
+        // The Swift toolchain's own C compiler, always beside swift.
+        let compiler = Process()
+        compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        compiler.arguments = ["clang", "-shared", "-fPIC", "-o", library.path, source.path, "-ldl"]
+        try compiler.run()
+        compiler.waitUntilExit()
+        try #require(compiler.terminationStatus == 0, "clang could not build the shim")
+
+        try await Deployment.with { deployment in
+            // migrate connects to PostgreSQL, whose password exchange draws OpenSSL's random numbers.
+            let environment = deployment.settings.processEnvironment.merging(
+                ["RECEIPTFLEET_METRICS_ADDRESS": "off", "LD_PRELOAD": library.path]) { $1 }
+            let migrated = try await runFleetCommand(["migrate"], environment: environment)
+            #expect(migrated.status == 0, "\(migrated.output)")
+            #expect(migrated.output.contains("at exit: "), "the shim sees the exit handlers (libstdc++'s, at least)")
+            #expect(!migrated.output.contains("at exit: OPENSSL_cleanup"), "\(migrated.output)")
+        }
+    }
+}
