@@ -320,15 +320,3 @@ struct Registrar: Sendable {
     }
 }
 
-extension VerificationOutcome {
-    /// For messages: Apple's status or what went wrong on the way, never a body.
-    var summary: String {
-        switch self {
-        case .status(let status, _): "status \(status)"
-        case .unreadableBody(let httpStatus): "HTTP \(httpStatus) with an unreadable body"
-        case .serverAPI(let status): "the App Store Server API's \(status.name)"
-        case .transportFailure(let failure): "\(failure)"
-        case .notSent: "not sent: the fleet stopped calling Apple meanwhile"
-        }
-    }
-}

@@ -37,6 +37,22 @@ public enum VerificationOutcome: Sendable, Hashable {
     public init(_ error: ResponseDecodingError) {
         self = .unreadableBody(httpStatus: error.httpStatus)
     }
+
+    /// A short, stable name for grouping failures: "apple.21002", "http.503", "timeout".
+    public var errorClass: String { names.errorClass }
+
+    /// For messages: Apple's status or what went wrong on the way, never a body.
+    public var summary: String { names.summary }
+
+    private var names: (errorClass: String, summary: String) {
+        switch self {
+        case .status(let status, _): ("apple.\(status)", "status \(status)")
+        case .unreadableBody(let httpStatus): ("http.\(httpStatus)", "HTTP \(httpStatus) with an unreadable body")
+        case .transportFailure(let failure): ("\(failure)", "\(failure)")
+        case .serverAPI(let status): ("server_api.\(status.name)", "the App Store Server API's \(status.name)")
+        case .notSent: ("not_sent", "not sent: the fleet stopped calling Apple meanwhile")
+        }
+    }
 }
 
 /// How the App Store Server API said no (`{"errorCode": …}`, or its HTTP status).

@@ -26,7 +26,6 @@ struct AuditView {
     var action: String
     var summary: String
     var entries: [Entry]
-    var hasEntries: Bool
     var olderPage: String?
     var newestPage: String?
 
@@ -52,7 +51,6 @@ struct AuditView {
                   target: entry.target ?? "-", details: entry.shownDetails,
                   outcome: entry.outcome, failed: entry.outcome != "ok")
         }
-        hasEntries = !entries.isEmpty
         let filter = action.isEmpty ? "" : "action=\(action.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["."])) ?? "")"
         olderPage = more ? entries.last.map { "/console/audit?" + (filter.isEmpty ? "" : filter + "&") + "before=\($0.id)" } : nil
         newestPage = before == nil ? nil : "/console/audit" + (filter.isEmpty ? "" : "?" + filter)

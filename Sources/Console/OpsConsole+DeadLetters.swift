@@ -155,11 +155,9 @@ struct DeadLettersView {
     var filter: DeadLetterFields
     /// Every letter's kind (error class) with its count, each with its own replay.
     var kinds: [Kind]
-    var hasKinds: Bool
     let pageSize = OpsConsole.deadLetterPage
     var summary: String
     var scope: String
-    var hasLetters: Bool
     var letters: [Row]
     /// Links to the next page (past this one's last letter) and back to the first.
     var nextPage: String?
@@ -198,7 +196,6 @@ struct DeadLettersView {
                  link: Self.link(DeadLetterFields(errorClass: errorClass, run: fields.run, subscription: fields.subscription, text: fields.text)),
                  replay: narrowed ? "Replay those matching…" : "Replay \(Shown.count(count))")
         }
-        hasKinds = !kinds.isEmpty
         let matching = fields.isEmpty ? "" : " matching the filter"
         let total = fields.isEmpty ? counts.total : counts.matching
         if letters.isEmpty {
@@ -209,7 +206,6 @@ struct DeadLettersView {
             summary = "\(shown) dead letter\(total == 1 ? "" : "s")\(matching), oldest first."
         }
         scope = fields.isEmpty ? "all" : "all matching"
-        hasLetters = !letters.isEmpty
         self.letters = letters.map { letter in
             Row(id: letter.id, subscriptionID: letter.job?.subscriptionID, run: letter.job?.runID ?? "-",
                 errorClass: letter.failure.errorClass, message: letter.failure.message, attempts: letter.attempts,

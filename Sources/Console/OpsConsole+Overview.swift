@@ -19,7 +19,6 @@ extension OpsConsole {
         var view = OverviewView(status: status, samples: samples, minutes: minutes, window: window, now: now,
                                 viewer: viewer, notice: Notice(request)?.text)
         view.nights = nights.map { OverviewView.NightRows($0, now: now) }
-        view.hasNights = !nights.isEmpty
         return page("overview", view)
     }
 

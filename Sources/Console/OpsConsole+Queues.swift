@@ -21,7 +21,6 @@ struct QueuesView {
     var queues: [Queue]
     var oldestJob: String
     var breakdown: [Group]
-    var hasBreakdown: Bool
     var breakdownScope: String
 
     /// One queue: what waits in it, what workers hold from it, and how old its oldest is.
@@ -91,7 +90,6 @@ struct QueuesView {
                   inFlight: Shown.count(group.inFlight), waiting: Shown.count(group.waiting),
                   oldest: "\(age(.milliseconds(max(0, depths.now - group.firstEnqueued)))) ago")
         }
-        hasBreakdown = !breakdown.isEmpty
         let total = depths.ready.reduce(0) { $0 + $1.ready + $1.inFlight } + depths.waiting
         let limit = Shown.count(depths.sample.limit)
         breakdownScope = depths.sample.complete

@@ -147,11 +147,9 @@ struct SubscriptionPageView {
         var verifications: [Attempt]
         /// The customer's refund requests Apple asked about (CONSUMPTION_REQUEST), newest first.
         var refundRequests: [RefundRequest]
-        var hasRefundRequests: Bool
         /// Its jobs in Redis: in hand, waiting for a time, dead.
         var queueSummary: String
         var queueJobs: [QueueJob]
-        var hasQueueJobs: Bool
 
         struct QueueJob {
             var place: String
@@ -227,9 +225,7 @@ struct SubscriptionPageView {
                         error: attempt.error ?? "")
             }
             self.refundRequests = refundRequests.map(RefundRequest.init)
-            hasRefundRequests = !refundRequests.isEmpty
             (queueSummary, queueJobs) = Self.queue(jobs, subscriptionID: record.id, now: now)
-            hasQueueJobs = !queueJobs.isEmpty
         }
 
         private static func queue(_ jobs: SubscriptionJobs?, subscriptionID: Int64, now: Date) -> (String, [QueueJob]) {

@@ -27,7 +27,6 @@ struct WebhooksView {
         var failed: Int
         var pending: Int
         var lastDelivered: String
-        var hasFailures: Bool
         var failures: [Failure]
     }
 
@@ -48,7 +47,6 @@ struct WebhooksView {
                 stateClass: endpoint.isEnabled ? (item.recentFailures.isEmpty ? "open" : "paused") : "halted",
                 delivered: item.delivered, failed: item.failed, pending: item.pending,
                 lastDelivered: item.lastDeliveredAt.map(Shown.time) ?? "never",
-                hasFailures: !item.recentFailures.isEmpty,
                 failures: item.recentFailures.map { failure in
                     Failure(at: Shown.time(failure.attemptedAt), status: failure.status.map(String.init) ?? "no answer",
                             error: failure.error ?? "")

@@ -195,7 +195,6 @@ struct WorkersView {
     let chrome: Chrome
     var notice: String?
     var processes: [Process]
-    var hasProcesses: Bool
     var delayedSummary: String
     var filter: WaitingFields
     /// "all", or "all matching": what the bulk actions take.
@@ -204,7 +203,6 @@ struct WorkersView {
     var reasons: [WaitingFields.Choice]
     var triesChoices: [WaitingFields.Choice]
     var delayed: [Delayed]
-    var hasDelayed: Bool
     /// Whether anything waits at all: the bulk actions are offered then, whatever this page shows.
     var anyWaiting: Bool
     var nextPage: String?
@@ -268,7 +266,6 @@ struct WorkersView {
                 lastSeen: "\(Shown.duration(process.silentFor.seconds)) ago", silent: silent, jobsDone: Shown.count(process.jobsDone),
                 holdsJobs: !subscriptions.isEmpty, inHand: Array(subscriptions.prefix(Self.inHandShown)), inHandMore: more > 0 ? "and \(more) more" : nil)
         }
-        hasProcesses = !processes.isEmpty
         let total = stats.delayedDue + stats.delayedLater
         let waiting = "\(Shown.count(total)) job\(total == 1 ? " waits" : "s wait") for a time (\(Shown.count(stats.delayedDue)) due, being moved back to the ready streams); "
         if total == 0 {
@@ -289,7 +286,6 @@ struct WorkersView {
                 subscriptionID: item.job?.subscriptionID, isJob: item.job != nil, text: item.text, reason: item.job.map { "\($0.reason)" } ?? "not a job",
                 tries: Self.tries(of: item.job), due: due)
         }
-        hasDelayed = !delayed.isEmpty
         nextPage = offset + delayed.count < total && delayed.count == OpsConsole.delayedPage
             ? "/console/workers?" + filter.query(from: offset + OpsConsole.delayedPage) : nil
         previousPage = offset > 0 ? "/console/workers?" + filter.query(from: max(0, offset - OpsConsole.delayedPage)) : nil

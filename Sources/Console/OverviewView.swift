@@ -25,7 +25,6 @@ struct OverviewView {
     var run: Run?
     /// The scheduler's latest nights, each with its passes (`SchedulerPasses.nights`).
     var nights: [NightRows] = []
-    var hasNights = false
     static let nightsListed = 7
     var windowTitle: String
     var windows: [WindowLink]

@@ -121,7 +121,7 @@ enum Templates {
           <progress class="{{stateClass}}" max="{{enqueued}}" value="{{settled}}">{{percent}} %</progress>
           {{/run}}
           {{^run}}<p id="run">No scheduler pass is recorded yet.</p>{{/run}}
-          {{#hasNights}}
+          {{^empty(nights)}}
           <p class="hint">Each pass is kept current until its last job has ended (a replayed dead letter is to go again).
             Apple calls and events are the whole fleet's while it ran, up to now if not finished; a night counts them
             once over all its passes.</p>
@@ -139,7 +139,7 @@ enum Templates {
             {{/nights}}
           </table>
           </div>
-          {{/hasNights}}
+          {{/empty(nights)}}
         </section>
 
         <section aria-labelledby="apple-h">
@@ -275,8 +275,8 @@ enum Templates {
         <section aria-labelledby="apple-timings-h">
           <h2 id="apple-timings-h">Apple, per endpoint</h2>
           <p class="hint">One call each: from the request leaving to Apple's answer, or to the call failing (a 30 s timeout counts as 30 s).</p>
-          {{^hasEndpoints}}<p id="no-apple-timings">No call to Apple was timed {{windowTitle}}.</p>{{/hasEndpoints}}
-          {{#hasEndpoints}}
+          {{#empty(endpoints.rows)}}<p id="no-apple-timings">No call to Apple was timed {{windowTitle}}.</p>{{/empty(endpoints.rows)}}
+          {{^empty(endpoints.rows)}}
           {{#endpoints}}{{> timing-table}}{{/endpoints}}
           <figure id="apple-timing-chart">
             <figcaption>Apple's p99 per endpoint, {{windowTitle}}; {{appleChart.point}}</figcaption>
@@ -286,7 +286,7 @@ enum Templates {
             <figcaption>How long {{name}} took, {{windowTitle}}: calls per bucket, shortest to longest</figcaption>
             {{> bars}}
           </figure>{{/appleDistributions}}
-          {{/hasEndpoints}}
+          {{/empty(endpoints.rows)}}
         </section>
         {{/main}}{{/layout}}
         """
@@ -338,7 +338,7 @@ enum Templates {
           <label>Text <input name="q" value="{{filter.text}}" placeholder="timed out" maxlength="200" id="dead-text"></label>
           <button type="submit" id="filter-dead">Filter</button>
         </form>
-        {{#hasKinds}}
+        {{^empty(kinds)}}
         <div class="scroll">
         <table id="dead-kinds">
           <caption>Every dead letter by kind</caption>
@@ -351,9 +351,9 @@ enum Templates {
           </tbody>
         </table>
         </div>
-        {{/hasKinds}}
+        {{/empty(kinds)}}
         <p id="dead-count">{{summary}}</p>
-        {{#hasLetters}}
+        {{^empty(letters)}}
         <div class="actions">
           <form method="post" action="/console/dead/replay" class="inline">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
@@ -400,7 +400,7 @@ enum Templates {
           </li>
           {{/letters}}
         </ul>
-        {{/hasLetters}}
+        {{/empty(letters)}}
         <p class="pages">{{#firstPage}}<a href="{{firstPage}}" id="first-page">← the oldest</a>{{/firstPage}}
           {{#nextPage}}<a href="{{nextPage}}" id="next-page">the next {{pageSize}} →</a>{{/nextPage}}</p>
         {{/main}}{{/layout}}
@@ -427,7 +427,7 @@ enum Templates {
         <section aria-labelledby="breakdown-h">
           <h2 id="breakdown-h">By app, backend and priority</h2>
           <p id="breakdown-scope" class="hint">{{breakdownScope}}</p>
-          {{#hasBreakdown}}
+          {{^empty(breakdown)}}
           <div class="scroll">
           <table id="queue-breakdown">
             <thead><tr><th>App</th><th>Backend</th><th>Priority</th><th>Ready</th><th>Held by workers</th><th>Waiting for a time</th><th>Oldest, first enqueued</th></tr></thead>
@@ -437,8 +437,8 @@ enum Templates {
             </tbody>
           </table>
           </div>
-          {{/hasBreakdown}}
-          {{^hasBreakdown}}<p id="no-jobs">No job is queued.</p>{{/hasBreakdown}}
+          {{/empty(breakdown)}}
+          {{#empty(breakdown)}}<p id="no-jobs">No job is queued.</p>{{/empty(breakdown)}}
         </section>
         {{/main}}{{/layout}}
         """
@@ -448,8 +448,8 @@ enum Templates {
         <h1>Workers</h1>
         <section aria-labelledby="processes-h">
           <h2 id="processes-h">Processes</h2>
-          {{^hasProcesses}}<p id="no-processes">No worker process reported in the last 10 minutes, or each stopped cleanly.</p>{{/hasProcesses}}
-          {{#hasProcesses}}
+          {{#empty(processes)}}<p id="no-processes">No worker process reported in the last 10 minutes, or each stopped cleanly.</p>{{/empty(processes)}}
+          {{^empty(processes)}}
           {{#processes}}{{#silent}}<p class="gate halted silent-note" data-process="{{name}}">{{host}}, pid {{pid}}: {{silent}}
             {{#holdsJobs}}In hand: {{#inHand}}<a href="/console/subscriptions/{{.}}">{{.}}</a> {{/inHand}}{{inHandMore}}{{/holdsJobs}}</p>{{/silent}}{{/processes}}
           <div class="scroll">
@@ -463,7 +463,7 @@ enum Templates {
             </tbody>
           </table>
           </div>
-          {{/hasProcesses}}
+          {{/empty(processes)}}
         </section>
         <section aria-labelledby="delayed-h">
           <h2 id="delayed-h">Waiting for a time</h2>
@@ -484,7 +484,7 @@ enum Templates {
             <button type="submit" name="action" value="bury" id="bury-all-waiting" class="danger">Send to the dead letters…</button>
           </form>
           {{/anyWaiting}}
-          {{#hasDelayed}}
+          {{^empty(delayed)}}
           <form method="post" action="/console/workers/waiting" id="waiting-actions" class="actions">
             <input type="hidden" name="csrf" value="{{chrome.csrf}}">
             With the ticked jobs: <button type="submit" name="action" value="retry" id="retry-waiting">Retry now</button>
@@ -495,7 +495,7 @@ enum Templates {
             {{#delayed}}<li>{{#isJob}}<input type="checkbox" name="job" value="{{text}}" form="waiting-actions" aria-label="this job">{{/isJob}}<span class="subject">{{#subscriptionID}}<a href="/console/subscriptions/{{subscriptionID}}">{{subscriptionID}}</a>{{/subscriptionID}}{{^subscriptionID}}{{text}}{{/subscriptionID}}</span>
               <span class="kind">{{reason}}</span><span class="message">{{tries}}</span><span class="when-due">{{due}}</span></li>{{/delayed}}
           </ul>
-          {{/hasDelayed}}
+          {{/empty(delayed)}}
           <p class="pages">{{#previousPage}}<a href="{{previousPage}}" id="previous-page">← sooner</a>{{/previousPage}}
             {{#nextPage}}<a href="{{nextPage}}" id="next-page">later →</a>{{/nextPage}}</p>
         </section>
@@ -510,7 +510,7 @@ enum Templates {
           <button type="submit">Filter</button>
         </form>
         <p id="audit-count">{{summary}}</p>
-        {{#hasEntries}}
+        {{^empty(entries)}}
         <div class="scroll">
         <table id="audit">
           <thead><tr><th>When</th><th>Who</th><th>Action</th><th>On</th><th>Details</th><th>Outcome</th></tr></thead>
@@ -520,7 +520,7 @@ enum Templates {
           </tbody>
         </table>
         </div>
-        {{/hasEntries}}
+        {{/empty(entries)}}
         <p class="pages">{{#newestPage}}<a href="{{newestPage}}" id="newest-page">← the newest</a>{{/newestPage}}
           {{#olderPage}}<a href="{{olderPage}}" id="older-page">older →</a>{{/olderPage}}</p>
         {{/main}}{{/layout}}
@@ -614,7 +614,7 @@ enum Templates {
         </div>
         <h3>In the queue</h3>
         <p id="queue-summary">{{queueSummary}}</p>
-        {{#hasQueueJobs}}
+        {{^empty(queueJobs)}}
         <ul id="queue-jobs" class="letters">
           {{#queueJobs}}<li data-where="{{place}}"><span class="kind">{{place}}</span><span class="muted">{{reason}}</span><span class="message">{{detail}}</span>
             {{#deadLink}}<a href="{{deadLink}}">dead letters</a>{{/deadLink}}
@@ -623,8 +623,8 @@ enum Templates {
               <button type="submit" name="action" value="retry">Retry now</button> <button type="submit" name="action" value="delete">Delete</button>
               <button type="submit" name="action" value="bury" class="danger">Send to the dead letters</button></form>{{/waitingJob}}</li>{{/queueJobs}}
         </ul>
-        {{/hasQueueJobs}}
-        {{#hasRefundRequests}}
+        {{/empty(queueJobs)}}
+        {{^empty(refundRequests)}}
         <h3>Refund requests</h3>
         <div class="scroll">
         <table id="refund-requests">
@@ -632,7 +632,7 @@ enum Templates {
           <tbody>{{#refundRequests}}<tr data-state="{{state}}"><td>{{transactionID}}</td><td>{{reason}}</td><td>{{asked}}</td><td>{{deadline}}</td><td>{{state}}</td><td class="message">{{detail}}</td></tr>{{/refundRequests}}</tbody>
         </table>
         </div>
-        {{/hasRefundRequests}}
+        {{/empty(refundRequests)}}
         {{/subscription}}
         {{#choices}}
         <p>Several subscriptions match:</p>
@@ -656,14 +656,14 @@ enum Templates {
             <div><dt>Pending</dt><dd>{{pending}}</dd></div>
             <div><dt>Last delivered</dt><dd>{{lastDelivered}}</dd></div>
           </dl>
-          {{#hasFailures}}
+          {{^empty(failures)}}
           <div class="scroll">
           <table><caption>Latest failed attempts</caption>
             <thead><tr><th>When</th><th>Status</th><th>Error</th></tr></thead>
             <tbody>{{#failures}}<tr><td>{{at}}</td><td>{{status}}</td><td class="message">{{error}}</td></tr>{{/failures}}</tbody>
           </table>
           </div>
-          {{/hasFailures}}
+          {{/empty(failures)}}
         </section>
         {{/endpoints}}
         {{/main}}{{/layout}}

@@ -19,7 +19,6 @@ struct TimingsView {
     var jobsDistribution: Distribution?
     /// Apple's endpoints called in the window, the most called first.
     var endpoints: Table
-    var hasEndpoints: Bool
     var appleChart: Chart
     var appleDistributions: [Distribution]
 
@@ -127,7 +126,6 @@ struct TimingsView {
         let name = { (endpoint: AppleEndpoint) in endpoint.rawValue.replacingOccurrences(of: "_", with: " ") }
         endpoints = Table(id: "apple-timings", what: "Endpoint", counted: "Calls",
                           rows: called.map { Row(series: $0.0.rawValue, name: name($0.0), $0.1) })
-        hasEndpoints = !called.isEmpty
         var styles = ["", "s-1", "s-2", "s-3"].makeIterator()
         appleChart = Chart(
             label: "Apple's p99 per endpoint",

@@ -150,17 +150,6 @@ extension VerificationAction {
 }
 
 extension VerificationOutcome {
-    /// A short, stable name for grouping failures: "apple.21002", "http.503", "timeout".
-    var errorClass: String {
-        switch self {
-        case .status(let status, _): "apple.\(status)"
-        case .unreadableBody(let httpStatus): "http.\(httpStatus)"
-        case .transportFailure(let failure): "\(failure)"
-        case .serverAPI(let status): "server_api.\(status.name)"
-        case .notSent: "not_sent"
-        }
-    }
-
     /// An answer about this one receipt or transaction: a configuration error it shows may be its
     /// own (another app's), so it counts toward a halt instead of halting at once.
     var concernsOneSubscription: Bool {
@@ -170,3 +159,4 @@ extension VerificationOutcome {
         }
     }
 }
+
