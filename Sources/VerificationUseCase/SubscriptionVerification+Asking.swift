@@ -159,4 +159,3 @@ extension VerificationOutcome {
         }
     }
 }
-
