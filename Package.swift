@@ -97,7 +97,7 @@ let package = Package(
 
         // The settings as the command line's flags (swift-argument-parser), each named after its setting.
         .target(name: "FleetFlags", dependencies: [
-            "FleetConfiguration",
+            "AppStore", "FleetConfiguration",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetConfiguration
+import FleetFlags
 import Foundation
 import Ledger
 import PostgresClient
@@ -41,16 +42,4 @@ struct Audit: ParsableCommand {
         if entries.isEmpty, !json { print("No audit entries match.") }
         for entry in entries { print(json ? try entry.json() : entry.line) }
     }
-}
-
-/// A `--since` (or `--until`) argument: a day (2026-11-24, from its midnight UTC), a time
-/// (2026-11-24T02:00:00Z), or how long ago (90m, 72h, 7d).
-func sinceArgument(_ text: String, flag: String = "--since", now: Date) throws -> Date {
-    if let time = try? Date(text, strategy: .iso8601) { return time }
-    if let day = try? Date(text + "T00:00:00Z", strategy: .iso8601) { return day }
-    let units: [Character: Double] = ["m": 60, "h": 3_600, "d": 86_400]
-    if let unit = text.last.flatMap({ units[$0] }), let count = Double(text.dropLast()), count >= 0 {
-        return now.addingTimeInterval(-count * unit)
-    }
-    throw ValidationError("\(flag) '\(text)' is neither a day (2026-11-24), a time (2026-11-24T02:00:00Z) nor a time ago (90m, 72h, 7d).")
 }

@@ -2,6 +2,7 @@ import AppStore
 import ArgumentParser
 import Fleet
 import FleetConfiguration
+import FleetFlags
 import Lanes
 import Ledger
 import Logging

@@ -73,11 +73,6 @@ extension FleetOptions {
     }
 }
 
-/// `--environment Production` (or Sandbox, whatever the case): anything else is refused with the choices.
-extension AppStoreEnvironment: ExpressibleByArgument {
-    public init?(argument: String) { self.init(rawValue: argument.capitalized) }
-}
-
 extension AppCatalog {
     /// The app --app names, checked against apps-file, or the only one; nil when there are several and none is named.
     func named(_ app: String?) throws -> String? {
@@ -91,9 +86,4 @@ extension AppCatalog {
         }
         return owner
     }
-}
-
-/// A time given as ISO 8601 (2026-11-23T09:00:00Z).
-extension Instant: ExpressibleByArgument {
-    public init?(argument: String) { self.init(iso8601: argument) }
 }

@@ -1,5 +1,6 @@
 import AppStore
 import ArgumentParser
+import FleetFlags
 import Foundation
 
 /// `receiptfleet inspect`: what does Apple say about this customer, on either backend?

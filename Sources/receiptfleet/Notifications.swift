@@ -3,6 +3,7 @@ import AppStore
 import ArgumentParser
 import Fleet
 import FleetConfiguration
+import FleetFlags
 import Foundation
 import Operations
 import Terminal

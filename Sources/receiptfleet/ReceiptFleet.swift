@@ -19,11 +19,7 @@ struct ReceiptFleet: AsyncParsableCommand {
         CLibraries.prepare()
         do {
             var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
+            if var asyncCommand = command as? AsyncParsableCommand { try await asyncCommand.run() } else { try command.run() }
         } catch {
             exit(withError: error)
         }

@@ -1,10 +1,11 @@
 import AppStore
 import ArgumentParser
 import Fleet
+import FleetFlags
 import JobQueue
 import Lanes
-import ProcessRoot
 import Observability
+import ProcessRoot
 import Terminal
 
 /// `receiptfleet schedule`

@@ -1,5 +1,6 @@
 import AppStore
 import ArgumentParser
+import FleetFlags
 import Ledger
 import Operations
 import Terminal

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventRelay
 import FleetConfiguration
+import FleetFlags
 import Operations
 import Terminal
 
