@@ -128,11 +128,16 @@ import Testing
                 _ = try await setup.load()
                 let workers = try (0..<2).map { _ in try FleetProcess(["worker"], environment: setup.environment) }
                 try #require(try await eventually(every: .milliseconds(100)) { try await setup.verified(runID: "e2e") >= 10 })
+                let left = try await setup.status(within: .zero) { _ in true }.queue
                 // As long as the first pause (2 s): the probe after it finds Apple back.
                 simulator.store.startOutage(seconds: 2)
-                let paused = try await setup.status(within: .seconds(5)) { $0.queue.pausedUntil != nil }
-                #expect(paused.queue.pausedUntil != nil, "the fleet paused")
-                let waiting = paused.queue.ready + paused.queue.reserved + paused.queue.delayedDue + paused.queue.delayedLater
+                // The workers' own word, not a status read: the pause lasts about 2 s, and a loaded
+                // machine can read the status less often than that.
+                let paused = try await eventually(within: .seconds(10), every: .milliseconds(100)) {
+                    workers.contains { $0.log.contains("Apple is unavailable; the fleet pauses") }
+                }
+                #expect(paused, "the fleet paused")
+                let waiting = left.ready + left.reserved + left.delayedDue + left.delayedLater
                 #expect(waiting >= setup.subscriptions.count / 3, "\(waiting) of \(setup.subscriptions.count) waited for Apple")
 
                 let final = try await setup.status(within: .seconds(90)) { $0.isSettled }
