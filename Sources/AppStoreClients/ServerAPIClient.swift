@@ -104,7 +104,7 @@ public final class ServerAPIClient {
             // statuses never show: the revoked transactions tell (usually an empty page).
             let statuses = try read(signed)
             let changed = latestTransactionID(in: statuses, of: originalTransactionID) != knownLatestTransactionID
-            guard changed || refunds.isDue(for: originalTransactionID, at: statuses.receipt?.requestDate ?? Instant(now())) else {
+            guard changed || refunds.isDue(at: statuses.receipt?.requestDate ?? Instant(now())) else {
                 verification.response = statuses  // a quiet night: the statuses are the whole answer
                 return verification
             }

@@ -5,9 +5,11 @@ import Lanes
 import Synchronization
 
 /// Sends the simulator's V2 notifications where App Store Connect would: to the URL a test or a
-/// demo sets (`POST /control/notifications`), one POST of `{"signedPayload": …}` each, from a
-/// thread of its own (curl blocks), and keeps Apple's record of every attempt, which the history
-/// (`onlyFailures`) and the test notification's status report.
+/// demo sets (`POST /control/notifications`), one POST of `{"signedPayload": …}` each, from
+/// threads of its own (curl blocks), and keeps Apple's record of every attempt, which the history
+/// (`onlyFailures`) and the test notification's status report. Like Apple, it sends many at once
+/// (one subscription's in order): a month of a large fleet's changes, one at a time, would take
+/// the time of serve's answers over again for each.
 ///
 /// As Apple does, a notification goes out when the clock passes its event (`delay` later), and a
 /// failed production send is tried again 1, 12, 24, 48 and 72 hours after the previous attempt
@@ -16,8 +18,10 @@ import Synchronization
 /// record of those either). Which notifications fail or go unannounced is decided by a digest of
 /// their notificationUUID, so a run can be repeated.
 final class NotificationSender: Sendable {
-    private let lane = Lane<HTTPClient>(name: "simulator-notifications") {
-        try HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: .seconds(2), totalTimeout: .seconds(5)))
+    private let lanes = (0..<4).map { index in
+        Lane<HTTPClient>(name: "simulator-notifications-\(index)") {
+            try HTTPClient(configuration: HTTPClientConfiguration(connectTimeout: .seconds(2), totalTimeout: .seconds(5)))
+        }
     }
     private let state = Mutex(State())
 
@@ -114,7 +118,7 @@ final class NotificationSender: Sendable {
     /// Runs `work` on the sender's thread: working out a window's notifications takes a fleet's
     /// timelines, too long for Swift's pool, where the simulator's answers are made.
     func onSenderThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T? {
-        try? await lane.run { _ in work() }
+        try? await lanes[0].run { _ in work() }
     }
 
     /// The failed sends whose next attempt is due at `nowMs`, taken off the list.
@@ -127,35 +131,50 @@ final class NotificationSender: Sendable {
         }
     }
 
-    /// Attempts `notifications` in order, on the sender's thread; returns once each was attempted.
+    /// Attempts `notifications`, each subscription's in order, on the sender's threads; returns once
+    /// each was attempted.
     func send(_ notifications: [Outgoing], nowMs: Int64) async {
         guard let (url, knobs) = state.withLock({ state in state.url.map { ($0, state.knobs) } }) else { return }
         state.withLock { $0.counts.pending += notifications.count }
-        for notification in notifications {
-            let tried = attempts(of: notification.uuid).count
-            let result: String
-            if knobs.drop || nowMs < knobs.unreachableUntilMs {
-                result = "NO_RESPONSE"
-            } else if nowMs < knobs.faultsUntilMs, Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
-                result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
-            } else {
-                let body = Array(#"{"signedPayload":"\#(notification.signedPayload)"}"#.utf8)
-                result = (try? await lane.run { http in Self.result(of: { () throws(HTTPError) in try http.post(url: url, json: body) }) })
-                    ?? "OTHER"
+        let queues = Dictionary(grouping: notifications) { notification in
+            let subscription = notification.change?.originalTransactionID ?? notification.uuid
+            return Int(UInt(bitPattern: subscription.hashValue) % UInt(lanes.count))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (lane, queue) in queues {
+                group.addTask {
+                    for notification in queue { await self.attempt(notification, url: url, knobs: knobs, nowMs: nowMs, on: self.lanes[lane]) }
+                }
             }
-            state.withLock { state in
-                state.attempts[notification.uuid, default: []].append(SendAttempt(atMs: nowMs, result: result))
-                state.counts.pending -= 1
-                if result == "SUCCESS" {
-                    state.counts.sent += 1
-                    return
-                }
-                state.counts.failed += 1
-                if tried == 0, let change = notification.change { state.missed.append(change) }
-                if notification.environment == .production, tried < Self.retryHours.count {
-                    state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
-                    state.counts.retrying = state.retries.count
-                }
+        }
+    }
+
+    /// One attempt to send `notification`, recorded as Apple records it; a failed one is tried
+    /// again on Apple's schedule.
+    private func attempt(_ notification: Outgoing, url: String, knobs: NotificationKnobs, nowMs: Int64, on lane: Lane<HTTPClient>) async {
+        let tried = attempts(of: notification.uuid).count
+        let result: String
+        if knobs.drop || nowMs < knobs.unreachableUntilMs {
+            result = "NO_RESPONSE"
+        } else if nowMs < knobs.faultsUntilMs, Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
+            result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+        } else {
+            let body = Array(#"{"signedPayload":"\#(notification.signedPayload)"}"#.utf8)
+            result = (try? await lane.run { http in Self.result(of: { () throws(HTTPError) in try http.post(url: url, json: body) }) })
+                ?? "OTHER"
+        }
+        state.withLock { state in
+            state.attempts[notification.uuid, default: []].append(SendAttempt(atMs: nowMs, result: result))
+            state.counts.pending -= 1
+            if result == "SUCCESS" {
+                state.counts.sent += 1
+                return
+            }
+            state.counts.failed += 1
+            if tried == 0, let change = notification.change { state.missed.append(change) }
+            if notification.environment == .production, tried < Self.retryHours.count {
+                state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
+                state.counts.retrying = state.retries.count
             }
         }
     }

@@ -199,14 +199,7 @@ public struct FleetSettings: Sendable {
         VerificationPolicy(
             defaultBackend: defaultBackend, initialPurchaseWindow: initialPurchaseWindow,
             nonRenewingProductIDs: nonRenewingProductIDs, haltAfterConfigurationErrors: haltAfterConfigurationErrors,
-            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName, refundCheckDays: refundReadDays)
-    }
-
-    /// Days between reads of a subscription's refunds on the Server API: `server-api-refund-check-days`,
-    /// or the audit's period when that is shorter. A refund of an earlier period shows in no status,
-    /// so an unannounced one is found only by a read, and the audit promises to find it within its period.
-    var refundReadDays: Int {
-        guard let audit = checkSchedule.auditInterval else { return refundCheckDays }
-        return max(1, min(refundCheckDays, Int((audit / 86_400).rounded(.down))))
+            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName, refundCheckDays: refundCheckDays,
+            auditNights: checkSchedule.auditNights)
     }
 }

@@ -111,7 +111,7 @@ public struct SettingsRegistry: Sendable {
     public let serverAPIRefundCheckDays = Setting<Int>(
         "server-api-refund-check-days", .whole(1...90), default: 7,
         help: "Days between reads of a quiet subscription's refunded transactions on the Server API (a second call); 1: every verification.",
-        details: "A refund of an earlier period shows in no status: its REFUND notification tells at once, this read is the net under a lost one. With a shorter audit-days, every audit-days.",
+        details: "A refund of an earlier period shows in no status: its REFUND notification tells at once, this read is the net under a lost one. Every audit night (audit-days) reads them too.",
         show: { $0 == 1 ? "every verification" : "every \($0) days, each night a share of the fleet" })
     public let appleRootCertificate = Setting<CertificateFile?>(
         "apple-root-certificate", .certificateFile, unset: "Apple Root CA - G3, built in (SHA-256 \(AppleRootCertificate.fingerprint))", .flag,

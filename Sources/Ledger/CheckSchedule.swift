@@ -77,7 +77,7 @@ public struct CheckSchedule: Sendable, Equatable {
         case .active:
             // Just after expiry, when the renewal is due; and by the audit (or nightly) before that.
             let afterPeriod = state.expiresAt.map { $0.date + afterExpiry } ?? nextNightlyRun
-            return min(afterPeriod, auditInterval.map { auditNight(slot: auditSlot, every: $0, next: nextNightlyRun) } ?? nextNightlyRun)
+            return min(afterPeriod, auditNights.map { auditNight(slot: auditSlot, every: $0, next: nextNightlyRun) } ?? nextNightlyRun)
         case .inGrace:
             let afterGrace = state.gracePeriodExpiresAt.map { $0.date + afterExpiry } ?? .distantFuture
             return min(afterGrace, nightlyRun(notAfter: now + billingRetryInterval, next: nextNightlyRun))
@@ -90,12 +90,16 @@ public struct CheckSchedule: Sendable, Equatable {
         }
     }
 
-    /// The first night from `next` on whose number (days since 1970) falls in `slot`'s place in
-    /// every `interval`: at most `interval` away, and the same nights for the same slot.
-    private func auditNight(slot: Int64, every interval: TimeInterval, next: Date) -> Date {
-        let nights = max(1, Int64((interval / Self.day).rounded()))
-        let night = Int64((next.timeIntervalSince1970 / Self.day).rounded(.down))
-        let wait = ((slot - night) % nights + nights) % nights
+    /// Nights between audits of an active subscription; nil checks active ones every night.
+    public var auditNights: Int? {
+        auditInterval.map { max(1, Int(($0 / Self.day).rounded())) }
+    }
+
+    /// The first night from `next` on that is `slot`'s turn in every `nights` (`NightlyTurn`): at
+    /// most `nights` away, and the same nights for the same slot.
+    private func auditNight(slot: Int64, every nights: Int, next: Date) -> Date {
+        let night = NightlyTurn.night(atSecondsSince1970: next.timeIntervalSince1970)
+        let wait = NightlyTurn(slot: slot).nightsUntilTurn(from: night, every: Int64(nights))
         return next + Double(wait) * Self.day
     }
 

@@ -92,7 +92,7 @@ public final class SubscriptionVerification {
             return .transaction(
                 originalTransactionID: subscription.originalTransactionID,
                 knownLatestTransactionID: subscription.state?.latestTransactionID,
-                refunds: askedFor ? .due : policy.refundCheck(lastRead: subscription.state?.refundsReadAt),
+                refunds: askedFor ? .due : policy.refundCheck(of: subscription.id, lastRead: subscription.state?.refundsReadAt),
                 onlyIn: unknownTonight)
         }
     }

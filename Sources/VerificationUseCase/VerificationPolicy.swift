@@ -18,10 +18,14 @@ public struct VerificationPolicy: Sendable {
     /// How many days apart a Server API verification reads a quiet subscription's refunded
     /// transactions (`RefundCheck`).
     public var refundCheckDays: Int
+    /// Nights between a subscription's audits (`CheckSchedule.auditNights`), on each of which its
+    /// refunds are read too; nil: active subscriptions are checked nightly.
+    public var auditNights: Int?
 
     public init(
         defaultBackend: VerificationBackend, initialPurchaseWindow: TimeInterval, nonRenewingProductIDs: Set<String>,
-        haltAfterConfigurationErrors: Int, nightlyHourUTC: Int, defaultApp: String, refundCheckDays: Int = 7
+        haltAfterConfigurationErrors: Int, nightlyHourUTC: Int, defaultApp: String, refundCheckDays: Int = 7,
+        auditNights: Int? = nil
     ) {
         self.defaultBackend = defaultBackend
         self.initialPurchaseWindow = initialPurchaseWindow
@@ -30,11 +34,12 @@ public struct VerificationPolicy: Sendable {
         self.nightlyHourUTC = nightlyHourUTC
         self.defaultApp = defaultApp
         self.refundCheckDays = refundCheckDays
+        self.auditNights = auditNights
     }
 
-    /// When a quiet Server API subscription whose refunds were last read at `lastRead` reads them again.
-    public func refundCheck(lastRead: Instant?) -> RefundCheck {
-        RefundCheck(lastRead: lastRead, everyDays: refundCheckDays)
+    /// When the quiet Server API subscription `id`, whose refunds were last read at `lastRead`, reads them again.
+    public func refundCheck(of id: Int64, lastRead: Instant?) -> RefundCheck {
+        RefundCheck(lastRead: lastRead, everyDays: refundCheckDays, auditNights: auditNights, turn: NightlyTurn(slot: id))
     }
 
     /// The first nightly run strictly after `now`.

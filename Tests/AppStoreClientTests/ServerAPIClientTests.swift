@@ -60,7 +60,7 @@ import Testing
             var calls = 0
             return client.verify(
                 originalTransactionID: "1000", knownLatestTransactionID: knownLatest,
-                refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7), onlyIn: onlyIn,
+                refunds: RefundCheck(lastRead: refundsDue ? nil : Instant(Date()), everyDays: 7, turn: NightlyTurn(slot: 1)), onlyIn: onlyIn,
                 leave: { _ in
                     calls += 1
                     return leave(calls)

@@ -1,17 +1,30 @@
+import AppStore
 import FleetConfiguration
+import Foundation
+import Ledger
 import Testing
 import VerificationUseCase
 
 /// A refund of an earlier period shows in no status on the Server API: only a read of the refunds
 /// finds an unannounced one, and the audit promises to find every such change within its period.
 @Suite struct RefundReadTests {
-    @Test func refundsAreReadAtLeastAsOftenAsTheAuditLooks() throws {
-        func days(audit: String, refundCheck: String) throws -> Int {
-            try FleetSettings(.given([Settings.auditDays: audit, Settings.serverAPIRefundCheckDays: refundCheck]))
-                .verificationPolicy.refundCheckDays
+    /// The night the schedule plans a subscription's audit on is a night its refunds are read, even
+    /// when a check between two audits read them days before; and that for any audit-days.
+    @Test func theAuditNightTheScheduleChoosesReadsTheRefunds() throws {
+        let now = Date(timeIntervalSince1970: 1_795_000_000)
+        for audit in ["3", "30"] {
+            let settings = try FleetSettings(.given([Settings.auditDays: audit, Settings.serverAPIRefundCheckDays: "7"]))
+            let policy = settings.verificationPolicy
+            let nextNight = policy.nextNightlyRun(after: now)
+            // Renewing long after the audit: the audit is its next check.
+            var active = SubscriptionState(originalTransactionID: "2000000000000001", status: .active, verifiedAt: Instant(now))
+            active.expiresAt = Instant(now + 400 * 86_400)
+            for id: Int64 in 1...40 {
+                let audit = try #require(settings.checkSchedule.nextCheck(for: active, now: now, nextNightlyRun: nextNight, auditSlot: id))
+                let readBefore = audit - 2 * 86_400
+                #expect(policy.refundCheck(of: id, lastRead: Instant(readBefore)).isDue(at: Instant(audit + 60)),
+                        "audit-days \(audit), subscription \(id): audited \(audit), read two days before")
+            }
         }
-        #expect(try days(audit: "30", refundCheck: "7") == 7)
-        #expect(try days(audit: "3", refundCheck: "7") == 3, "every audit reads them")
-        #expect(try days(audit: "0", refundCheck: "7") == 7, "checked nightly: no audit to keep up with")
     }
 }
