@@ -90,7 +90,7 @@ struct NotificationIntake: Sendable {
     ) -> Bool {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple, store: connections.ledger,
-            policy: fleet.verificationPolicy, metrics: metrics, clock: connections.clock, logger: logger)
+            policy: fleet, metrics: metrics, clock: connections.clock, logger: logger)
         do {
             guard let subscription = try connections.ledger.loadForVerification(ids: [subscriptionID]).first else { return false }
             let settles = (subscription.backend ?? fleet.defaultBackend) == .serverAPI

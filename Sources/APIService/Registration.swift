@@ -191,7 +191,7 @@ struct Registrar: Sendable {
     ) throws -> RegistrationResponse {
         let verification = SubscriptionVerification(
             gate: LaneGate(connections: connections, settings: fleet), verifier: connections.apple,
-            store: connections.ledger, policy: fleet.verificationPolicy, metrics: metrics, clock: connections.clock, logger: logger)
+            store: connections.ledger, policy: fleet, metrics: metrics, clock: connections.clock, logger: logger)
         // A person is waiting: Apple's answer now is final for this request (21002 included).
         let answer = try verification.ask(
             about: subject, ofApp: app, startingIn: environment, attempt: StatusPolicy().malformedReceiptAttempts,

@@ -1,22 +1,24 @@
-/// How a `WebhookDispatcher` delivers.
+/// How a `WebhookDispatcher` delivers: the deployment's settings (`FleetSettings.webhookConfiguration`),
+/// and the dispatcher's own constants beside their fields.
 public struct WebhookConfiguration: Sendable {
     /// The wait before each retry: the first entry after the first failed attempt, and so on. When
-    /// they are used up, the next failure fails the delivery for good. The default is the Standard
-    /// Webhooks schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (eight attempts over about 28 h).
-    /// A longer `Retry-After` from the receiver wins, up to the longest entry.
-    public var retryDelays: [Duration]
+    /// they are used up, the next failure fails the delivery for good. The Standard Webhooks
+    /// schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (eight attempts over about 28 h). A
+    /// longer `Retry-After` from the receiver wins, up to the longest entry.
+    public var retryDelays: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map { .seconds($0) }
     /// The longest one request may take, connecting included.
-    public var timeout: Duration
-    /// The most requests to one endpoint in flight at once, over all dispatchers: a receiver that
-    /// stops answering holds no more dispatchers than this, and a healthy one gets this many
-    /// requests side by side. Run more dispatchers than this, or one such receiver stalls them all.
-    public var perEndpointConcurrency: Int
+    public var timeout: Duration = .seconds(15)
     /// How often the dispatcher looks for due deliveries when it found none.
-    public var pollInterval: Duration
+    public var pollInterval: Duration = .seconds(1)
     /// The most attempts one `runOnce` makes.
-    public var batchSize: Int
+    public var batchSize = 50
     /// Sent as `User-Agent`.
-    public var userAgent: String
+    public var userAgent = "ReceiptFleet-Webhooks/1"
+    /// The most requests to one endpoint in flight at once, over all dispatchers
+    /// (`webhook-endpoint-concurrency`): a receiver that stops answering holds no more dispatchers
+    /// than this, and a healthy one gets this many requests side by side. Run more dispatchers than
+    /// this, or one such receiver stalls them all.
+    public var perEndpointConcurrency: Int
     /// Opens the endpoints' secrets, which are stored encrypted; without it nothing can be signed.
     public var secretKeys: WebhookKeyring?
     /// Whether deliveries may go to loopback, private and other non-public addresses, and over plain
@@ -30,23 +32,8 @@ public struct WebhookConfiguration: Sendable {
     /// Through a configured proxy, the proxy connects, so it must do the address checks itself.
     public var proxy: String?
 
-    public init(
-        retryDelays: [Duration] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000].map { .seconds($0) },
-        timeout: Duration = .seconds(15),
-        perEndpointConcurrency: Int = 2,
-        pollInterval: Duration = .seconds(1),
-        batchSize: Int = 50,
-        userAgent: String = "ReceiptFleet-Webhooks/1",
-        secretKeys: WebhookKeyring? = nil,
-        allowsPrivateNetworks: Bool = false,
-        proxy: String? = nil
-    ) {
-        self.retryDelays = retryDelays
-        self.timeout = timeout
+    public init(perEndpointConcurrency: Int, secretKeys: WebhookKeyring?, allowsPrivateNetworks: Bool, proxy: String?) {
         self.perEndpointConcurrency = perEndpointConcurrency
-        self.pollInterval = pollInterval
-        self.batchSize = batchSize
-        self.userAgent = userAgent
         self.secretKeys = secretKeys
         self.allowsPrivateNetworks = allowsPrivateNetworks
         self.proxy = proxy

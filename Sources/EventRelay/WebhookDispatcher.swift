@@ -28,7 +28,7 @@ public final class WebhookDispatcher {
     /// A dispatcher working through `database` from the calling thread, with its own HTTP client.
     /// `now` is the clock that decides what is due, stamps attempts and sets leases (tests move it forward).
     public init(
-        database: PostgresConnection, configuration: WebhookConfiguration = WebhookConfiguration(),
+        database: PostgresConnection, configuration: WebhookConfiguration,
         now: @escaping () -> Date = Date.init
     ) throws {
         try configuration.validate()

@@ -18,7 +18,7 @@ public enum ImmediateVerification {
             connections: connections, settings: settings, stop: StopSignal(), pauses: PauseBoard(clock: connections.clock),
             slots: SlotPool(tolerance: PacedGate.slotTolerance), metrics: metrics)
         let verification = SubscriptionVerification(
-            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings, metrics: metrics,
             clock: connections.clock, logger: logger)
         let job = Job(subscriptionID: id, runID: "verify", reason: .manual,
                       enqueuedAt: Int64(connections.clock.now().timeIntervalSince1970 * 1000))

@@ -42,7 +42,7 @@ final class Processor {
         self.logger = logger
         gate = PacedGate(connections: connections, settings: settings, stop: stop, pauses: pauses, slots: slots, metrics: metrics)
         verification = SubscriptionVerification(
-            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings.verificationPolicy, metrics: metrics,
+            gate: gate, verifier: connections.apple, store: connections.ledger, policy: settings, metrics: metrics,
             clock: connections.clock, logger: logger)
     }
 

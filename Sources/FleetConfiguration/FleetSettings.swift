@@ -194,12 +194,10 @@ public struct FleetSettings: Sendable {
         return configuration
     }
 
-    /// What the verification use case reads of these settings.
-    public var verificationPolicy: VerificationPolicy {
-        VerificationPolicy(
-            defaultBackend: defaultBackend, initialPurchaseWindow: initialPurchaseWindow,
-            nonRenewingProductIDs: nonRenewingProductIDs, haltAfterConfigurationErrors: haltAfterConfigurationErrors,
-            nightlyHourUTC: nightlyHourUTC, defaultApp: AppCatalog.defaultAppName, refundCheckDays: refundCheckDays,
-            auditNights: checkSchedule.auditNights)
-    }
+}
+
+/// The verification use case reads its policy from the settings themselves.
+extension FleetSettings: VerificationPolicy {
+    public var defaultApp: String { AppCatalog.defaultAppName }
+    public var auditNights: Int? { checkSchedule.auditNights }
 }

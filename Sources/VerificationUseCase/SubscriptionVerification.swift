@@ -21,7 +21,7 @@ public final class SubscriptionVerification {
     let gate: any AppleGate
     let verifier: any AppleVerifier
     let store: any VerificationStore
-    let policy: VerificationPolicy
+    let policy: any VerificationPolicy
     let metrics: any VerificationMetrics
     let logger: Logger
     /// The time a verification is written at and schedules from.
@@ -29,7 +29,7 @@ public final class SubscriptionVerification {
     let statusPolicy = StatusPolicy()
 
     public init(
-        gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, policy: VerificationPolicy,
+        gate: any AppleGate, verifier: any AppleVerifier, store: any VerificationStore, policy: any VerificationPolicy,
         metrics: any VerificationMetrics, clock: any FleetClock, logger: Logger
     ) {
         self.gate = gate

@@ -1,42 +1,30 @@
 import AppStore
 import Foundation
 
-/// What the verification use case reads of the deployment's settings (`FleetSettings.verificationPolicy`).
-public struct VerificationPolicy: Sendable {
+/// What the verification use case reads of the deployment's settings: `FleetSettings` is one, so
+/// each value is the setting itself, not a copy.
+public protocol VerificationPolicy: Sendable {
     /// The backend of subscriptions that name none.
-    public var defaultBackend: VerificationBackend
+    var defaultBackend: VerificationBackend { get }
     /// How long after a purchase its registration still announces `initial_purchase`.
-    public var initialPurchaseWindow: TimeInterval
+    var initialPurchaseWindow: TimeInterval { get }
     /// Products sold as non-renewing subscriptions (one-time purchases with an expiry).
-    public var nonRenewingProductIDs: Set<String>
+    var nonRenewingProductIDs: Set<String> { get }
     /// How many different subscriptions must answer a configuration error in a row before it halts.
-    public var haltAfterConfigurationErrors: Int
+    var haltAfterConfigurationErrors: Int { get }
     /// The UTC hour of the nightly run, which a write's next check is planned around.
-    public var nightlyHourUTC: Int
+    var nightlyHourUTC: Int { get }
     /// The app a subscription belongs to when it names none.
-    public var defaultApp: String
+    var defaultApp: String { get }
     /// How many days apart a Server API verification reads a quiet subscription's refunded
     /// transactions (`RefundCheck`).
-    public var refundCheckDays: Int
+    var refundCheckDays: Int { get }
     /// Nights between a subscription's audits (`CheckSchedule.auditNights`), on each of which its
     /// refunds are read too; nil: active subscriptions are checked nightly.
-    public var auditNights: Int?
+    var auditNights: Int? { get }
+}
 
-    public init(
-        defaultBackend: VerificationBackend, initialPurchaseWindow: TimeInterval, nonRenewingProductIDs: Set<String>,
-        haltAfterConfigurationErrors: Int, nightlyHourUTC: Int, defaultApp: String, refundCheckDays: Int = 7,
-        auditNights: Int? = nil
-    ) {
-        self.defaultBackend = defaultBackend
-        self.initialPurchaseWindow = initialPurchaseWindow
-        self.nonRenewingProductIDs = nonRenewingProductIDs
-        self.haltAfterConfigurationErrors = haltAfterConfigurationErrors
-        self.nightlyHourUTC = nightlyHourUTC
-        self.defaultApp = defaultApp
-        self.refundCheckDays = refundCheckDays
-        self.auditNights = auditNights
-    }
-
+extension VerificationPolicy {
     /// When the quiet Server API subscription `id`, whose refunds were last read at `lastRead`, reads them again.
     public func refundCheck(of id: Int64, lastRead: Instant?) -> RefundCheck {
         RefundCheck(lastRead: lastRead, everyDays: refundCheckDays, auditNights: auditNights, turn: NightlyTurn(slot: id))

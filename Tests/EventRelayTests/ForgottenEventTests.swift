@@ -24,7 +24,7 @@ import Testing
 
             let forgotten = try Ledger(database).forget(.subscription(id: subscriptions[0]))
             try world.relay().runOnce()
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local).runOnce()
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local()).runOnce()
             return (forgotten, published, try streamEntries(world.streamKey, on: world.redis()))
         }
         let id = try #require(forgotten.subscriptions.first)

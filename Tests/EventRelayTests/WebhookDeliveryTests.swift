@@ -12,7 +12,7 @@ import Testing
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/hooks", in: world, on: database)
             let clock = TestClock()
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now }).runOnce()
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now }).runOnce()
             return (pending, clock.now, try delivery(pending.deliveryID, on: database).state)
         }
         let request = try #require(server.requests.first)
@@ -48,7 +48,7 @@ import Testing
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
             let clock = TestClock()
-            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now })
+            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now })
             let log = try drive(dispatcher, delivery: pending.deliveryID, at: [0, 4, 5, 304, 305, 90_000], clock: clock, on: database)
             return (log, try attemptStatuses(pending.deliveryID, on: database))
         }
@@ -71,7 +71,7 @@ import Testing
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
             let clock = TestClock()
-            let configuration = WebhookConfiguration(retryDelays: [.seconds(1), .seconds(2)]).local
+            let configuration = WebhookConfiguration.local { $0.retryDelays = [.seconds(1), .seconds(2)] }
             let dispatcher = try WebhookDispatcher(database: database, configuration: configuration, now: { clock.now })
             return try drive(dispatcher, delivery: pending.deliveryID, at: [0, 1, 3, 3_600], clock: clock, on: database)
         }
@@ -103,7 +103,7 @@ import Testing
                 "UPDATE webhook_deliveries SET next_attempt_at = $2 WHERE id = $1", [.int64(pending.deliveryID), .timestamptz(start)])
             let clock = TestClock()
             clock.now = start
-            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now })
+            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now })
             return try drive(dispatcher, delivery: pending.deliveryID, at: [0, 5, 120, 4_000, 5_800, 41_800], clock: clock, on: database)
         }
         #expect(log == [
@@ -126,7 +126,7 @@ import Testing
             try world.relay().runOnce()  // a second pending delivery to the same endpoint
 
             let clock = TestClock()
-            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now })
+            let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now })
             let made = try dispatcher.runOnce()
             let endpoint = try WebhookRegistry(database: database).list().first { $0.id == pending.endpointID }
             let states = try database.query("SELECT state FROM webhook_deliveries ORDER BY id").map { try $0["state"].text() ?? "" }
@@ -154,7 +154,7 @@ import Testing
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
             let clock = TestClock()
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration(timeout: .seconds(5)).local, now: { clock.now })
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local { $0.timeout = .seconds(5) }, now: { clock.now })
                 .runOnce()
             return try delivery(pending.deliveryID, on: database)
         }
@@ -173,7 +173,7 @@ import Testing
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(server.port)/", in: world, on: database)
             let clock = TestClock()
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now }).runOnce()
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now }).runOnce()
             let error = try firstRow(of: database.query("SELECT error FROM webhook_attempts"), "the attempt")["error"].text()
             return (try delivery(pending.deliveryID, on: database), error)
         }

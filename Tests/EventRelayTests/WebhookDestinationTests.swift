@@ -112,7 +112,7 @@ import Testing
         let state = try await World.with { world in
             let database = try world.connect()
             let pending = try pendingDelivery(to: "http://127.0.0.1:\(receiver.port)/hook", in: world, on: database)
-            let configuration = WebhookConfiguration(proxy: "http://127.0.0.1:\(proxy.port)").local
+            let configuration = WebhookConfiguration.local { $0.proxy = "http://127.0.0.1:\(proxy.port)" }
             try WebhookDispatcher(database: database, configuration: configuration).runOnce()
             return try delivery(pending.deliveryID, on: database).state
         }
@@ -130,7 +130,7 @@ private func oneAttemptWithoutPrivateWebhooks(scheme: String) async throws -> (e
     let error = try await World.with { world in
         let database = try world.connect()
         let pending = try pendingDelivery(to: "\(scheme)://localhost:\(receiver.port)/hook", in: world, on: database)
-        try WebhookDispatcher(database: database, configuration: WebhookConfiguration(secretKeys: .test)).runOnce()
+        try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local { $0.allowsPrivateNetworks = false }).runOnce()
         return try database.query(
             "SELECT last_error FROM webhook_deliveries WHERE id = $1", [.int64(pending.deliveryID)])[0]["last_error"].text()
     }

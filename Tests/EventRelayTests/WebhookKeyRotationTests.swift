@@ -25,7 +25,7 @@ import Testing
             func deliverOne(with keys: WebhookKeyring) throws -> String {
                 try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
                 try world.relay().runOnce()
-                var configuration = WebhookConfiguration().local
+                var configuration = WebhookConfiguration.local()
                 configuration.secretKeys = keys
                 try WebhookDispatcher(database: database, configuration: configuration).runOnce()
                 return try database.query(
@@ -76,7 +76,7 @@ import Testing
                 if round == 1 { _ = try registry.rotateSecrets() }
                 try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
                 try world.relay().runOnce()
-                try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local).runOnce()
+                try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local()).runOnce()
                 states.append(try database.query("SELECT state FROM webhook_deliveries ORDER BY id DESC LIMIT 1")[0]["state"].text() ?? "")
             }
             let row = try database.query("SELECT secret, secret_key_id FROM webhook_endpoints")[0]

@@ -55,7 +55,7 @@ import Testing
             let reached = eventuallyOnThisThread { hanging.requests.count == 1 }
 
             let clock = TestClock()
-            let second = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local, now: { clock.now })
+            let second = try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local(), now: { clock.now })
             let lease = second.configuration.lease.seconds
             clock.now = start + lease - 1
             let duringLease = try second.runOnce()
@@ -137,7 +137,7 @@ import Testing
             let ids = try endpoints(
                 ["http://127.0.0.1:\(hanging.port)/", "http://127.0.0.1:\(healthy.port)/"], withDeliveries: events,
                 in: world, on: database)
-            let configuration = WebhookConfiguration(timeout: .seconds(60), perEndpointConcurrency: 2).local
+            let configuration = WebhookConfiguration.local { ($0.timeout, $0.perEndpointConcurrency) = (.seconds(60), 2) }
             let dispatchers = startDispatchers(4, in: world, configuration: configuration, errors: errors)
             defer {
                 hanging.stop()
@@ -172,7 +172,7 @@ import Testing
                     "SELECT count(*) AS n, count(DISTINCT leased_until) AS claims FROM webhook_deliveries WHERE endpoint_id = $1 AND leased_until IS NOT NULL",
                     [.int64(id)])[0]
             }
-            let configuration = WebhookConfiguration(timeout: .seconds(1), perEndpointConcurrency: 2).local
+            let configuration = WebhookConfiguration.local { ($0.timeout, $0.perEndpointConcurrency) = (.seconds(1), 2) }
             let dispatchers = startDispatchers(1, in: world, configuration: configuration, errors: errors)
             defer {
                 hanging.stop()

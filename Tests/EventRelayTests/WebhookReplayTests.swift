@@ -22,7 +22,7 @@ import Testing
         let renewed = try insertEvent(subscriptions[0], type: "renewed", on: database)
         let refunded = try insertEvent(subscriptions[1], type: "refunded", on: database)
         try world.relay().runOnce()
-        let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local)
+        let dispatcher = try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local())
         try dispatcher.runOnce()
         let later = try registry.add(url: url + "/later", eventTypes: []).endpoint.id
         return Scene(first: first, later: later, renewed: renewed, refunded: refunded)
@@ -50,7 +50,7 @@ import Testing
             let later = try registry.replay(endpoint: scene.later, since: .distantPast)
             let again = try registry.replay(endpoint: scene.first, since: .distantPast, eventTypes: ["refunded"])
             let states = (try Self.deliveries(scene.first, on: database), try Self.deliveries(scene.later, on: database))
-            try WebhookDispatcher(database: database, configuration: WebhookConfiguration().local).runOnce()
+            try WebhookDispatcher(database: database, configuration: WebhookConfiguration.local()).runOnce()
             return (scene, before, (later, states.1), (again, states.0), try Self.deliveries(scene.later, on: database))
         }
         #expect(before == [scene.renewed: "delivered after 1", scene.refunded: "delivered after 1"])

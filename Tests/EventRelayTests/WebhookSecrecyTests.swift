@@ -34,7 +34,7 @@ import Testing
             try insertEvent(try insertSubscriptions(1, on: database)[0], on: database)
             try world.relay().runOnce()
 
-            let configuration = WebhookConfiguration(timeout: .milliseconds(300)).local
+            let configuration = WebhookConfiguration.local { $0.timeout = .milliseconds(300) }
             let made = try WebhookDispatcher(database: database, configuration: configuration).runOnce()
             let texts = try database.query(
                 """

@@ -21,7 +21,7 @@ import Testing
             let dispatching = DispatchSemaphore(value: 0)
             Thread {
                 defer { dispatching.signal() }
-                guard let dispatcher = try? WebhookDispatcher(database: world.connect(), configuration: WebhookConfiguration().local) else { return }
+                guard let dispatcher = try? WebhookDispatcher(database: world.connect(), configuration: WebhookConfiguration.local()) else { return }
                 dispatcher.run(until: stop)
             }.start()
             defer {

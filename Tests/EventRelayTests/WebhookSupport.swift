@@ -39,7 +39,7 @@ func endpoints(_ urls: [String], withDeliveries events: Int, in world: World, on
 /// its own with its own connection and HTTP client, delivering until stopped. `now` is every one's
 /// clock; what goes wrong in their rounds is recorded in `errors`.
 func startDispatchers(
-    _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration().local,
+    _ count: Int, in world: World, configuration: WebhookConfiguration = WebhookConfiguration.local(),
     now: @escaping @Sendable () -> Date = Date.init, errors: Recorder
 ) -> RunningDispatchers {
     let dispatchers = RunningDispatchers()

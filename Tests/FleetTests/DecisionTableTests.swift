@@ -176,7 +176,7 @@ import Testing
             rateLimit: try RateLimit(perSecond: 10, burst: 1))
         settings.defaultBackend = defaultBackend
         return SubscriptionVerification(
-            gate: gate, verifier: verifier, store: store, policy: settings.verificationPolicy, metrics: FleetMetrics(),
+            gate: gate, verifier: verifier, store: store, policy: settings, metrics: FleetMetrics(),
             clock: SystemClock(), logger: Logger(label: "decision-table") { _ in SwiftLogNoOpLogHandler() })
     }
 

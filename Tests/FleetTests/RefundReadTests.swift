@@ -14,7 +14,7 @@ import VerificationUseCase
         let now = Date(timeIntervalSince1970: 1_795_000_000)
         for audit in ["3", "30"] {
             let settings = try FleetSettings(.given([Settings.auditDays: audit, Settings.serverAPIRefundCheckDays: "7"]))
-            let policy = settings.verificationPolicy
+            let policy = settings
             let nextNight = policy.nextNightlyRun(after: now)
             // Renewing long after the audit: the audit is its next check.
             var active = SubscriptionState(originalTransactionID: "2000000000000001", status: .active, verifiedAt: Instant(now))

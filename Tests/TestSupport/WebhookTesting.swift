@@ -1,4 +1,5 @@
 import EventRelay
+import FleetConfiguration
 import PostgresClient
 
 extension WebhookKeyring {
@@ -17,11 +18,12 @@ extension WebhookRegistry {
 }
 
 extension WebhookConfiguration {
-    /// `self` for the tests' receivers: loopback over plain http, secrets opened with the tests' key.
-    public var local: WebhookConfiguration {
-        var configuration = self
+    /// The deployment's defaults for the tests' receivers: loopback over plain http, secrets opened
+    /// with the tests' key; changed by `change`.
+    public static func local(_ change: (inout WebhookConfiguration) -> Void = { _ in }) -> WebhookConfiguration {
+        var configuration = try! FleetSettings(.given([Settings.allowPrivateWebhooks: "true"])).webhookConfiguration
         configuration.secretKeys = .test
-        configuration.allowsPrivateNetworks = true
+        change(&configuration)
         return configuration
     }
 }
