@@ -33,6 +33,9 @@ final class NotificationSender: Sendable {
         let uuid: String
         let signedPayload: String
         let environment: SimulatedEnvironment
+        /// Whose it is (an original transaction id): one subscription's go out in order. A test
+        /// notification is nobody's (nil).
+        var subscription: String? = nil
         /// The change it announces, missed should its first send fail (nil: a test notification or a
         /// consumption request, which announce none).
         var change: MissedChange? = nil
@@ -137,7 +140,7 @@ final class NotificationSender: Sendable {
         guard let (url, knobs) = state.withLock({ state in state.url.map { ($0, state.knobs) } }) else { return }
         state.withLock { $0.counts.pending += notifications.count }
         let queues = Dictionary(grouping: notifications) { notification in
-            let subscription = notification.change?.originalTransactionID ?? notification.uuid
+            let subscription = notification.subscription ?? notification.uuid
             return Int(UInt(bitPattern: subscription.hashValue) % UInt(lanes.count))
         }
         await withTaskGroup(of: Void.self) { group in

@@ -97,7 +97,8 @@ public final class SimulatedAppStore: Sendable {
                     }
                     return NotificationSender.Outgoing(
                         uuid: notification.uuid, signedPayload: notification.signedPayload(signing: signing),
-                        environment: notification.environment, change: MissedChange(notification, why: .sendFailed))
+                        environment: notification.environment, subscription: String(notification.transaction.originalTransactionID),
+                        change: MissedChange(notification, why: .sendFailed))
                 }
             } ?? []
         }

@@ -2,6 +2,7 @@ import EventRelay
 import Fleet
 import FleetConfiguration
 import JobQueue
+import Lanes
 import Ledger
 import Operations
 import PostgresClient
@@ -23,11 +24,11 @@ final class ConsoleDesk {
     /// answering beats one that never comes.
     static let redisDeadline = Duration.seconds(1)
 
-    init(settings: FleetSettings) throws {
+    init(settings: FleetSettings, clock: any FleetClock) throws {
         var settings = settings
         settings.redisTimeout = min(settings.redisTimeout, Self.redisDeadline)
         self.settings = settings
-        status = FleetStatusReader(settings: settings)
+        status = FleetStatusReader(settings: settings, clock: clock)
         let redis = try RedisConnection(settings.redisConfiguration())
         let keys = try QueueKeys(prefix: settings.keyPrefix)
         store = ConsoleStore(connection: redis, prefix: settings.keyPrefix)

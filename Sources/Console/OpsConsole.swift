@@ -48,8 +48,8 @@ public final class OpsConsole: Sendable {
         self.metrics = metrics
         self.logger = logger
         pages = try Templates.library()
-        lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet) }
         let clock = clock ?? fleet.processClock()
+        lanes = LanePool(name: "rf-console", size: settings.lanes) { try ConsoleDesk(settings: fleet, clock: clock) }
         self.clock = clock
         sampler = ConsoleSampler(lanes: lanes, interval: settings.sampleInterval, clock: clock, logger: logger)
     }

@@ -21,7 +21,7 @@ public struct MetricsServer: NamedService {
     /// nil when `settings.metricsAddress` is off. `onListening` hears the address bound (the port
     /// is the one bound, also when port 0 was asked for).
     public init?(
-        settings: FleetSettings, metrics: ProcessMetrics, logger: Logger,
+        settings: FleetSettings, metrics: ProcessMetrics, clock: any FleetClock, logger: Logger,
         onListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
     ) {
         guard let requested = settings.metricsAddress else { return nil }
@@ -29,7 +29,7 @@ public struct MetricsServer: NamedService {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        gauges = FleetGauges(settings: settings, factory: metrics.factory)
+        gauges = FleetGauges(settings: settings, clock: clock, factory: metrics.factory)
     }
 
     /// Serves until graceful shutdown, then closes the gauges' connections to Redis and PostgreSQL.

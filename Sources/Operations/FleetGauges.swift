@@ -19,8 +19,8 @@ public final class FleetGauges: Sendable {
     private let lane: Lane<GaugeReader>
     private let instruments: Instruments
 
-    public init(settings: FleetSettings, factory: any MetricsFactory = MetricsSystem.factory) {
-        lane = Lane(name: "rf-metrics") { GaugeReader(settings: settings) }
+    public init(settings: FleetSettings, clock: any FleetClock, factory: any MetricsFactory = MetricsSystem.factory) {
+        lane = Lane(name: "rf-metrics") { GaugeReader(settings: settings, clock: clock) }
         instruments = Instruments(factory: factory, rateLimit: settings.rateLimit.perSecond, apps: settings.apps.names)
     }
 
@@ -59,8 +59,8 @@ private final class GaugeReader {
     let status: FleetStatusReader
     private var tokensGrantedSeen: Int64 = 0
 
-    init(settings: FleetSettings) {
-        status = FleetStatusReader(settings: settings, quick: true)
+    init(settings: FleetSettings, clock: any FleetClock) {
+        status = FleetStatusReader(settings: settings, clock: clock, quick: true)
     }
 
     /// The live reading, with the tokens granted since the last one.

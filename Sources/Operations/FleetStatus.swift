@@ -132,6 +132,6 @@ public struct FleetStatus: Sendable, Encodable {
 
     /// Reads the whole status now, on connections of its own (for commands that ask once).
     public static func read(settings: FleetSettings) throws -> FleetStatus {
-        try FleetStatusReader(settings: settings).read(.full).status()
+        try FleetStatusReader(settings: settings, clock: settings.processClock()).read(.full).status()
     }
 }

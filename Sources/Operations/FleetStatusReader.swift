@@ -2,6 +2,7 @@ import Fleet
 import FleetConfiguration
 import Foundation
 import JobQueue
+import Lanes
 import Ledger
 import PostgresClient
 import RedisClient
@@ -17,18 +18,22 @@ public final class FleetStatusReader {
     }
 
     private let settings: FleetSettings
+    /// The process's clock: "the last minute" is the deployment's (shifted in drills and benchmarks).
+    private let clock: any FleetClock
     private let timeouts: (connect: Duration, command: Duration)?
     private var redis: (connection: RedisConnection, queue: JobQueue)?
     private var ledger: Ledger?
 
     /// `quick`: short timeouts, for a scrape or a probe that must answer within seconds, reachable or not.
-    public init(settings: FleetSettings, quick: Bool = false) {
+    public init(settings: FleetSettings, clock: any FleetClock, quick: Bool = false) {
         self.settings = settings
+        self.clock = clock
         timeouts = quick ? (.seconds(2), .seconds(5)) : nil
     }
 
     /// One reading. A source that does not answer leaves its part out and says why in `problems`.
-    public func read(_ scope: Scope, now: Date = Date()) -> FleetReading {
+    public func read(_ scope: Scope) -> FleetReading {
+        let now = clock.now()
         var reading = FleetReading(appNames: settings.apps.names)
         do {
             reading.redisSide = try readRedis()

@@ -48,10 +48,10 @@ public enum ProcessRoot {
         signals: DutySignals? = nil, onMetricsListening: @escaping @Sendable (MetricsAddress) async -> Void = { _ in }
     ) -> [any Service] {
         var services: [any Service] = []
-        if let server = MetricsServer(settings: settings, metrics: metrics, logger: logger, onListening: onMetricsListening) {
+        let context = ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger, clock: clock, signals: signals)
+        if let server = MetricsServer(settings: settings, metrics: metrics, clock: context.clock, logger: logger, onListening: onMetricsListening) {
             services.append(server)
         }
-        let context = ProcessContext(settings: settings, metrics: metrics.fleet, logger: logger, clock: clock, signals: signals)
         switch role {
         case .worker(let withRelay):
             let jobs = JobsInHand(processors: settings.concurrency)

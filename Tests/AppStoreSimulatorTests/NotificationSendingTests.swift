@@ -119,8 +119,40 @@ import Testing
     }
 
     /// A receiver, and a simulator of `subscriptions` on a stopped clock at the anchor.
-    static func simulator(subscriptions: Int) throws -> (TestHTTPServer, SimulatorClock, ServerAPISimulation, SimulatedAppStore) {
-        let receiver = try TestHTTPServer(.echo)
+    /// Apple sends many notifications at once, each subscription's in order: a receiver that answers
+    /// only once two requests are in hand gets every one at the first attempt (one at a time, the first
+    /// would wait for it until its timeout), and each subscription's arrive oldest first.
+    @Test func notificationsGoSeveralAtOnceEachSubscriptionsInOrder() async throws {
+        let (receiver, clock, setup, store) = try Self.simulator(subscriptions: 100, receiving: .respondTogether(2, .init(status: 200)))
+        defer { receiver.stop() }
+        try store.sendNotifications(to: "http://127.0.0.1:\(receiver.port)/")
+        clock.advance(byMs: 10 * day)
+        await store.sendDueNotifications()
+        let all = try await Self.sent(from: anchorMs, until: anchorMs + 10 * day, setup: setup)
+        #expect(all.count > 20, "a fleet of 100 changes often in 10 days: \(all.count)")
+        #expect(all.allSatisfy { store.sender.attempts(of: $0.uuid).map(\.result) == ["SUCCESS"] })
+
+        let byUUID = Dictionary(uniqueKeysWithValues: all.map { ($0.uuid, $0) })
+        let arrived = try receiver.requests.map { request in
+            let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: String])
+            let segment = try #require(body["signedPayload"]?.split(separator: ".").dropFirst().first)
+            var payload = String(segment).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while payload.count % 4 != 0 { payload += "=" }
+            let decoded = try #require(Data(base64Encoded: payload))
+            let claims = try #require(try JSONSerialization.jsonObject(with: decoded) as? [String: Any])
+            let uuid = try #require(claims["notificationUUID"] as? String)
+            return try #require(byUUID[uuid])
+        }
+        #expect(arrived.count == all.count)
+        for (subscription, notifications) in Dictionary(grouping: arrived, by: { $0.transaction.originalTransactionID }) {
+            #expect(notifications.map(\.signedDateMs) == notifications.map(\.signedDateMs).sorted(), "\(subscription) in order")
+        }
+    }
+
+    static func simulator(
+        subscriptions: Int, receiving behavior: TestHTTPServer.Behavior = .echo
+    ) throws -> (TestHTTPServer, SimulatorClock, ServerAPISimulation, SimulatedAppStore) {
+        let receiver = try TestHTTPServer(behavior)
         let clock = SimulatorClock(startMs: anchorMs)
         clock.set(nowMs: anchorMs, stopped: true)
         let setup = ServerAPISimulation(

@@ -1,6 +1,7 @@
 import Fleet
 import Foundation
 import JobQueue
+import Operations
 import RedisClient
 import TestSupport
 import Testing
@@ -45,6 +46,22 @@ import Testing
                 #expect(try await setup.count("SELECT count(*) AS n FROM subscriptions WHERE next_check_at <= to_timestamp(\(later))") == 0)
                 let mismatches = try await setup.groundTruthMismatches()
                 #expect(mismatches.isEmpty, "\(mismatches.count) differ: \(mismatches.prefix(10))")
+
+                // `status` reads the deployment's clock too: half a minute after the run's last check its
+                // last minute holds checks; a day later on that clock, none.
+                let verifiedLastMinute = { (shiftMicroseconds: Int64) in
+                    try await onOwnThread {
+                        let redis = try RedisConnection(RedisConfiguration(url: settings.redisURL))
+                        _ = try redis.command("SET", try QueueKeys(prefix: settings.keyPrefix).timeShift, shiftMicroseconds)
+                        return try FleetStatus.read(settings: settings).verifiedLastMinute
+                    }
+                }
+                let lastCheck = try await setup.query("SELECT extract(epoch FROM max(attempted_at))::float8 AS t FROM verifications") {
+                    try $0["t"].double() ?? 0
+                }[0]
+                let justAfter = Int64((lastCheck + 30 - Date().timeIntervalSince1970) * 1_000_000)
+                #expect(try await verifiedLastMinute(justAfter) > 0)
+                #expect(try await verifiedLastMinute(justAfter + 86_400_000_000) == 0, "a day later nothing was verified in the last minute")
             }
         }
     }

@@ -285,7 +285,7 @@ import Testing
             try await withMetricsServer(deployment.settings) { first in
                 var settings = deployment.settings
                 settings.metricsAddress = first.address
-                let second = try #require(MetricsServer(settings: settings, metrics: ProcessMetrics(), logger: quietLogger))
+                let second = try #require(MetricsServer(settings: settings, metrics: ProcessMetrics(), clock: settings.processClock(), logger: quietLogger))
                 let error = await #expect(throws: MetricsServerError.self) { try await second.run() }
                 let text = error?.description ?? ""
                 #expect(text.contains("127.0.0.1:\(first.address.port)") && text.contains("in use"), "\(text)")
@@ -299,6 +299,6 @@ import Testing
     @Test func offServesNothing() async throws {
         var settings = try FleetSettings.forTest(redisURL: TestServers.redisURL, postgresURL: TestServers.postgresURL, rateLimit: try RateLimit(perSecond: 1, burst: 1))
         settings.metricsAddress = try MetricsAddress.parse("off")
-        #expect(MetricsServer(settings: settings, metrics: ProcessMetrics(), logger: quietLogger) == nil)
+        #expect(MetricsServer(settings: settings, metrics: ProcessMetrics(), clock: settings.processClock(), logger: quietLogger) == nil)
     }
 }

@@ -170,7 +170,8 @@ func withMetricsServer<T: Sendable>(
     _ settings: FleetSettings, metrics: ProcessMetrics = ProcessMetrics(), _ body: (ServedMetrics) async throws -> T
 ) async throws -> T {
     let (bound, listening) = AsyncStream.makeStream(of: MetricsAddress.self)
-    guard let server = MetricsServer(settings: settings, metrics: metrics, logger: quietLogger, onListening: { listening.yield($0) })
+    guard let server = MetricsServer(
+        settings: settings, metrics: metrics, clock: settings.processClock(), logger: quietLogger, onListening: { listening.yield($0) })
     else { throw MetricsAreOff() }
     let running = RunningServices([server], logger: quietLogger)
     Task { _ = try? await running.stopped(); listening.finish() }  // a server that cannot listen ends the wait
