@@ -1,3 +1,5 @@
+import Foundation
+
 /// A subscription's nights among every N, for what the fleet does for each subscription every N
 /// nights (the audit, the read of its refunds): the nights whose number (whole days since 1970, UTC)
 /// falls on its `slot` (its ledger id) modulo N. Spread by slot, each night holds an even share of
@@ -15,8 +17,8 @@ public struct NightlyTurn: Sendable, Equatable {
         return ((slot - night) % every + every) % every
     }
 
-    /// The number of the night (whole days since 1970, UTC) that `seconds` since 1970 fall in.
-    public static func night(atSecondsSince1970 seconds: Double) -> Int64 {
-        Int64((seconds / 86_400).rounded(.down))
+    /// The number of the night (whole days since 1970, UTC) that `date` falls in.
+    public static func night(of date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 / 86_400).rounded(.down))
     }
 }

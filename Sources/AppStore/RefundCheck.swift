@@ -33,8 +33,7 @@ public struct RefundCheck: Sendable, Equatable {
     /// Whether the refunds are due to be read by an answer Apple signed at `now`.
     public func isDue(at now: Instant) -> Bool {
         guard let lastRead else { return true }
-        let night = { (instant: Instant) in NightlyTurn.night(atSecondsSince1970: instant.date.timeIntervalSince1970) }
-        let (today, lastReadNight) = (night(now), night(lastRead))
+        let (today, lastReadNight) = (NightlyTurn.night(of: now.date), NightlyTurn.night(of: lastRead.date))
         guard today > lastReadNight else { return false }
         let days = Int64(max(1, everyDays))
         return today - lastReadNight >= days || turn.nightsUntilTurn(from: today, every: days) == 0

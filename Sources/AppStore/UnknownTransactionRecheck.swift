@@ -14,7 +14,7 @@ extension AppStoreEnvironment {
     public static func recheck(ofUnknown originalTransactionID: String, filedIn filed: AppStoreEnvironment, on now: Date)
         -> AppStoreEnvironment
     {
-        let night = UInt64(max(0, (now.timeIntervalSince1970 / 86_400).rounded(.down)))
+        let night = UInt64(max(0, NightlyTurn.night(of: now)))
         let id = UInt64(originalTransactionID.suffix(18)) ?? 0
         // SplitMix64's finaliser: each bit of the night and the id reaches the top bit.
         var mixed = (night &+ id) &* 0x9E37_79B9_7F4A_7C15

@@ -193,7 +193,6 @@ public struct FleetSettings: Sendable {
         configuration.connectTimeout = min(configuration.connectTimeout, postgresTimeout)
         return configuration
     }
-
 }
 
 /// The verification use case reads its policy from the settings themselves.

@@ -98,7 +98,7 @@ public struct CheckSchedule: Sendable, Equatable {
     /// The first night from `next` on that is `slot`'s turn in every `nights` (`NightlyTurn`): at
     /// most `nights` away, and the same nights for the same slot.
     private func auditNight(slot: Int64, every nights: Int, next: Date) -> Date {
-        let night = NightlyTurn.night(atSecondsSince1970: next.timeIntervalSince1970)
+        let night = NightlyTurn.night(of: next)
         let wait = NightlyTurn(slot: slot).nightsUntilTurn(from: night, every: Int64(nights))
         return next + Double(wait) * Self.day
     }

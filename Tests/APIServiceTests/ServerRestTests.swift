@@ -13,7 +13,7 @@ import Testing
         let rest = ServerRest(code: "database_unavailable", what: "the database is not answering") { $0 is NotAnswering }
         let ran = Atomic<Int>(0)
         await #expect(throws: Refused.self) { try await rest.guarding { throw Refused() } }
-        try await rest.guarding { ran.add(1, ordering: .relaxed) }
+        _ = try await rest.guarding { ran.add(1, ordering: .relaxed) }
         #expect(ran.load(ordering: .relaxed) == 1, "an error that is not a failure to answer starts no rest")
 
         await #expect(throws: APIError.self) { try await rest.guarding { throw NotAnswering() } }

@@ -50,7 +50,7 @@ struct RefundCheckTests {
     /// finds an unannounced refund within its period, which the weekly turn alone would not.
     @Test func everyAuditNightReadsThemWhateverTheLastRead() {
         let audit: Int64 = 30
-        let night = NightlyTurn.night(atSecondsSince1970: Self.firstNight.timeIntervalSince1970)
+        let night = NightlyTurn.night(of: Self.firstNight)
         var audited = 0
         for slot: Int64 in 0..<60 {
             let auditNight = night + NightlyTurn(slot: slot).nightsUntilTurn(from: night, every: audit)
