@@ -1,7 +1,7 @@
 /// Which of Apple's services the fleet asks about a subscription. verifyReceipt needs the receipt
 /// the app sent; the App Store Server API needs only the original transaction id, so a StoreKit 2
 /// app's subscriptions (which have no receipt) can only use it.
-public enum VerificationBackend: String, Sendable, CaseIterable, CustomStringConvertible {
+public enum VerificationBackend: String, Sendable, Encodable, CaseIterable, CustomStringConvertible {
     case verifyReceipt = "verify_receipt"
     case serverAPI = "server_api"
 

@@ -3,7 +3,8 @@ import PostgresClient
 
 /// A subscription to start watching: one original_transaction_id of one app, and its receipt
 /// (none for a StoreKit 2 app's, which only the Server API can verify: then `backend` says so).
-public struct NewSubscription: Sendable {
+/// Encodable as a row of the insert's `jsonb` parameter.
+public struct NewSubscription: Sendable, Encodable {
     public var app: String
     public var originalTransactionID: String
     public var environment: AppStoreEnvironment
@@ -24,6 +25,12 @@ public struct NewSubscription: Sendable {
         self.accountID = accountID
         self.backend = backend
     }
+
+    enum CodingKeys: String, CodingKey {
+        case app, environment, receipt, backend
+        case originalTransactionID = "original_transaction_id"
+        case accountID = "account_id"
+    }
 }
 
 extension Ledger {
@@ -40,7 +47,7 @@ extension Ledger {
         var inserted = 0
         for start in stride(from: 0, to: subscriptions.count, by: size) {
             let batch = subscriptions[start..<min(start + size, subscriptions.count)]
-            let rows = try connection.query(Self.insertSubscriptions, [Self.jsonb(batch.map(ImportRow.init))])
+            let rows = try connection.query(Self.insertSubscriptions, [Self.jsonb(Array(batch))])
             inserted += Int(try rows[0]["inserted"].int64() ?? 0)
         }
         return (inserted, subscriptions.count - inserted)
@@ -65,28 +72,4 @@ extension Ledger {
         )
         SELECT count(*) AS inserted FROM added
         """
-}
-
-private struct ImportRow: Encodable {
-    var app: String
-    var originalTransactionID: String
-    var environment: String
-    var receipt: String?
-    var accountID: String?
-    var backend: String?
-
-    init(_ subscription: NewSubscription) {
-        app = subscription.app
-        originalTransactionID = subscription.originalTransactionID
-        environment = subscription.environment.rawValue
-        receipt = subscription.receipt?.base64
-        accountID = subscription.accountID
-        backend = subscription.backend?.rawValue
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case app, environment, receipt, backend
-        case originalTransactionID = "original_transaction_id"
-        case accountID = "account_id"
-    }
 }

@@ -65,7 +65,7 @@ extension Ledger {
         let analysis = write.found.analyze(
             stored: stored.map(\.purchase), announcingPurchasesAfter: write.announcingPurchasesAfter)
         let records = try connection.query(upsert, [
-            .text(write.app), try jsonb(analysis.purchases.map(PurchaseRow.init)), write.accountID.map(PostgresValue.text) ?? .null,
+            .text(write.app), try jsonb(analysis.purchases), write.accountID.map(PostgresValue.text) ?? .null,
             try jsonb(analysis.events), write.found.readAt.map { .timestamptz($0.date) } ?? .null,
         ]).map(purchaseRecord)
         let order = Dictionary(uniqueKeysWithValues: write.found.transactionIDs.enumerated().map { ($1, $0) })
@@ -97,12 +97,15 @@ extension Ledger {
 
     /// Inserts new purchases and updates what Apple changes later (a refund, its reversal), linking
     /// the account where none is linked, stamped with the moment Apple judged ($5; the clock when
-    /// the answer has none); then the events, each joined to its purchase's row.
+    /// the answer has none); then the events, each joined to its purchase's row. $2 holds the
+    /// purchases as `Purchase` encodes itself (its cancellation an object).
     private static let upsert = """
         WITH input AS (
-            SELECT * FROM jsonb_to_recordset($2) AS p(
+            SELECT p.*, (p.cancellation->>'cancelled_at')::timestamptz AS cancelled_at,
+                (p.cancellation->>'reason')::integer AS cancellation_reason
+            FROM jsonb_to_recordset($2) AS p(
                 transaction_id text, original_transaction_id text, product_id text, quantity integer, ownership text,
-                environment text, purchased_at timestamptz, cancelled_at timestamptz, cancellation_reason integer)
+                environment text, purchased_at timestamptz, cancellation jsonb)
         ),
         saved AS (
             INSERT INTO purchases AS s (
@@ -143,41 +146,5 @@ extension Ledger {
         return try PurchaseRecord(
             id: row["id"].int64() ?? 0, app: row["app"].text() ?? "", accountID: row["account_id"].text(), purchase: purchase,
             lastVerifiedAt: row["last_verified_at"].timestamptz() ?? .distantPast)
-    }
-
-}
-
-/// One purchase as a row of the upsert's `jsonb` parameter.
-private struct PurchaseRow: Encodable {
-    var transactionID: String
-    var originalTransactionID: String
-    var productID: String?
-    var quantity: Int?
-    var ownership: String?
-    var environment: String?
-    var purchasedAt: Instant?
-    var cancelledAt: Instant?
-    var cancellationReason: Int?
-
-    init(_ purchase: Purchase) {
-        transactionID = purchase.transactionID
-        originalTransactionID = purchase.originalTransactionID
-        productID = purchase.productID
-        quantity = purchase.quantity
-        ownership = purchase.ownership?.rawValue
-        environment = purchase.environment?.rawValue
-        purchasedAt = purchase.purchasedAt
-        cancelledAt = purchase.cancellation?.cancelledAt
-        cancellationReason = purchase.cancellation?.reason
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case quantity, ownership, environment
-        case transactionID = "transaction_id"
-        case originalTransactionID = "original_transaction_id"
-        case productID = "product_id"
-        case purchasedAt = "purchased_at"
-        case cancelledAt = "cancelled_at"
-        case cancellationReason = "cancellation_reason"
     }
 }
