@@ -9,8 +9,9 @@ import Hummingbird
 ///   `fail_share`, `delay_seconds`, `unreachable_seconds` (from now, simulator time),
 ///   `unannounced_share` and `faults_seconds` (from now, how long the two shares apply; absent: for
 ///   ever) (`NotificationKnobs`): where V2 notifications go as the clock passes them
-///   (no url: nowhere) and how their sending goes; the reading counts them. A clock move returns
-///   once the notifications it passed (and the retries it made due) were attempted.
+///   (no url: nowhere) and how their sending goes; the reading counts them (failures by cause:
+///   `failed_by`). A clock move returns once the notifications it passed (and the retries it made
+///   due) were attempted.
 /// - `GET /control/notifications/missed`: every change serve was not told of when it happened
 ///   (`{"missed": [{"original_transaction_id", "type", "subtype", "at_ms", "why"}]}`, `why` being
 ///   `unannounced` or `send_failed`), for a benchmark to time the fleet's own finding of them
@@ -245,11 +246,12 @@ struct NotificationsReading: ResponseEncodable {
     let faultsUntilMs: Int64?
     let sent: Int
     let failed: Int
+    let failedBy: [String: Int]
     let pending: Int
     let retrying: Int
     enum CodingKeys: String, CodingKey {
         case url, drop, failShare = "fail_share", delaySeconds = "delay_seconds", unreachableUntilMs = "unreachable_until_ms"
-        case unannouncedShare = "unannounced_share", faultsUntilMs = "faults_until_ms", sent, failed, pending, retrying
+        case unannouncedShare = "unannounced_share", faultsUntilMs = "faults_until_ms", sent, failed, failedBy = "failed_by", pending, retrying
     }
 
     init(_ configuration: (url: String?, knobs: NotificationKnobs, counts: NotificationSender.Counts)) {
@@ -257,6 +259,6 @@ struct NotificationsReading: ResponseEncodable {
         (url, drop, failShare, delaySeconds) = (configuration.url, knobs.drop, knobs.failShare, Double(knobs.delayMs) / 1000)
         (unreachableUntilMs, unannouncedShare) = (knobs.unreachableUntilMs, knobs.unannouncedShare)
         faultsUntilMs = knobs.faultsUntilMs == .max ? nil : knobs.faultsUntilMs
-        (sent, failed, pending, retrying) = (counts.sent, counts.failed, counts.pending, counts.retrying)
+        (sent, failed, failedBy, pending, retrying) = (counts.sent, counts.failed, counts.failedBy, counts.pending, counts.retrying)
     }
 }

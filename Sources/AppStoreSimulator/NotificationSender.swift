@@ -59,6 +59,9 @@ final class NotificationSender: Sendable {
     struct Counts: Sendable, Encodable {
         var sent = 0
         var failed = 0
+        /// Failed attempts by cause: `fail_share` and `unreachable` (the knobs), serve's status when
+        /// it answered another than 200 (`HTTP 429`), or Apple's result (`TIMED_OUT`, `SOCKET_ISSUE`, …).
+        var failedBy: [String: Int] = [:]
         var pending = 0
         /// Failed sends waiting for Apple's next attempt.
         var retrying = 0
@@ -156,15 +159,16 @@ final class NotificationSender: Sendable {
     /// again on Apple's schedule.
     private func attempt(_ notification: Outgoing, url: String, knobs: NotificationKnobs, nowMs: Int64, on lane: Lane<HTTPClient>) async {
         let tried = attempts(of: notification.uuid).count
-        let result: String
+        // Apple's result, and why it failed: a knob, or serve's answer (then the result itself).
+        let (result, cause): (String, String)
         if knobs.drop || nowMs < knobs.unreachableUntilMs {
-            result = "NO_RESPONSE"
+            (result, cause) = ("NO_RESPONSE", "unreachable")
         } else if nowMs < knobs.faultsUntilMs, Self.share(of: notification.uuid, "attempt \(tried)") < knobs.failShare {
-            result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+            (result, cause) = ("UNSUCCESSFUL_HTTP_RESPONSE_CODE", "fail_share")
         } else {
             let body = Array(#"{"signedPayload":"\#(notification.signedPayload)"}"#.utf8)
-            result = (try? await lane.run { http in Self.result(of: { () throws(HTTPError) in try http.post(url: url, json: body) }) })
-                ?? "OTHER"
+            (result, cause) = (try? await lane.run { http in Self.result(of: { () throws(HTTPError) in try http.post(url: url, json: body) }) })
+                ?? ("OTHER", "OTHER")
         }
         state.withLock { state in
             state.attempts[notification.uuid, default: []].append(SendAttempt(atMs: nowMs, result: result))
@@ -174,6 +178,7 @@ final class NotificationSender: Sendable {
                 return
             }
             state.counts.failed += 1
+            state.counts.failedBy[cause, default: 0] += 1
             if tried == 0, let change = notification.change { state.missed.append(change) }
             if notification.environment == .production, tried < Self.retryHours.count {
                 state.retries.append((nowMs + Self.retryHours[tried] * 3_600_000, notification))
@@ -189,19 +194,23 @@ final class NotificationSender: Sendable {
         return Double(number >> 11) / Double(UInt64(1) << 53)
     }
 
-    /// Apple's `sendAttemptResult` for one POST: a 200 is the only success.
-    private static func result(of post: () throws(HTTPError) -> HTTPResponse) -> String {
+    /// Apple's `sendAttemptResult` for one POST (a 200 is the only success), and the cause of a
+    /// failure: the result, or for another status the status itself (`HTTP 503`).
+    private static func result(of post: () throws(HTTPError) -> HTTPResponse) -> (result: String, cause: String) {
+        let result: String
         do {
-            return try post().status == 200 ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+            let status = try post().status
+            return status == 200 ? ("SUCCESS", "") : ("UNSUCCESSFUL_HTTP_RESPONSE_CODE", "HTTP \(status)")
         } catch {
             switch error.kind {
-            case .timeout: return "TIMED_OUT"
-            case .connectionRefused, .connectionReset, .dns: return "SOCKET_ISSUE"
-            case .tls, .tlsHandshake: return "TLS_ISSUE"
-            case .protocolError: return "INVALID_RESPONSE"
-            default: return "OTHER"
+            case .timeout: result = "TIMED_OUT"
+            case .connectionRefused, .connectionReset, .dns: result = "SOCKET_ISSUE"
+            case .tls, .tlsHandshake: result = "TLS_ISSUE"
+            case .protocolError: result = "INVALID_RESPONSE"
+            default: result = "OTHER"
             }
         }
+        return (result, result)
     }
 }
 

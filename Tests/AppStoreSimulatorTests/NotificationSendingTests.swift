@@ -27,6 +27,7 @@ import Testing
         let failed = announced.filter { store.sender.attempts(of: $0.uuid)[0].result != "SUCCESS" }
         #expect(receiver.requests.count == announced.count - failed.count, "what did not fail reached the receiver")
         #expect(Double(failed.count) / Double(announced.count) > 0.35 && Double(failed.count) / Double(announced.count) < 0.65)
+        #expect(store.sender.configuration.counts.failedBy == ["fail_share": failed.count], "the knob failed them, not the receiver")
         // What serve missed, once each: every silent change and every change whose first send failed.
         let missed = store.sender.missed.map { "\($0.why.rawValue) \($0.originalTransactionID) \($0.type) \($0.atMs)" }.sorted()
         let changes = { (why: String, notifications: [SimulatedNotification]) in
@@ -98,9 +99,27 @@ import Testing
         #expect(!tried.isEmpty && tried.allSatisfy { $0.signedDateMs < clock.nowMs - 2 * Self.hour }, "nothing before its delay passed")
         #expect(receiver.requests.isEmpty, "serve could not be reached")
         #expect(tried.allSatisfy { store.sender.attempts(of: $0.uuid)[0].result == "NO_RESPONSE" })
+        let counts = store.sender.configuration.counts
+        #expect(counts.failed >= tried.count && counts.failedBy == ["unreachable": counts.failed], "both environments' sends")
         clock.advance(byMs: 2 * day)
         await store.sendDueNotifications()
         #expect(tried.allSatisfy { store.sender.attempts(of: $0.uuid).last?.result == "SUCCESS" }, "a retry after serve came back got through")
+    }
+
+    /// A send serve answered with anything but 200 is counted by its status, apart from the
+    /// knobs' failures: a benchmark tells load or a fault from what it asked for.
+    @Test func failuresOfServesOwnAreCountedByTheirStatus() async throws {
+        let (receiver, clock, setup, store) = try Self.simulator(
+            subscriptions: 50, receiving: .respond([TestHTTPServer.Response(status: 503)]))
+        defer { receiver.stop() }
+        try store.sendNotifications(to: "http://127.0.0.1:\(receiver.port)/", knobs: NotificationKnobs())
+        clock.advance(byMs: 5 * day)
+        await store.sendDueNotifications()
+        let counts = store.sender.configuration.counts
+        #expect(counts.failed > 0 && counts.failed == receiver.requests.count, "every send reached serve, and failed")
+        #expect(counts.failedBy == ["HTTP 503": counts.failed])
+        let tried = try await Self.sent(from: anchorMs, until: clock.nowMs, setup: setup).flatMap { store.sender.attempts(of: $0.uuid) }
+        #expect(!tried.isEmpty && tried.allSatisfy { $0.result == "UNSUCCESSFUL_HTTP_RESPONSE_CODE" }, "Apple's result for it")
     }
 
     /// The first app's notifications in a window, worked out on a thread of its own: a fleet's
