@@ -159,7 +159,7 @@ final class NotificationSender: Sendable {
     /// again on Apple's schedule.
     private func attempt(_ notification: Outgoing, url: String, knobs: NotificationKnobs, nowMs: Int64, on lane: Lane<HTTPClient>) async {
         let tried = attempts(of: notification.uuid).count
-        // Apple's result, and why it failed: a knob, or serve's answer (then the result itself).
+        // Apple's result, and the cause a failure is counted under: the knob, or serve's answer (`result(of:)`).
         let (result, cause): (String, String)
         if knobs.drop || nowMs < knobs.unreachableUntilMs {
             (result, cause) = ("NO_RESPONSE", "unreachable")

@@ -98,21 +98,21 @@ extension Ledger {
     /// Inserts new purchases and updates what Apple changes later (a refund, its reversal), linking
     /// the account where none is linked, stamped with the moment Apple judged ($5; the clock when
     /// the answer has none); then the events, each joined to its purchase's row. $2 holds the
-    /// purchases as `Purchase` encodes itself (its cancellation an object).
+    /// purchases as `Purchase` encodes itself (its status, and its cancellation as an object).
     private static let upsert = """
         WITH input AS (
             SELECT p.*, (p.cancellation->>'cancelled_at')::timestamptz AS cancelled_at,
                 (p.cancellation->>'reason')::integer AS cancellation_reason
             FROM jsonb_to_recordset($2) AS p(
                 transaction_id text, original_transaction_id text, product_id text, quantity integer, ownership text,
-                environment text, purchased_at timestamptz, cancellation jsonb)
+                environment text, status text, purchased_at timestamptz, cancellation jsonb)
         ),
         saved AS (
             INSERT INTO purchases AS s (
                 app, transaction_id, original_transaction_id, account_id, product_id, quantity, ownership, environment,
                 status, purchased_at, cancelled_at, cancellation_reason, last_verified_at)
             SELECT $1, p.transaction_id, p.original_transaction_id, $3, p.product_id, p.quantity, p.ownership,
-                coalesce(p.environment, 'Production'), CASE WHEN p.cancelled_at IS NULL THEN 'owned' ELSE 'refunded' END,
+                coalesce(p.environment, 'Production'), p.status,
                 p.purchased_at, p.cancelled_at, p.cancellation_reason, coalesce($5::timestamptz, now())
             FROM input p
             ON CONFLICT (app, transaction_id) DO UPDATE SET

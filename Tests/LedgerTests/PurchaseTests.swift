@@ -40,6 +40,10 @@ import Testing
             .map { try $0["type"].text() ?? "" }
     }
 
+    static func storedStatus(_ ledger: Ledger) throws -> String? {
+        try ledger.connection.query("SELECT status FROM purchases WHERE transaction_id = '5001'").first?["status"].text()
+    }
+
     @Test func aNewPurchaseIsStoredAndAnnouncedOnceHoweverOftenItIsRecorded() async throws {
         try await withLedger { ledger, _ in
             let first = try ledger.recordPurchases(Self.write(Self.response()))
@@ -85,6 +89,7 @@ import Testing
     @Test func aRefundFoundLaterIsStoredAndAnnouncedOnce() async throws {
         try await withLedger { ledger, _ in
             _ = try ledger.recordPurchases(Self.write(Self.response(), after: nil))
+            #expect(try Self.storedStatus(ledger) == "owned")
             let refund = S.day(2, 10)
             let refunded = try ledger.recordPurchases(Self.write(Self.response(refundedAt: refund), after: nil))
             #expect(refunded.records.first?.purchase.status == .refunded)
@@ -92,6 +97,7 @@ import Testing
             _ = try ledger.recordPurchases(Self.write(Self.response(refundedAt: refund), after: nil))
             #expect(try Self.purchaseEvents(ledger) == ["refunded"])
             #expect(try ledger.purchase(transactionID: "5001")?.purchase.status == .refunded)
+            #expect(try Self.storedStatus(ledger) == "refunded", "the stored column, which the demo's check reads")
         }
     }
 
